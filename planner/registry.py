@@ -1,0 +1,100 @@
+"""Method name -> callable, with the problems it supports and its source.
+
+A method is a function ``f(instance, problem, *, time_limit, seed, **options) -> Result``
+registered with :func:`register` in its own module; the modules are listed once in
+``METHOD_MODULES``. Method names come only from here: nothing is imported by a name the
+user gives.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .model import InstanceError
+
+METHOD_MODULES = [
+    "heuristics.storm",
+    "heuristics.rstorm",
+    "heuristics.site_aware",
+    "heuristics.aniello",
+    "heuristics.nasiri",
+    "heuristics.shukla",
+    "heuristics.peers",
+    "formulations.bruteforce",
+    "formulations.network",
+    "formulations.traffic",
+    "formulations.throughput",
+    "formulations.slots",
+    "formulations.admission",
+]
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    name: str
+    func: Callable[..., Any]
+    problems: tuple[str, ...]
+    source: str
+    kind: str  # "exact" or "heuristic"
+    options: dict[str, Any] = field(default_factory=dict)  # option -> default
+    summary: str = ""
+
+
+_METHODS: dict[str, MethodInfo] = {}
+_loaded = False
+
+
+def register(name: str, problems: list[str] | tuple[str, ...], source: str, kind: str = "heuristic",
+             options: dict[str, Any] | None = None, summary: str = "") -> Callable:
+    """Decorator: make ``func`` the method ``name``. Re-registering a name extends its problems."""
+
+    def deco(func: Callable) -> Callable:
+        prev = _METHODS.get(name)
+        probs = tuple(problems)
+        opts = dict(options or {})
+        if prev is not None and prev.func is not func:
+            # one name may be served by several functions, one per problem
+            _METHODS[name] = MethodInfo(name, _dispatch(prev, func, probs), prev.problems + probs, source or prev.source,
+                                        kind, {**prev.options, **opts}, summary or prev.summary)
+        else:
+            _METHODS[name] = MethodInfo(name, func, probs, source, kind, opts, summary or (func.__doc__ or "").strip().split("\n")[0])
+        return func
+
+    return deco
+
+
+def _dispatch(prev: MethodInfo, func: Callable, probs: tuple[str, ...]) -> Callable:
+    def run(instance, problem, **kw):
+        if problem in probs:
+            return func(instance, problem, **kw)
+        return prev.func(instance, problem, **kw)
+
+    return run
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for mod in METHOD_MODULES:
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name != mod:
+                raise
+
+
+def get_method(name: str) -> MethodInfo:
+    _load()
+    try:
+        return _METHODS[name]
+    except KeyError:
+        raise InstanceError("method", f"unknown method {name!r}; `planner methods` lists them") from None
+
+
+def list_methods() -> list[MethodInfo]:
+    _load()
+    return sorted(_METHODS.values(), key=lambda m: m.name)
