@@ -315,6 +315,41 @@ def mba(instance: Instance, topology: Topology | str | None = None, input_rate: 
     return a
 
 
+def given_allocation(instance: Instance, threads: dict[str, int], topology: Topology | str | None = None,
+                     input_rate: float | None = None) -> Allocation:
+    """An allocation with thread counts fixed by the caller ("allocated by some allocation
+    algorithm", as in the paper's Fig. 4), in the form the mappings take: per task the bundle
+    tau_hat = T(omega_hat) of its model, floor(tau / tau_hat) full bundles charged 100 % each,
+    and the remaining threads charged their modelled C and M (perf_at)."""
+    ti, t = _topology(instance, topology)
+    models = _models(instance, ti, t)
+    omega_in = _target(instance, ti, t, input_rate) if (input_rate is not None or t.input_rate is not None) else 0.0
+    a = _new_allocation("given", t, omega_in)
+    a.rate = task_rates(t, omega_in)
+    for task in a.order:
+        if task not in threads:
+            raise InstanceError(f"threads.{task}", "missing thread count")
+        tau = threads[task]
+        if isinstance(tau, bool) or not isinstance(tau, int) or tau < 1:
+            raise InstanceError(f"threads.{task}", f"must be an integer >= 1, got {tau!r}")
+        model = models[task]
+        _, a.one_cpu[task], a.one_memory[task] = _one(model, task)
+        hat = max(rates.peak_rate(p) for p in model.points)
+        a.peak[task] = hat
+        b = rates.threads_for_rate(model, hat) or 1
+        k, r = divmod(tau, b)
+        pc = pm = 0.0
+        if r:
+            pt = rates.perf_at(model, r)
+            if pt is None:
+                raise AllocationError(f"the model of {task!r} says nothing about {r} threads")
+            pc, pm = pt.cpu, pt.memory
+        a.threads[task], a.bundle[task], a.full_bundles[task] = tau, b, k
+        a.partial_cpu[task], a.partial_memory[task] = pc, pm
+        a.cpu[task], a.memory[task] = 100.0 * k + pc, 100.0 * k + pm
+    return a
+
+
 ALLOCATIONS: dict[str, Callable[..., Allocation]] = {"lsa": lsa, "mba": mba}
 
 
