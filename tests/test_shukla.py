@@ -469,3 +469,22 @@ def test_model_without_rate_is_reported_not_raised():
                 p["rate"] = 0
     res = api.solve(parse_instance(data), "slots", "shukla.lsa+dsm")
     assert res.status == Status.INFEASIBLE and "sustains no rate" in res.message
+
+
+def test_two_topologies_get_vms_of_their_own():
+    """Each dataflow runs on VMs acquired for it alone (the paper's exclusive clusters); the
+    second takes what the first left."""
+    data = api.load_instance("shukla-linear").model_dump(mode="json")
+    second = dict(data["topologies"][0], id="linear2", input_rate=50)
+    data["topologies"].append(second)
+    inst = parse_instance(data)
+    res = api.solve(inst, "slots", "shukla.mba+sam")
+    tops = res.details["topologies"]
+    vms1 = {v["node"] for v in tops["linear"]["vms"]}
+    vms2 = {v["node"] for v in tops["linear2"]["vms"]}
+    assert vms1 and vms2 and not (vms1 & vms2)
+    for p in res.plan.placements:
+        assert p.node in (vms1 if p.topology == "linear" else vms2)
+    assert (tops["linear"]["rho"], tops["linear2"]["rho"]) == (7, 4)
+    assert res.details["planned_rate"] == 50  # the smaller target, as the evaluator's target_rate
+    assert res.details["predicted_rate"] == pytest.approx(res.metrics["supported_rate"])
