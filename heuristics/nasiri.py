@@ -157,7 +157,10 @@ def nasiri(instance: Instance, problem: str, *, time_limit=None, seed=0, initial
     rate / Scale. Otherwise take the hottest instance (highest TCU) on the first overloaded
     machine (node id order), add one instance of its component on the machine where, with
     all instances of that component re-split at the current rate, it fits with the most room
-    left (ties: lower utilisation, node id); re-evaluate. If no machine can take it: stop when
+    left (ties: lower utilisation, node id) and lowers the overloaded machine's load (always
+    so under shuffle, the paper's setting; under ``all`` or ``global`` groupings a new
+    instance may relieve nothing, and is then not added); re-evaluate. If no machine can take
+    it: stop when
     rate <= Scale, else double Scale and go back to the last stable state.
 
     Returns the last stable state: instance counts (``plan.parallelism``), one worker per
@@ -166,7 +169,8 @@ def nasiri(instance: Instance, problem: str, *, time_limit=None, seed=0, initial
     least the even one, so the claim still holds. ``trace=True`` adds details.trace, one entry
     per iteration (rate, action, machine loads, counts). ``max_iterations`` and
     ``max_instances_per_machine`` (the paper's k_j; unlimited by default) bound the loop;
-    hitting the iteration bound ends the search at the last stable state, said in details.
+    hitting the iteration bound or the time limit ends the search at the last stable state,
+    said in details.stop.
     """
     method = "nasiri"
     r0 = _num("initial_rate", initial_rate, 0.0)
@@ -206,6 +210,9 @@ def nasiri(instance: Instance, problem: str, *, time_limit=None, seed=0, initial
         used[best[1]] += best[2]
 
     # --- MaximizeThroughput (Algorithm 2) ---
+    import time
+
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
     scale = 1.0
     rate = r0
     stable: tuple[dict[str, int], dict[str, list[str]], float] | None = None
@@ -215,7 +222,10 @@ def nasiri(instance: Instance, problem: str, *, time_limit=None, seed=0, initial
     while True:
         it += 1
         if it > max_iterations:
-            stop_reason = f"stopped after max_iterations = {max_iterations}"
+            stop_reason = f"stopped after max_iterations = {max_iterations}; last stable state returned"
+            break
+        if deadline is not None and stable is not None and time.perf_counter() > deadline:
+            stop_reason = f"stopped by the time limit ({time_limit:g} s); last stable state returned"
             break
         loads = model.loads(counts, where, rate)
         hot = model.over(loads)
@@ -247,6 +257,8 @@ def nasiri(instance: Instance, problem: str, *, time_limit=None, seed=0, initial
             room = model.cap[n.id] - after[n.id]
             if room < -EPS * max(1.0, model.cap[n.id]):
                 continue
+            if after[m0] >= loads[m0] - EPS:
+                continue  # relieves nothing (all/global groupings): not a candidate
             key = (-room, after[n.id] / model.cap[n.id] if model.cap[n.id] > 0 else math.inf, n.id)
             if best is None or key < best[0]:
                 best = (key, n.id)

@@ -300,6 +300,19 @@ def test_nasiri_weighted_routing_claim_still_holds():
     assert r.metrics["sustainable_rate_weighted"] >= r.metrics["sustainable_rate_even"] - 1e-6
 
 
+def test_nasiri_global_grouping_does_not_add_useless_instances():
+    # Under global grouping instance 0 of the bolt takes every tuple: another instance relieves
+    # nothing, so none is added (without that rule, zero-MET instances "fit" forever). The bolt
+    # therefore stays alone on m1-fast with the spout: rate <= 100 / 0.11 = 909.09.
+    d = two_machine_instance().model_dump()
+    d["topologies"][0]["streams"][0]["grouping"] = "global"
+    r = run(parse_instance(d), "throughput", "nasiri", max_iterations=2000)
+    assert r.status == Status.FEASIBLE
+    assert "max_iterations" not in r.details["stop"]
+    assert r.plan.parallelism["t"]["bolt"] == 1
+    assert 900 < r.plan.input_rate <= 100 / 0.11
+
+
 def test_nasiri_rejects_several_topologies():
     inst = two_machine_instance().model_dump()
     t2 = dict(inst["topologies"][0], id="t2")
