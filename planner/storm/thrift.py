@@ -86,7 +86,8 @@ class _Reader:
             raise ThriftError(f"negative {what} size {n}", at)
         # every element takes at least elem_min_bytes; refuse sizes the buffer cannot hold
         if n * elem_min_bytes > self.end - self.pos:
-            raise ThriftError(f"{what} claims {n} elements but only {self.end - self.pos} bytes remain", at)
+            unit = "bytes" if what == "string" else "elements"
+            raise ThriftError(f"truncated input: {what} claims {n} {unit} but only {self.end - self.pos} bytes remain", at)
         return n
 
     def value(self, ttype: int, depth: int) -> Any:
