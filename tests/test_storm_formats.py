@@ -481,3 +481,37 @@ def test_cli_imports_a_real_cluster(shared, tmp_path):
     inst = load_instance(out)
     assert len(inst.topologies) == 50
     assert sum(user_executors(t) for t in inst.topologies) == 1_414
+
+
+# ----------------------------------------------------------------------------- robustness
+def test_every_truncation_and_byte_flip_is_an_instance_error(tmp_path):
+    """Cutting the tiny topology at any byte, or changing any one byte, gives InstanceError or a
+    topology, never another exception."""
+    raw = gzip.decompress(TINY.read_bytes())
+    conf = tmp_path / "T-stormconf.ser"
+    conf.write_bytes(TINY_CONF.read_bytes())
+    code = tmp_path / "T-stormcode.ser"
+    errors = 0
+    variants = [raw[:n] for n in range(len(raw))] + [raw[:i] + bytes([raw[i] ^ 0xA5]) + raw[i + 1:] for i in range(len(raw))]
+    for data in variants:
+        code.write_bytes(data)
+        try:
+            load_topology(code, conf)
+        except InstanceError as e:
+            assert "T-stormcode.ser" in str(e)
+            errors += 1
+    assert errors >= len(raw)  # every truncation fails, and so do most flips
+
+
+def test_random_bytes_never_crash_the_reader():
+    from hypothesis import given, settings, strategies as st
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.binary(max_size=200))
+    def check(data):
+        try:
+            T.read_struct(data)
+        except T.ThriftError:
+            pass
+
+    check()

@@ -28,6 +28,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..model import (
     DEFAULT_CPU, DEFAULT_MAX_HEAP_MB, DEFAULT_OFFHEAP_MB, DEFAULT_ONHEAP_MB, Component, InstanceError, Stream,
     Topology,
@@ -273,6 +275,8 @@ def parse_topology(code: dict[int, tuple[int, Any]], conf: dict[str, Any], topol
                 raise ctx.fail(where, "expected map<string, struct>")
             cid = _str(ctx, key, f"{where} key")
             cw = f"{where}[{cid}]"
+            if not cid:
+                raise ctx.fail(where, "empty component id")
             if cid in seen:
                 raise ctx.fail(cw, f"component id {cid!r} is used by a {seen[cid]} and a {kind}")
             if cid.startswith("__"):
@@ -373,8 +377,11 @@ def parse_topology(code: dict[int, tuple[int, Any]], conf: dict[str, Any], topol
     if not info["notes"]:
         del info["notes"]
 
-    topo = Topology(id=topology_id, components=comps, streams=streams, workers=workers, max_heap_mb=max_heap,
-                    priority=STORM_DEFAULT_PRIORITY if priority is None else priority, owner=owner)
+    try:
+        topo = Topology(id=topology_id, components=comps, streams=streams, workers=workers, max_heap_mb=max_heap,
+                        priority=STORM_DEFAULT_PRIORITY if priority is None else priority, owner=owner)
+    except ValidationError as e:  # a guard: the checks above should leave nothing for pydantic to refuse
+        raise ctx.fail("", f"invalid topology: {e.errors()[0]['msg']}") from None
     return topo, info
 
 
