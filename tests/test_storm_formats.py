@@ -515,3 +515,17 @@ def test_random_bytes_never_crash_the_reader():
             pass
 
     check()
+
+
+def test_cli_code_file_without_conf_uses_storm_defaults(tmp_path):
+    solo = tmp_path / "Solo-stormcode.ser"
+    solo.write_bytes(TINY.read_bytes())
+    out = tmp_path / "solo.json"
+    r = _cli("import", "storm", solo, "--supervisors", DATA / "cluster.yaml", "--out", out)
+    assert r.returncode == 0, r.stderr
+    t = load_instance(out).topologies[0]
+    comps = {c.id: c for c in t.components}
+    # no conf: component defaults are Storm's (json_conf values still apply), one acker (topology.workers = 1)
+    assert (comps["count"].cpu, comps["count"].memory_onheap_mb, comps["count"].memory_offheap_mb) == (10, 128, 0)
+    assert comps["words"].cpu == 50 and comps["__acker"].parallelism == 1
+    assert (t.priority, t.max_heap_mb, t.owner) == (29, 768, None)

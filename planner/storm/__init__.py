@@ -52,14 +52,16 @@ def topology_files(folder: str | Path) -> list[tuple[Path, Path | None]]:
 
 
 def load_files(codes: list[tuple[Path, Path | None]], cluster: Cluster, *, name: str = "storm",
-               ackers: str = "conf", source: str = "") -> Instance:
-    """Serialized topologies + a cluster -> Instance; empty topologies and missing confs are
-    skipped with their reason in ``meta["storm"]["skipped"]``."""
+               ackers: str = "conf", source: str = "", require_conf: bool = True) -> Instance:
+    """Serialized topologies + a cluster -> Instance; empty topologies (and, with
+    ``require_conf``, topologies without a conf, as Storm's test does) are skipped with their
+    reason in ``meta["storm"]["skipped"]``. Without ``require_conf`` a missing conf means
+    Storm's defaults."""
     topologies: list[Topology] = []
     infos: dict[str, Any] = {}
     skipped: list[dict[str, str]] = []
     for code, conf in codes:
-        if conf is None:
+        if conf is None and require_conf:
             skipped.append({"file": str(code), "reason": "no matching -stormconf.ser"})
             continue
         try:

@@ -62,6 +62,7 @@ def cmd_import_storm(args: argparse.Namespace) -> int:
     from .topology import CODE_SUFFIX, CONF_SUFFIX
 
     pairs: list[tuple[Path, Path | None]] = []
+    explicit = False
     sup = Path(args.supervisors) if args.supervisors else None
     for item in args.paths:
         p = Path(item)
@@ -74,6 +75,7 @@ def cmd_import_storm(args: argparse.Namespace) -> int:
         elif p.exists():
             conf = p.with_name(p.name[: -len(CODE_SUFFIX)] + CONF_SUFFIX) if p.name.endswith(CODE_SUFFIX) else None
             pairs.append((p, conf if conf is not None and conf.exists() else None))
+            explicit = True
         else:
             raise InstanceError(str(p), "no such file or directory")
     if not pairs:
@@ -82,7 +84,8 @@ def cmd_import_storm(args: argparse.Namespace) -> int:
         raise InstanceError("--supervisors", "give a cluster file (no supervisors.json beside the topologies)")
     cluster = load_supervisors(sup)
     name = args.name or (Path(args.paths[0]).name if len(args.paths) == 1 else "storm")
-    inst = load_files(pairs, cluster, name=name, ackers=args.ackers, source=" ".join(args.paths))
+    inst = load_files(pairs, cluster, name=name, ackers=args.ackers, source=" ".join(args.paths),
+                      require_conf=not explicit)
     _write(inst.model_dump(mode="json", exclude_defaults=False), args.out)
     _summary(inst, args.out)
     return 0
