@@ -389,12 +389,37 @@ PlaceFn = Callable[[ClusterState, Topology], str | None]
 leaves nothing of the topology placed)."""
 
 
+def running_topologies(instance: Instance, state: ClusterState, running) -> list[str]:
+    """Replay ``running`` (a Plan, a plan dict or placements: what the cluster already runs, as
+    Storm's Cluster holds it when the scheduler is called) on ``state``; every topology in it
+    must be placed whole. Returns the running topology ids. Bad input: InstanceError."""
+    from planner.api import parse_plan
+    from planner.evaluate import evaluate
+    from planner.model import InstanceError
+
+    plan = running if isinstance(running, Plan) else parse_plan(running if isinstance(running, dict) else {"placements": list(running)})
+    tids = sorted({p.topology for p in plan.placements})
+    known = {t.id for t in instance.topologies}
+    for k, p in enumerate(plan.placements):
+        if p.topology not in known:
+            raise InstanceError(f"options.running.placements[{k}].topology", f"unknown topology {p.topology!r}")
+    sub = instance.model_copy(update={"topologies": [t for t in instance.topologies if t.id in tids]})
+    m = evaluate(sub, plan, "feasibility")
+    if not m["feasible"]:
+        v = m["violations"][0]
+        raise InstanceError("options.running", f"the running assignment is not valid: {v['constraint']} at {v['where']}: {v['detail']}")
+    state.apply_placements(plan.placements)
+    return tids
+
+
 def schedule_topologies(instance: Instance, problem: str, method: str, place: PlaceFn,
-                        state: ClusterState | None = None, evict: bool = True) -> Result:
+                        state: ClusterState | None = None, evict: bool = True, running=None) -> Result:
     """Schedule every topology of ``instance`` as Storm's ResourceAwareScheduler does:
     DefaultSchedulingPriorityStrategy order, ``place`` for each (the strategy), and
     DefaultEvictionStrategy when one does not fit. A topology is placed whole or not at all.
 
+    ``running``: an assignment already on the cluster (see :func:`running_topologies`); its
+    topologies count as scheduled and may be evicted.
     ``details``: ``scheduled`` (ids, in scheduling order), ``unscheduled`` and ``evicted``
     ([{topology, reason}]), ``order`` (every attempt in turn). For ``admission`` the plan holds
     the scheduled topologies; for every other problem a topology left out makes the result
@@ -402,9 +427,13 @@ def schedule_topologies(instance: Instance, problem: str, method: str, place: Pl
     """
     state = state or ClusterState(instance)
     ten = Tenancy(instance)
-    pending = list(instance.topologies)
-    attempts: Counter = Counter()
     scheduled: list[str] = []
+    if running:
+        for tid in running_topologies(instance, state, running):
+            ten.running[ten.owner(ten.topos[tid])].add(tid)
+            scheduled.append(tid)
+    pending = [t for t in instance.topologies if t.id not in scheduled]
+    attempts: Counter = Counter()
     unscheduled: dict[str, str] = {}
     evicted: dict[str, str] = {}
     order: list[str] = []

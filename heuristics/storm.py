@@ -408,9 +408,10 @@ def ras_place_fn(variant: str = "common", include_slots: bool = False, max_state
 @register("storm.ras", RAS_PROBLEMS, source="Apache Storm ResourceAwareScheduler with DefaultResourceAwareStrategy / "
           "GenericResourceAwareStrategy (ExecSorterByConnectionCount, NodeSorterHostProximity), "
           "DefaultSchedulingPriorityStrategy, DefaultEvictionStrategy",
-          options={"max_states": MAX_STATES, "include_slots": False},
+          options={"max_states": MAX_STATES, "include_slots": False, "running": None},
           summary="Storm's current RAS: connection-count executor order, rack-then-node sort, backtracking first fit")
-def ras(instance: Instance, problem: str, *, time_limit=None, seed=0, max_states=MAX_STATES, include_slots=False):
+def ras(instance: Instance, problem: str, *, time_limit=None, seed=0, max_states=MAX_STATES, include_slots=False,
+        running=None):
     """Storm's Resource Aware Scheduler with its current default strategy.
 
     Per topology (BaseResourceAwareStrategy): executors in ExecSorterByConnectionCount order;
@@ -425,9 +426,12 @@ def ras(instance: Instance, problem: str, *, time_limit=None, seed=0, max_states
     :func:`heuristics.common.schedule_topologies`). Deviations: no favoured/unfavoured or
     grey-listed nodes, no shared memory or worker overhead, no hosts between racks and nodes,
     no rare-resource affinity adjustment; the search is restarted per topology.
+    ``running``: a plan already on the cluster (Storm's existing assignments), e.g. to submit
+    a topology to a full cluster and watch the eviction.
     """
     tl, ms = _limits(time_limit, max_states)
-    return schedule_topologies(instance, problem, "storm.ras", ras_place_fn("common", bool(include_slots), ms, tl))
+    return schedule_topologies(instance, problem, "storm.ras", ras_place_fn("common", bool(include_slots), ms, tl),
+                               running=running)
 
 
 @register("storm.ras-old", RAS_PROBLEMS, source="Apache Storm RAS document, 'Enhancements on original "
