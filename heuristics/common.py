@@ -452,7 +452,7 @@ def schedule_topologies(instance: Instance, problem: str, method: str, place: Pl
                 break
             victim = choose_eviction(ten, t) if evict and instance.users and sum(attempts.values()) < limit else None
             if victim is None:
-                unscheduled[t.id] = reason
+                unscheduled[t.id] = f"{evicted[t.id]}; then could not be placed again: {reason}" if t.id in evicted else reason
                 break
             vid, why = victim
             vt = ten.topos[vid]
