@@ -103,6 +103,13 @@ class ClusterState:
         self.rack_id_rank = np.empty(len(racks), dtype=np.int64)
         self.rack_id_rank[rorder] = np.arange(len(racks))
         self.free_slots = np.array([len(p) for p in self.ports], dtype=float)  # ports owned by no topology
+        # rack totals of the same, kept up to date by assign/unassign (the rack sort reads them)
+        R = len(racks)
+        self.rack_cpu = np.array([self.cpu[a:b].sum() for a, b in zip(starts, ends)], dtype=float).reshape(R)
+        self.rack_mem = np.array([self.mem[a:b].sum() for a, b in zip(starts, ends)], dtype=float).reshape(R)
+        self.rack_res = np.array([self.res[a:b].sum(axis=0) for a, b in zip(starts, ends)], dtype=float).reshape(R, len(self.res_names))
+        self.rack_free_slots = np.array([self.free_slots[a:b].sum() for a, b in zip(starts, ends)], dtype=float).reshape(R)
+        self.rack_count: dict[str, np.ndarray] = {}  # topology -> executors per rack
         self.owner: dict[tuple[int, int], str] = {}
         self.heap: dict[tuple[int, int], float] = defaultdict(float)
         self.wcomps: dict[tuple[int, int], Counter] = defaultdict(Counter)
@@ -138,6 +145,7 @@ class ClusterState:
         a = self.count.get(tid)
         if a is None:
             a = self.count[tid] = np.zeros(self.N, dtype=float)
+            self.rack_count[tid] = np.zeros(len(self.rack_ids), dtype=float)
         return a
 
     # -- fit checks ---------------------------------------------------------------------------
@@ -177,37 +185,49 @@ class ClusterState:
     # -- changes --------------------------------------------------------------------------------
     def assign(self, tid: str, req: CompReq, idx: int, i: int, port: int) -> None:
         w = (i, port)
+        r = self.node_rack[i]
         if w not in self.owner:
             self.owner[w] = tid
             self.free_slots[i] -= 1
+            self.rack_free_slots[r] -= 1
         self.cpu[i] -= req.cpu
         self.mem[i] -= req.mem
+        self.rack_cpu[r] -= req.cpu
+        self.rack_mem[r] -= req.mem
         if req.res is not None:
             self.res[i] -= req.res
+            self.rack_res[r] -= req.res
         self.heap[w] += req.onheap
         self.wcomps[w][req.id] += 1
         self.node_comp[(i, tid, req.id)] += 1
         self.counts_of(tid)[i] += 1
+        self.rack_count[tid][r] += 1
         self.placed[tid].append((req.id, idx, i, port))
 
     def unassign_last(self, tid: str, req: CompReq) -> tuple[str, int, int, int]:
         cid, idx, i, port = self.placed[tid].pop()
         assert cid == req.id
         w = (i, port)
+        r = self.node_rack[i]
         self.cpu[i] += req.cpu
         self.mem[i] += req.mem
+        self.rack_cpu[r] += req.cpu
+        self.rack_mem[r] += req.mem
         if req.res is not None:
             self.res[i] += req.res
+            self.rack_res[r] += req.res
         self.heap[w] -= req.onheap
         self.wcomps[w][cid] -= 1
         if self.wcomps[w][cid] == 0:
             del self.wcomps[w][cid]
         self.node_comp[(i, tid, cid)] -= 1
         self.counts_of(tid)[i] -= 1
+        self.rack_count[tid][r] -= 1
         if not self.wcomps[w]:
             del self.owner[w]
             self.heap.pop(w, None)
             self.free_slots[i] += 1
+            self.rack_free_slots[r] += 1
         return cid, idx, i, port
 
     def unassign_topology(self, topology: Topology) -> None:

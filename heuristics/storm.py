@@ -142,6 +142,8 @@ def _shares(cols: list[tuple[np.ndarray, float]], n: int) -> tuple[np.ndarray, n
     if not used:
         z = np.zeros(n)
         return z, z
+    if len(used) == 2:  # CPU and memory only: the common case, kept cheap
+        return (used[0] + used[1]) / 2, np.minimum(used[0], used[1])
     avg = used[0].copy()
     for u in used[1:]:
         avg += u
@@ -152,33 +154,25 @@ def _shares(cols: list[tuple[np.ndarray, float]], n: int) -> tuple[np.ndarray, n
 
 def _rack_arrays(state: ClusterState, tid: str, include_slots: bool):
     R = len(state.rack_ids)
-    ne = state.nonempty_racks
-    starts = [state.rack_start[r] for r in ne]
-    avail = [state.cpu, state.mem] + [state.res[:, k] for k in range(len(state.res_names))]
+    avail = [state.rack_cpu, state.rack_mem]
+    if state.res_names:
+        avail += [state.rack_res[:, k] for k in range(len(state.res_names))]
     if include_slots:
-        avail.append(state.free_slots)
-    cols = []
-    for a in avail:
-        sums = np.zeros(R)
-        if ne:
-            sums[ne] = np.add.reduceat(a, starts)
-        cols.append((sums, float(sums.sum())))
-    cnt = np.zeros(R)
-    c = state.count.get(tid)
-    if c is not None and ne:
-        cnt[ne] = np.add.reduceat(c, starts)
+        avail.append(state.rack_free_slots)
+    cols = [(x, float(x.sum())) for x in avail]
+    state.counts_of(tid)
     avg, mn = _shares(cols, R)
-    return cnt, avg, mn
+    return state.rack_count[tid], avg, mn
 
 
 def _node_arrays(state: ClusterState, tid: str, r: int, include_slots: bool):
     a, b = state.rack_start[r], state.rack_end[r]
-    avail = [state.cpu[a:b], state.mem[a:b]] + [state.res[a:b, k] for k in range(len(state.res_names))]
+    cols = [(state.cpu[a:b], float(state.rack_cpu[r])), (state.mem[a:b], float(state.rack_mem[r]))]
+    if state.res_names:
+        cols += [(state.res[a:b, k], float(state.rack_res[r, k])) for k in range(len(state.res_names))]
     if include_slots:
-        avail.append(state.free_slots[a:b])
-    cols = [(x, float(x.sum())) for x in avail]
-    c = state.count.get(tid)
-    cnt = c[a:b] if c is not None else np.zeros(b - a)
+        cols.append((state.free_slots[a:b], float(state.rack_free_slots[r])))
+    cnt = state.counts_of(tid)[a:b]
     avg, mn = _shares(cols, b - a)
     return cnt, avg, mn
 
@@ -197,23 +191,42 @@ def rack_order(state: ClusterState, tid: str, variant: str = "common", include_s
     return _order(cnt, avg, mn, state.rack_id_rank, variant).tolist()
 
 
-def node_order(state: ClusterState, tid: str, r: int, variant: str = "common", include_slots: bool = False) -> list[int]:
-    """Node indices of rack ``r``, best first (the node level of :func:`sort_nodes`)."""
+def node_order(state: ClusterState, tid: str, r: int, variant: str = "common", include_slots: bool = False,
+               keep: np.ndarray | None = None) -> list[int]:
+    """Node indices of rack ``r``, best first (the node level of :func:`sort_nodes`); with
+    ``keep`` (a boolean mask over all nodes) only the nodes it marks."""
     a, b = state.rack_start[r], state.rack_end[r]
     if a == b:
         return []
     cnt, avg, mn = _node_arrays(state, tid, r, include_slots)
-    return (_order(cnt, avg, mn, state.id_rank[a:b], variant) + a).tolist()
+    o = _order(cnt, avg, mn, state.id_rank[a:b], variant)
+    if keep is not None:
+        o = o[keep[a:b][o]]
+    return (o + a).tolist()
+
+
+def could_fit_mask(state: ClusterState, tid: str, req) -> np.ndarray:
+    """Nodes that could take one executor of ``req`` now: enough CPU, memory and generic
+    resources, and a free slot or a worker of this topology. While one node order is in use
+    the search only adds load to the state it was made in (backtracking below the executor
+    that made it discards it), so a node outside this mask could never be chosen from that
+    order: leaving it out changes no outcome, only the time spent."""
+    ok = (state.cpu >= req.cpu - 1e-9) & (state.mem >= req.mem - 1e-9) & ((state.free_slots > 0) | (state.counts_of(tid) > 0))
+    if req.res is not None:
+        ok &= np.all(state.res >= req.res - 1e-9, axis=1)
+    return ok
 
 
 class LazyNodes:
     """All nodes in NodeSorterHostProximity order: racks sorted when created, each rack's nodes
     sorted the first time the iteration reaches that rack (Storm's LazyNodeSorting), then kept."""
 
-    __slots__ = ("state", "tid", "variant", "include_slots", "racks", "flat", "next_rack")
+    __slots__ = ("state", "tid", "variant", "include_slots", "racks", "flat", "next_rack", "keep")
 
-    def __init__(self, state: ClusterState, tid: str, variant: str = "common", include_slots: bool = False, eager: bool = False):
+    def __init__(self, state: ClusterState, tid: str, variant: str = "common", include_slots: bool = False,
+                 eager: bool = False, req=None):
         self.state, self.tid, self.variant, self.include_slots = state, tid, variant, include_slots
+        self.keep = could_fit_mask(state, tid, req) if req is not None else None  # as of now, see could_fit_mask
         self.racks = rack_order(state, tid, variant, include_slots)
         self.flat: list[int] = []
         self.next_rack = 0
@@ -228,7 +241,7 @@ class LazyNodes:
                 return -1
             r = self.racks[self.next_rack]
             self.next_rack += 1
-            flat.extend(node_order(self.state, self.tid, r, self.variant, self.include_slots))
+            flat.extend(node_order(self.state, self.tid, r, self.variant, self.include_slots, self.keep))
         return flat[k]
 
 
@@ -385,8 +398,9 @@ def _limits(time_limit, max_states):
 
 
 def ras_place_fn(variant: str = "common", include_slots: bool = False, max_states: int = MAX_STATES,
-                 time_limit: float = TIME_LIMIT):
-    """The per-topology strategy of storm.ras (variant "common") and storm.ras-old ("old")."""
+                 time_limit: float = TIME_LIMIT, prune: bool = True):
+    """The per-topology strategy of storm.ras (variant "common") and storm.ras-old ("old").
+    ``prune=False`` keeps every node in each order (see :func:`could_fit_mask`; same plans, slower)."""
     if variant not in VARIANTS:
         raise InstanceError("options.variant", f"unknown sort variant {variant!r}; known: {', '.join(VARIANTS)}")
 
@@ -396,8 +410,10 @@ def ras_place_fn(variant: str = "common", include_slots: bool = False, max_state
             return why
         execs = connection_count_order(t)
         if variant == "common":
+            reqs = state.reqs(t)
+
             def new_order(i):
-                return LazyNodes(state, t.id, "common", include_slots)
+                return LazyNodes(state, t.id, "common", include_slots, req=reqs[execs[i][0]] if prune else None)
             return dfs_place(state, t, execs, new_order, max_states=max_states, time_limit=time_limit)
         once = LazyNodes(state, t.id, "old", include_slots, eager=True)  # sorted once per topology
         return dfs_place(state, t, execs, lambda i: once, max_states=max_states, time_limit=time_limit)
@@ -572,7 +588,7 @@ def cs_place_fn(severity: str = "stated", max_states: int = MAX_STATES, time_lim
         if why:
             return why
         execs = [(c, x) for c in constraint_order(t, severity) for x in range(t.component(c).parallelism)]
-        return dfs_place(state, t, execs, lambda i: LazyNodes(state, t.id, "common"),
+        return dfs_place(state, t, execs, lambda i: LazyNodes(state, t.id, "common", req=reqs[execs[i][0]]),
                          max_states=max_states, time_limit=time_limit)
 
     return place
