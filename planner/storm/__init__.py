@@ -78,15 +78,28 @@ def load_files(codes: list[tuple[Path, Path | None]], cluster: Cluster, *, name:
     return parse_instance({"name": name, "topologies": topologies, "cluster": cluster, "meta": meta})
 
 
-def load_cluster_dir(folder: str | Path, supervisors: str | Path | None = None, *, ackers: str = "conf") -> Instance:
+# Storm's TestLargeCluster gives every supervisor it synthesizes these generic resources
+# (createSupervisorsWithRacks: resourceMap.put("network.resource.units", 50.0)); the folders'
+# supervisors.json rows record the CPU/memory/slot distribution but not this constant.
+STORM_TEST_SUPERVISOR_RESOURCES = {"network.resource.units": 50.0}
+
+
+def load_cluster_dir(folder: str | Path, supervisors: str | Path | None = None, *, ackers: str = "conf",
+                     supervisor_resources: dict[str, float] | None = None) -> Instance:
     """Every topology of a large-cluster folder + its cluster (``supervisors.json`` in the folder
     unless ``supervisors`` names another file) -> one Instance.
 
     The one ``largeCluster02`` topology with no executors is skipped (``meta["storm"]["skipped"]``
     says why), as Storm's test skips it. ``ackers="none"`` reproduces TestLargeCluster's
-    executor set (user executors only).
+    executor set (user executors only). Every node gets ``supervisor_resources`` where it does
+    not declare them; by default, when the folder's own supervisors.json is used, that is what
+    Storm's test gives each supervisor (STORM_TEST_SUPERVISOR_RESOURCES).
     """
     d = Path(folder)
     sup = Path(supervisors) if supervisors is not None else d / "supervisors.json"
     cluster = load_supervisors(sup)
+    extra = supervisor_resources if supervisor_resources is not None else (
+        STORM_TEST_SUPERVISOR_RESOURCES if supervisors is None else {})
+    for node in cluster.nodes:
+        node.resources = {**extra, **node.resources}
     return load_files(topology_files(d), cluster, name=d.name, ackers=ackers, source=str(d))
