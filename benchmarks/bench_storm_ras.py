@@ -73,10 +73,11 @@ def main(argv=None) -> int:
         if not d.is_dir():
             print(f"largeCluster{c}: not found under {data}")
             continue
-        t0 = time.perf_counter()
-        inst = load_cluster_dir(d, d / "supervisors.json")
-        print(f"largeCluster{c} imported in {time.perf_counter() - t0:.2f} s")
-        run(inst, f"largeCluster{c}")
+        for ackers in ("none", "conf"):
+            t0 = time.perf_counter()
+            inst = load_cluster_dir(d, ackers=ackers)  # supervisors as Storm's TestLargeCluster makes them
+            print(f"largeCluster{c} (ackers={ackers}) imported in {time.perf_counter() - t0:.2f} s")
+            run(inst, f"largeCluster{c} ackers={ackers}")
     return 0
 
 
