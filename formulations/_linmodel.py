@@ -326,7 +326,8 @@ def _solve_pulp(m: LinModel, backend: str, time_limit, threads, use_hint) -> Sol
         if ss == pulp.LpSolutionOptimal or not m.objective:
             return Solution("optimal", vals, objv, objv, details=details)
         return Solution("feasible", vals, objv, bound, details=details)
-    if ss == pulp.LpSolutionInfeasible:
+    if ss == pulp.LpSolutionInfeasible or prob.status == pulp.LpStatusInfeasible:
+        # CBC's "Integer infeasible" comes back as status Infeasible with sol_status 0
         return Solution("infeasible", details=details)
     if ss == pulp.LpSolutionUnbounded:
         return Solution("error", message="MILP reported unbounded (a modelling bug)", details=details)
