@@ -63,6 +63,8 @@ class LinModel:
     objective: Expr = field(default_factory=dict)
     obj_const: float = 0.0
     hint: dict[int, int] = field(default_factory=dict)
+    native_products: bool = False  # CP-SAT: p = a*b as AddMultiplicationEquality instead of bits
+    products: list[tuple[int, int, int]] = field(default_factory=list)
     _bits: dict[int, list[int]] = field(default_factory=dict)
 
     # --- building ---------------------------------------------------------------------
@@ -116,6 +118,11 @@ class LinModel:
             return {a: float(vb.lb)}
         if vb.ub < va.ub:
             a, b, va, vb = b, a, vb, va
+        if self.native_products:
+            ha, hb = self.hint.get(a), self.hint.get(b)
+            p = self.var(f"{name}.p", 0, va.ub * vb.ub, None if ha is None or hb is None else ha * hb)
+            self.products.append((p, a, b))
+            return {p: 1.0}
         out: Expr = {}
         hb = self.hint.get(b)
         for k, bit in enumerate(self.bits(a)):
@@ -130,7 +137,7 @@ class LinModel:
     def without(self, families: set[str]) -> "LinModel":
         """A copy with the rows of the given families dropped (for explaining infeasibility)."""
         m = LinModel(self.sense, list(self.vars), [r for r in self.rows if r.family not in families],
-                     dict(self.objective), self.obj_const, dict(self.hint))
+                     dict(self.objective), self.obj_const, dict(self.hint), self.native_products, list(self.products))
         return m
 
 
@@ -214,6 +221,8 @@ def _solve_cpsat(m: LinModel, time_limit, threads, use_hint, seed) -> Solution:
             cm.Add(expr >= lo)
         elif hi is not None:
             cm.Add(expr <= hi)
+    for p, a, b in m.products:
+        cm.AddMultiplicationEquality(xs[p], [xs[a], xs[b]])
     exact = True
     scale = Fraction(1)
     if m.objective:
@@ -267,6 +276,8 @@ def _objective_value(m: LinModel, vals: list[int]) -> float:
 def _solve_pulp(m: LinModel, backend: str, time_limit, threads, use_hint) -> Solution:
     import pulp
 
+    if m.products:
+        raise ValueError("native products are for CP-SAT only; MILP models expand them in binary")
     prob = pulp.LpProblem("placement", pulp.LpMinimize if m.sense == "min" else pulp.LpMaximize)
     xs = [
         pulp.LpVariable(f"v{k}", lowBound=v.lb, upBound=v.ub, cat="Continuous" if v.milp_continuous else "Integer")
@@ -306,7 +317,7 @@ def _solve_pulp(m: LinModel, backend: str, time_limit, threads, use_hint) -> Sol
             os.unlink(log)
         mt = re.search(r"(Lower|Upper) bound:\s*([-+0-9.eE]+)", text)
         if mt:
-            bound = float(mt.group(2))  # CBC reports the bound in the problem's own sense
+            bound = float(mt.group(2)) + m.obj_const  # CBC's log leaves out the objective's constant
     else:
         solver = _HiGHSWarm(msg=False, timeLimit=time_limit, gapRel=MILP_GAP, gapAbs=MILP_GAP, threads=threads)
         solver.warm = warm
@@ -315,7 +326,7 @@ def _solve_pulp(m: LinModel, backend: str, time_limit, threads, use_hint) -> Sol
             info = prob.solverModel.getInfo()
             b = float(info.mip_dual_bound)
             if math.isfinite(b):
-                bound = b
+                bound = b + m.obj_const  # pulp.HiGHS drops the objective's constant
         except Exception:  # noqa: BLE001 - the bound is optional
             bound = None
     ss = prob.sol_status
