@@ -446,6 +446,7 @@ class SolverPool:
         self.replaced = 0
         self._closing = False
         self._all: set[_Worker] = set()
+        self._busy: set[_Worker] = set()
         self._threads = ThreadPoolExecutor(max_workers=self.size, thread_name_prefix="planner-pool")
 
     def start(self, timeout: float = 180.0) -> None:
@@ -460,12 +461,25 @@ class SolverPool:
             self._idle.put_nowait(w)
 
     @property
+    def pids(self) -> list[int]:
+        return sorted(w.proc.pid for w in list(self._all) if w.proc.pid is not None)
+
+    @property
+    def busy_pids(self) -> list[int]:
+        return sorted(w.proc.pid for w in list(self._busy) if w.proc.pid is not None)
+
+    @property
     def idle(self) -> int:
         return self._idle.qsize() if self._idle is not None else 0
 
     async def run(self, kind: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
         assert self._idle is not None
-        w = await self._idle.get()
+        while True:
+            w = await self._idle.get()
+            if w.proc.is_alive():
+                break
+            self._replace(w)  # died while idle: replace it and take another
+        self._busy.add(w)
         try:
             out = await asyncio.get_running_loop().run_in_executor(self._threads, w.call, kind, body, self.limits.hard_timeout)
         except _Overrun:
@@ -475,6 +489,8 @@ class SolverPool:
         except (EOFError, OSError) as e:
             self._replace(w)
             raise ServiceError(500, "worker_lost", f"the solver process died ({type(e).__name__}); it was replaced")
+        finally:
+            self._busy.discard(w)
         self._idle.put_nowait(w)
         return out
 
@@ -656,7 +672,8 @@ def create_app(limits: Limits | None = None, ready_message: str | None = None):
     @app.get("/healthz", summary="Liveness; answers while solves run")
     async def healthz() -> dict[str, Any]:
         return {"status": "ok", "workers": limits.workers, "idle_workers": pool.idle, "in_flight": state["in_flight"],
-                "served": state["served"], "rejected": state["rejected"], "workers_replaced": pool.replaced,
+                "served": state["served"], "rejected": state["rejected"], "workers_replaced": pool.replaced, "worker_pids": pool.pids,
+                "busy_worker_pids": pool.busy_pids,
                 "uptime_s": round(time.time() - state["started"], 3), "limits": asdict(limits)}
 
     return app
