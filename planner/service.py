@@ -403,10 +403,10 @@ class _Overrun(Exception):
 class _Worker:
     """One solver process and the parent's end of its pipe."""
 
-    def __init__(self, ctx, limits: Limits):
+    def __init__(self, ctx, limits: Limits, target=None):
         parent, child = ctx.Pipe(duplex=True)
         self.conn = parent
-        self.proc = ctx.Process(target=_worker_main, args=(child, limits), daemon=True, name="planner-solver")
+        self.proc = ctx.Process(target=target or _worker_main, args=(child, limits), daemon=True, name="planner-solver")
         self.proc.start()
         child.close()
 
@@ -437,8 +437,11 @@ class SolverPool:
     """``size`` solver processes; requests wait for an idle one. A worker that overruns the
     hard timeout or dies is killed and replaced in the background."""
 
-    def __init__(self, limits: Limits):
+    def __init__(self, limits: Limits, target=None):
+        """``target`` is the worker's main function (default :func:`_worker_main`); tests
+        pass a misbehaving one to exercise the watchdog."""
         self.limits = limits
+        self.target = target
         self.ctx = multiprocessing.get_context("spawn")
         self.size = limits.workers
         self._idle: asyncio.Queue[_Worker] | None = None
@@ -453,7 +456,7 @@ class SolverPool:
         """Start every worker and wait until each has imported the methods."""
         self._loop = asyncio.get_running_loop()
         self._idle = asyncio.Queue()
-        workers = [_Worker(self.ctx, self.limits) for _ in range(self.size)]
+        workers = [_Worker(self.ctx, self.limits, self.target) for _ in range(self.size)]
         self._all.update(workers)
         for w in workers:
             if not w.wait_ready(timeout):
@@ -503,7 +506,7 @@ class SolverPool:
             w.kill()
             if self._closing:
                 return
-            new = _Worker(self.ctx, self.limits)
+            new = _Worker(self.ctx, self.limits, self.target)
             self._all.add(new)
             if new.wait_ready(180.0) and loop is not None and not self._closing:
                 loop.call_soon_threadsafe(self._idle.put_nowait, new)
