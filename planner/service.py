@@ -243,12 +243,14 @@ def _check_problem(problem: str | None, path: str = "problem") -> None:
 
 def _method(name: str, problem: str, options: dict[str, Any]):
     """The registry entry for ``name`` (never an import), checked against problem and options."""
-    from .registry import _METHODS, list_methods
+    from .model import InstanceError
+    from .registry import get_method, list_methods
 
-    known = [m.name for m in list_methods()]
-    info = _METHODS.get(name) if isinstance(name, str) else None
-    if info is None:
-        raise ServiceError(422, "unknown_method", f"unknown method {name!r}; known: {', '.join(known)}", "method")
+    try:
+        info = get_method(name)
+    except InstanceError:
+        known = ", ".join(m.name for m in list_methods())
+        raise ServiceError(422, "unknown_method", f"unknown method {name!r}; known: {known}", "method") from None
     if problem not in info.problems:
         raise ServiceError(422, "method_problem_mismatch",
                            f"method {name!r} does not solve {problem!r}; it solves {', '.join(info.problems)}", "method")
@@ -312,7 +314,7 @@ def handle_storm_schedule(body: bytes, limits: Limits) -> tuple[int, dict[str, s
     """
     from .cli import result_json
     from .model import InstanceError
-    from .registry import _METHODS
+    from .registry import list_methods
 
     req = _validate(StormScheduleRequest, load_json(body))
     try:
@@ -325,7 +327,8 @@ def handle_storm_schedule(body: bytes, limits: Limits) -> tuple[int, dict[str, s
                            "this build has no Storm UI adapters (planner.storm.from_ui_json / to_assignment); "
                            "convert to an instance yourself and use POST /v1/solve") from None
     _check_problem(req.problem)
-    method = req.method or next((m for m in ("storm.ras", "storm.even") if m in _METHODS), "storm.even")
+    registered = {m.name for m in list_methods()}
+    method = req.method or next((m for m in ("storm.ras", "storm.even") if m in registered), "storm.even")
     _method(method, req.problem, req.options)
     check_size(*_ui_size(req.topology, req.supervisors), limits, "topology")
     try:

@@ -169,11 +169,13 @@ def test_evaluate_feasible_and_infeasible(client):
 
 
 def test_nonfinite_numbers_are_valid_json(http):
-    """Metrics can be infinite (a plan with nothing placed); the reply must still be strict JSON."""
+    """Metrics can be infinite (nothing placed sustains any rate); the reply must still be
+    strict JSON, with the infinity spelled as the string "inf"."""
     empty = {"placements": []}
-    r = http.post("/v1/evaluate", json={"instance": tiny(), "plan": empty, "problem": "network"})
+    r = http.post("/v1/evaluate", json={"instance": tiny(), "plan": empty, "problem": "throughput"})
     assert r.status_code == 200
     json.loads(r.text, parse_constant=lambda t: pytest.fail(f"non-JSON token {t} in reply"))
+    assert r.json()["sustainable_rate"] == "inf"
     assert r.json()["feasible"] is False
 
 
