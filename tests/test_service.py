@@ -19,6 +19,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from planner.api import evaluate as local_evaluate
 from planner.api import solve as local_solve
@@ -385,3 +387,34 @@ def test_storm_schedule(http):
     body = r.json()
     assert body["result"]["status"] in ("feasible", "optimal")
     assert body["assignment"]
+
+
+# --- bad input never crashes the server ----------------------------------------------------
+
+_json = st.recursive(st.none() | st.booleans() | st.integers(-10**12, 10**12) | st.floats(allow_nan=False, allow_infinity=False)
+                     | st.text(max_size=8), lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+                     max_leaves=12)
+_fields = st.sampled_from(["instance", "problem", "method", "time_limit", "seed", "options"])
+_paths = st.sampled_from([("topologies",), ("cluster",), ("topologies", 0, "components"), ("topologies", 0, "streams"),
+                          ("topologies", 0, "components", 0, "parallelism"), ("cluster", "racks", 0, "nodes", 0, "slots"),
+                          ("topologies", 0, "workers"), ("cluster", "racks", 0, "nodes", 0, "cpu")])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(field=_fields, value=_json, where=_paths, inner=_json)
+def test_fuzzed_requests_get_a_reply_never_a_5xx(server, field, value, where, inner):
+    """A valid request with one field, and one spot inside the instance, replaced by arbitrary
+    JSON: the reply is a Result (200) or an error with the stable shape, never a 5xx."""
+    req = {"instance": tiny(), "problem": "network", "method": "storm.even", "time_limit": 1}
+    node = req["instance"]
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = inner
+    req[field] = value
+    r = httpx.post(server + "/v1/solve", json=req, timeout=30)
+    assert r.status_code in (200, 400, 422), r.text
+    body = r.json()
+    if r.status_code == 200:
+        assert body["status"] in ("optimal", "feasible", "infeasible", "unknown", "error")
+    else:
+        assert {"error", "detail", "path"} <= set(body)
