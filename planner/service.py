@@ -5,7 +5,7 @@ instance over HTTP and get a :class:`planner.plan.Result` back. Endpoints:
 
 * ``POST /v1/solve`` {instance, problem, method, time_limit, seed, options} -> Result
 * ``POST /v1/evaluate`` {instance, plan, problem?} -> metrics
-* ``POST /v1/storm/schedule`` {topology, supervisors, method?, problem?, ...} -> Storm assignment
+* ``POST /v1/storm/schedule`` {topology, supervisors, visualization?, method?, problem?, ...} -> Storm assignment
 * ``GET /v1/methods``, ``GET /v1/schema/instance``, ``GET /healthz``, ``GET /openapi.json``
 
 How it stays alive under abuse (docs/service.md says the same for users):
@@ -127,8 +127,12 @@ class EvaluateRequest(_Req):
 class StormScheduleRequest(_Req):
     """POST /v1/storm/schedule: Storm UI REST JSON in, a Storm-shaped assignment out."""
 
-    topology: dict[str, Any] = Field(description="GET /api/v1/topology/:id of the Storm UI (with its visualization)")
+    topology: dict[str, Any] | list[dict[str, Any]] = Field(
+        description="GET /api/v1/topology/:id of the Storm UI, or a list of them")
     supervisors: dict[str, Any] | list[Any] = Field(description="GET /api/v1/supervisor/summary of the Storm UI")
+    visualization: dict[str, Any] | list[Any] | None = Field(
+        default=None, description="GET /api/v1/topology/:id/visualization (the streams); one per topology when "
+        "topology is a list (null entries allowed)")
     problem: str = Field(default="network")
     method: str | None = Field(default=None, description="default: storm.ras if registered, else storm.even")
     time_limit: float | None = Field(default=None, gt=0, allow_inf_nan=False)
@@ -317,6 +321,11 @@ def handle_storm_schedule(body: bytes, limits: Limits) -> tuple[int, dict[str, s
     from .registry import list_methods
 
     req = _validate(StormScheduleRequest, load_json(body))
+    if isinstance(req.topology, list) and isinstance(req.visualization, list):
+        # the adapter reads a string as a file path: only JSON objects, lists or null get through
+        for i, v in enumerate(req.visualization):
+            if not (v is None or isinstance(v, (dict, list))):
+                raise ServiceError(422, "invalid_request", "must be an object, a list or null", f"visualization[{i}]")
     try:
         from . import storm as storm_formats
 
@@ -332,10 +341,11 @@ def handle_storm_schedule(body: bytes, limits: Limits) -> tuple[int, dict[str, s
     _method(method, req.problem, req.options)
     check_size(*_ui_size(req.topology, req.supervisors), limits, "topology")
     try:
-        inst = from_ui_json(req.topology, req.supervisors)
+        inst = from_ui_json(req.topology, req.supervisors, req.visualization)
     except InstanceError as e:
-        raise ServiceError(422, "invalid_storm_json", str(e), e.path,
-                           problems=[{"path": p, "reason": r} for p, r in e.problems]) from None
+        probs = [(_storm_path(p), r) for p, r in e.problems]
+        raise ServiceError(422, "invalid_storm_json", "; ".join(f"{p}: {r}" for p, r in probs), probs[0][0],
+                           problems=[{"path": p, "reason": r} for p, r in probs]) from None
     size = inst.size
     check_size(size["executors"], size["nodes"], limits, "topology")
     res, applied = _run_solve(inst, req.problem, method, req.time_limit, req.seed, req.options, limits)
@@ -345,16 +355,32 @@ def handle_storm_schedule(body: bytes, limits: Limits) -> tuple[int, dict[str, s
     return 200, {"X-Planner-Time-Limit": f"{applied:g}"}, _json_bytes(out)
 
 
-def _ui_size(topology: dict[str, Any], supervisors: Any) -> tuple[int, int]:
+_STORM_NAMES = {"topology JSON": "topology", "supervisor summary JSON": "supervisors", "visualization JSON": "visualization"}
+
+
+def _storm_path(path: str) -> str:
+    """The Storm adapter names its input ("topology JSON: spouts[0].executors"); make that a
+    JSON path in this request ("topology.spouts[0].executors")."""
+    for name, field in _STORM_NAMES.items():
+        if path == name:
+            return field
+        if path.startswith(name + ": "):
+            rest = path[len(name) + 2:]
+            return field + ("" if rest.startswith("[") else ".") + rest
+    return path
+
+
+def _ui_size(topology: dict[str, Any] | list[dict[str, Any]], supervisors: Any) -> tuple[int, int]:
     """(executors, nodes) from Storm UI JSON: the sum of the spouts' and bolts' executors, and
     the number of supervisors; malformed parts count as 0 (the adapter reports them)."""
     executors = 0
-    for key in ("spouts", "bolts"):
-        for c in topology.get(key) or []:
-            if isinstance(c, dict):
-                n = c.get("executors")
-                if isinstance(n, int) and not isinstance(n, bool) and n > 0:
-                    executors += n
+    for topo in topology if isinstance(topology, list) else [topology]:
+        for key in ("spouts", "bolts"):
+            for c in topo.get(key) or []:
+                if isinstance(c, dict):
+                    n = c.get("executors")
+                    if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+                        executors += n
     sups = supervisors.get("supervisors") if isinstance(supervisors, dict) else supervisors
     return executors, len(sups) if isinstance(sups, list) else 0
 

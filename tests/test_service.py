@@ -369,24 +369,48 @@ def _storm_adapters_present() -> bool:
 
 @pytest.mark.skipif(_storm_adapters_present(), reason="the Storm UI adapters are present")
 def test_storm_schedule_without_adapters_is_501(http):
-    r = http.post("/v1/storm/schedule", json={"topology": {"id": "t"}, "supervisors": {"supervisors": []}})
+    r = http.post("/v1/storm/schedule", json=_storm_ui())
     body = assert_error(r, 501, "not_implemented")
     assert "from_ui_json" in body["detail"]
 
 
-@pytest.mark.skipif(not _storm_adapters_present(), reason="planner.storm.from_ui_json / to_assignment not written yet")
-def test_storm_schedule(http):
+def _storm_ui() -> dict:
+    """Storm UI REST JSON of a word-count topology (5 executors) and two supervisors."""
     topology = {"id": "wc-1-1", "name": "wc", "workersTotal": 2,
                 "spouts": [{"spoutId": "spout", "executors": 1, "tasks": 1}],
-                "bolts": [{"boltId": "split", "executors": 2, "tasks": 2}, {"boltId": "count", "executors": 2, "tasks": 2}],
-                "visualization": {}}
-    supervisors = {"supervisors": [{"id": f"s{i}", "host": f"h{i}", "slotsTotal": 4, "totalCpu": 400.0, "totalMem": 4096.0}
+                "bolts": [{"boltId": "split", "executors": 2, "tasks": 4}, {"boltId": "count", "executors": 2, "tasks": 2}]}
+    visualization = {"spout": {":type": "spout", ":inputs": []},
+                     "split": {":type": "bolt", ":inputs": [{":component": "spout", ":stream": "default", ":grouping": "shuffle"}]},
+                     "count": {":type": "bolt", ":inputs": [{":component": "split", ":stream": "default", ":grouping": "fields"}]}}
+    supervisors = {"supervisors": [{"id": f"sup-{i}", "host": f"h{i}", "slotsTotal": 4, "totalCpu": 400.0, "totalMem": 4096.0}
                                    for i in range(2)]}
-    r = http.post("/v1/storm/schedule", json={"topology": topology, "supervisors": supervisors, "method": "storm.even"})
+    return {"topology": topology, "visualization": visualization, "supervisors": supervisors}
+
+
+def test_storm_schedule_never_reads_server_files(http):
+    """The Storm adapter accepts file paths for its arguments; the service must not pass any."""
+    ui = _storm_ui()
+    assert_error(http.post("/v1/storm/schedule", json={**ui, "topology": "/etc/passwd"}), 422, "invalid_request")
+    assert_error(http.post("/v1/storm/schedule", json={**ui, "topology": [ui["topology"]], "visualization": ["/etc/passwd"]}),
+                 422, "invalid_request", "visualization[0]")
+
+
+@pytest.mark.skipif(not _storm_adapters_present(), reason="planner.storm.from_ui_json / to_assignment not written yet")
+def test_storm_schedule(http):
+    r = http.post("/v1/storm/schedule", json={**_storm_ui(), "method": "storm.even"})
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["result"]["status"] in ("feasible", "optimal")
-    assert body["assignment"]
+    topo = body["assignment"]["topologies"]["wc-1-1"]
+    assert topo["unassigned"] == [] and topo["tasks_total"] == 7
+    tasks = sorted(t for w in topo["workers"] for rng in w["executors"] for t in range(rng[0], rng[1] + 1))
+    assert tasks == list(range(1, 8))  # every task id exactly once
+    assert {w["node"] for w in topo["workers"]} <= {"sup-0", "sup-1"}
+    # a Storm JSON error comes back with a path into this request
+    bad = _storm_ui()
+    bad["topology"]["spouts"][0]["executors"] = 0
+    body = assert_error(http.post("/v1/storm/schedule", json=bad), 422, "invalid_storm_json")
+    assert body["path"].startswith("topology")
 
 
 # --- bad input never crashes the server ----------------------------------------------------
