@@ -406,6 +406,11 @@ def test_storm_schedule(http):
     tasks = sorted(t for w in topo["workers"] for rng in w["executors"] for t in range(rng[0], rng[1] + 1))
     assert tasks == list(range(1, 8))  # every task id exactly once
     assert {w["node"] for w in topo["workers"]} <= {"sup-0", "sup-1"}
+    # without a method: storm.ras when registered (Storm's resource-aware scheduler), else storm.even
+    r = http.post("/v1/storm/schedule", json=_storm_ui())
+    assert r.status_code == 200, r.text
+    names = {m["name"] for m in http.get("/v1/methods").json()}
+    assert r.json()["result"]["method"] == ("storm.ras" if "storm.ras" in names else "storm.even")
     # a Storm JSON error comes back with a path into this request
     bad = _storm_ui()
     bad["topology"]["spouts"][0]["executors"] = 0
