@@ -440,9 +440,12 @@ class _Worker:
         child.close()
 
     def wait_ready(self, timeout: float) -> bool:
-        if not self.conn.poll(timeout):
+        """True once the process says it has imported the methods; False if it does not in
+        ``timeout`` seconds or dies first."""
+        try:
+            return self.conn.poll(timeout) and self.conn.recv_bytes() == b"ready"
+        except (EOFError, OSError):
             return False
-        return self.conn.recv_bytes() == b"ready"
 
     def call(self, kind: str, body: bytes, timeout: float) -> tuple[int, dict[str, str], bytes]:
         """Blocking: send one request and wait for its reply (run in a thread)."""
@@ -489,7 +492,8 @@ class SolverPool:
         self._all.update(workers)
         for w in workers:
             if not w.wait_ready(timeout):
-                raise RuntimeError("a solver process did not start")
+                self.close()
+                raise RuntimeError("a solver process did not start (see its error above)")
             self._idle.put_nowait(w)
 
     @property
@@ -533,14 +537,18 @@ class SolverPool:
         def spawn() -> None:
             self._all.discard(w)
             w.kill()
-            if self._closing:
-                return
-            new = _Worker(self.ctx, self.limits, self.target)
-            self._all.add(new)
-            if new.wait_ready(180.0) and loop is not None and not self._closing:
-                loop.call_soon_threadsafe(self._idle.put_nowait, new)
-            else:
+            for attempt in range(3):
+                if self._closing:
+                    return
+                new = _Worker(self.ctx, self.limits, self.target)
+                self._all.add(new)
+                if new.wait_ready(180.0) and loop is not None and not self._closing:
+                    loop.call_soon_threadsafe(self._idle.put_nowait, new)
+                    return
+                self._all.discard(new)
                 new.kill()
+                time.sleep(2.0 * (attempt + 1))
+            print("planner serve: a solver process could not be restarted; the pool is smaller", file=sys.stderr)
 
         threading.Thread(target=spawn, daemon=True).start()
 
