@@ -481,6 +481,8 @@ def load_instance(path: str | Path) -> Instance:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise InstanceError("$", f"{p} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except RecursionError:
+        raise InstanceError("$", f"{p} nests JSON too deeply to be an instance") from None
     return parse_instance(data)
 
 

@@ -102,3 +102,10 @@ def test_schema_file_is_current():
 
     on_disk = json.loads((Path(__file__).resolve().parent.parent / "docs" / "instance.schema.json").read_text())
     assert on_disk == json.loads(json.dumps(instance_schema())), "run: planner schema --out docs/instance.schema.json"
+
+
+def test_deeply_nested_file_is_bad_input(tmp_path):
+    p = tmp_path / "deep.json"
+    p.write_text("[" * 100000 + "]" * 100000)
+    with pytest.raises(InstanceError, match="too deeply"):
+        load_instance(p)
