@@ -355,6 +355,15 @@ def run_partition(index: int, runs: Iterator[dict[str, Any]], ctx: dict[str, Any
     """Solve the runs of one partition in order, flushing rows to Parquet as they finish;
     yields every row (written or not) with ``_written`` telling whether a part file holds it."""
     _import_all(ctx["imports"])
+    # Load the solver code here, once per (reused) Python worker, so that every forked solver
+    # process starts with it instead of importing it again.
+    try:
+        from . import api  # noqa: F401
+        from .registry import list_methods
+
+        list_methods()
+    except Exception:  # a broken method module: each run reports it as an error row instead
+        pass
     sandbox = _Sandbox(ctx["imports"]) if ctx["isolation"] == "process" else None
     parsed: dict[str, Instance] = {}
     pending: list[dict[str, Any]] = []
@@ -578,6 +587,7 @@ class BatchSummary:
     failed: int = 0
     seconds: float = 0.0
     startup_seconds: float = 0.0
+    job_seconds: float = 0.0
     complete: bool = True
     message: str = ""
     by_status: dict[str, int] = field(default_factory=dict)
@@ -781,6 +791,7 @@ def _run_on_spark(sc: Any, todo: list[dict[str, Any]], batch_instances: list[Bat
             result["error"] = e
 
     prog = _Progress(str(out), batch_id, len(todo), sc, progress_interval, stream)
+    t_job = time.monotonic()
     th = threading.Thread(target=job, daemon=True)
     th.start()
     prog.start()
@@ -789,6 +800,7 @@ def _run_on_spark(sc: Any, todo: list[dict[str, Any]], batch_instances: list[Bat
             th.join(0.2)
     finally:
         prog.stop_event.set()
+    summary.job_seconds = time.monotonic() - t_job
     print(prog.line(), file=stream, flush=True)
     rows = result.get("rows") or []
     if "error" in result:
