@@ -251,3 +251,17 @@ def test_traffic_aggregation_matches_pairwise_sum():
         m = ev(inst, Plan(placements=pl))
         assert m["inter_node_traffic"] == pytest.approx(want) and m["inter_worker_traffic"] == pytest.approx(want_w)
         assert math.isfinite(m["network_metric"])
+
+
+def test_slot_usage_rate_scales_with_load():
+    # 'rate': each group's row scaled by load / peak. Target 20: each slot's 2 threads take 10 of a 15 peak.
+    rows = [("src", 0, "vm1", 6700), ("w", 0, "vm1", 6700), ("w", 1, "vm1", 6700), ("w", 2, "vm2", 6700), ("w", 3, "vm2", 6700)]
+    p = Plan(placements=[Placement(topology="t", component=c, executor=i, node=n, slot=s) for c, i, n, s in rows],
+             parallelism={"t": {"src": 1, "w": 4}})
+    d = slots_inst()
+    d["topologies"][0]["input_rate"] = 20
+    assert evaluate(d, p, "slots")["slot_usage"]["vm1:6700"]["cpu"] == pytest.approx(10 + 30)
+    d["params"] = {"slot_usage": "rate"}
+    u = evaluate(d, p, "slots")["slot_usage"]["vm1:6700"]
+    assert u["cpu"] == pytest.approx(10 + 30 * 10 / 15)  # the unbounded source keeps its row
+    assert u["memory"] == pytest.approx(15 + 6 * 10 / 15)
