@@ -7,7 +7,7 @@ worker) from the job, and measures the per-task overhead with a job of empty tas
     PYTHONPATH=$PWD python benchmarks/bench_batch.py --instances 1000 --cores 2
 
 Instances: ``layered`` (6 executors, 3 nodes of 2 slots, 2 racks), problem ``network``,
-methods storm.even, exact.bruteforce, heron.ffd, heron.rcrr (whatever of these exist).
+methods storm.even, storm.ras, exact.bruteforce, heron.ffd (the first four of these that exist).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from planner.generate import generate  # noqa: E402
 from planner.model import parse_instance  # noqa: E402
 from planner.registry import list_methods  # noqa: E402
 
-WANTED = ["storm.even", "exact.bruteforce", "heron.ffd", "heron.rcrr", "tstorm"]
+WANTED = ["storm.even", "storm.ras", "exact.bruteforce", "heron.ffd", "heron.rcrr", "tstorm"]
 
 
 def _pool_chunk(args):

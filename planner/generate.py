@@ -258,9 +258,9 @@ SHAPES: dict[str, list[tuple[str, str]]] = {
                ("batchwrite", "sink")],
     "diamond": [("source", "blob"), ("source", "table"), ("source", "parse"), ("source", "batchwrite"), ("blob", "pi"),
                 ("table", "pi"), ("parse", "pi"), ("batchwrite", "pi"), ("pi", "sink")],
-    # two source-side tasks -> hub -> two sink-side tasks
-    "star": [("source", "blob"), ("source", "table"), ("blob", "pi"), ("table", "pi"), ("pi", "parse"),
-             ("pi", "batchwrite"), ("parse", "sink"), ("batchwrite", "sink")],
+    # two source-side tasks -> hub -> two sink-side tasks (as the shipped shukla-star instance)
+    "star": [("source", "blob"), ("source", "table"), ("blob", "parse"), ("table", "parse"), ("parse", "pi"),
+             ("parse", "batchwrite"), ("pi", "sink"), ("batchwrite", "sink")],
 }
 
 # machine types for heterogeneous clusters: (CPU points, memory MB, speed factor, price)
@@ -290,7 +290,8 @@ def gen_micro(count: int, seed: int, **params: Any) -> Iterator[Instance]:
     uniform in {10, 20, ..., 60} points, on-heap memory uniform in {128, 192, 256} MB; streams
     are shuffle with selectivity 1. Machine profiles: per component a base execution time
     uniform in [0.5, 5] ms per tuple, divided by the machine type's speed factor and jittered
-    by +-10 %; overhead uniform in [1, 5] points. Performance models: Shukla's measured ones.
+    by +-10 %; overhead uniform in [1, 5] points. Performance models: Shukla's measured ones
+    (linear interpolation between modelled thread counts, as the shipped shukla-* instances).
     Input rate: uniform from ``rates``.
     """
     p = _check_params("micro", params, MICRO_DEFAULTS)
@@ -324,7 +325,8 @@ def gen_micro(count: int, seed: int, **params: Any) -> Iterator[Instance]:
                 profiles.append({"profile": c, "machine_type": ty,
                                  "exec_ms": round(base / MACHINE_TYPES[ty][2] * rng.uniform(0.9, 1.1), 4),
                                  "overhead": round(rng.uniform(1.0, 5.0), 3)})
-        perf = [{"name": c, "points": [{"threads": t, "rate": r, "cpu": cu, "memory": m} for t, r, cu, m in SHUKLA_MODELS[c]]}
+        perf = [{"name": c, "interpolate": True,
+                 "points": [{"threads": t, "rate": r, "cpu": cu, "memory": m} for t, r, cu, m in SHUKLA_MODELS[c]]}
                 for c in names]
         data = {
             "name": f"micro-s{seed}-{i:05d}",

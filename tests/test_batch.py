@@ -123,15 +123,24 @@ def test_other_generators_fit_their_problems():
         assert planner.solve(inst, "network", "storm.even").status.value in ("feasible", "infeasible")
 
 
-def test_storm_large_needs_the_storm_module():
-    try:
-        from planner.storm import load_cluster_dir  # noqa: F401
-    except ImportError:
-        with pytest.raises(InstanceError) as e:
-            generate("storm-large", 1)
-        assert e.value.path == "generator.storm-large"
-    else:
-        pytest.skip("planner.storm.load_cluster_dir exists here; covered by the storm-formats tests")
+def test_storm_large_without_the_storm_module_is_a_clear_error(monkeypatch):
+    import planner.storm
+
+    monkeypatch.delattr(planner.storm, "load_cluster_dir", raising=False)
+    with pytest.raises(InstanceError) as e:
+        generate("storm-large", 1)
+    assert e.value.path == "generator.storm-large"
+
+
+def test_storm_large_reads_the_real_cluster(shared):
+    (inst,) = generate("storm-large", 1, folders="largeCluster03", data=str(shared / "data" / "storm-largecluster"))
+    assert inst.meta["generator"] == "storm-large" and inst.meta["folder"] == "largeCluster03"
+    assert len(inst.topologies) == 50 and len(inst.cluster.nodes) == 80  # README: 50 topologies, 80 supervisors
+    assert sum(len(n.slots) for n in inst.cluster.nodes) == 960
+    assert "admission" in inst.meta["problems"]
+    with pytest.raises(InstanceError) as e:
+        generate("storm-large", 1, folders="noSuchCluster", data=str(shared / "data" / "storm-largecluster"))
+    assert e.value.path == "params.folders"
 
 
 def test_generate_cli_and_bad_input(tmp_path, capsys):
