@@ -4,17 +4,19 @@
 --time-limit S --out RESULTS [--master URL]``
 
 * **Work unit.** One run = one (instance, method) pair for the problem. Runs are grouped into
-  Spark partitions (``--chunk`` runs each, by default about four partitions per core) so that
-  Spark's per-task cost is paid once per group and Python workers are reused; inside a
-  partition, runs go one after another and every solver object is built there.
+  Spark partitions (``--chunk`` runs each; by default about four partitions per core, at
+  most 256 runs each) so that Spark's per-task cost is paid once per group and Python
+  workers are reused; inside a partition, runs go one after another and every solver object
+  is built there.
 * **Guard.** By default (``--isolation process``) each partition forks one solver process and
   sends it the runs over a pipe; the partition waits at most the hard limit (``time limit x
-  1.5 + 10 s`` unless ``--hard-limit`` says otherwise) for each answer. A run that overruns is
-  killed (SIGKILL) and becomes a row with status ``unknown``; a run whose process dies (a
-  crash, ``os._exit``, the OOM killer) becomes a row with status ``error``; an exception
-  inside the method becomes an ``error`` row through :func:`planner.solve`. A fresh solver
-  process is forked for the next run. ``--isolation none`` solves in the Spark worker itself
-  (no wall-clock guard; exceptions are still caught), for trusted fast methods.
+  1.5 + 10 s`` unless ``--hard-limit`` says otherwise; none without either) for each answer.
+  A run that overruns is killed (SIGKILL) and becomes a row with status ``unknown``; a run
+  whose process dies (a crash, ``os._exit``, the OOM killer) becomes a row with status
+  ``error``; an exception inside the method becomes an ``error`` row through
+  :func:`planner.solve`. A fresh solver process is forked for the next run. ``--isolation
+  none`` solves in the Spark worker itself (no wall-clock guard; exceptions are still
+  caught), for trusted fast methods.
 * **Results.** ``RESULTS/runs/part-*.parquet``: the raw rows, written by the tasks as they
   finish (every ``--flush-every`` rows or ``--flush-seconds``), each file written under a
   hidden name and renamed into place, so a reader never sees half a file. ``RESULTS/
@@ -40,6 +42,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import socket
 import sys
 import threading
@@ -733,6 +736,7 @@ def run_batch(instances: str | Path | list[Instance], problem: str, methods: lis
     print(f"planner batch: {len(all_runs)} runs ({len(batch_instances)} instances x {len(all_runs) // max(1, len(batch_instances))}"
           f" methods); {summary.skipped} already in {out}, {len(todo)} to run", file=stream, flush=True)
     t0 = time.monotonic()
+    code_zip = None
     if todo:
         own_sc = sc is None
         if own_sc:
@@ -740,7 +744,8 @@ def run_batch(instances: str | Path | list[Instance], problem: str, methods: lis
                          else Path(importlib.import_module(m).__file__).resolve().parent) for m in imports]
             sc = spark_context(master, conf=spark_conf, extra_paths=extra)
             if not master.startswith("local"):
-                sc.addPyFile(_code_zip(imports))
+                code_zip = _code_zip(imports)
+                sc.addPyFile(code_zip)
         summary.startup_seconds = time.monotonic() - t0
         try:
             _run_on_spark(sc, todo, batch_instances, out, batch_id, imports, isolation, chunk, flush_every,
@@ -748,6 +753,8 @@ def run_batch(instances: str | Path | list[Instance], problem: str, methods: lis
         finally:
             if own_sc:
                 sc.stop()
+            if code_zip:
+                shutil.rmtree(Path(code_zip).parent, ignore_errors=True)
     summary.seconds = time.monotonic() - t0
     n = write_results(out)
     df = read_runs(out, columns=["run_key", "status"]).drop_duplicates("run_key")
@@ -772,7 +779,9 @@ def _run_on_spark(sc: Any, todo: list[dict[str, Any]], batch_instances: list[Bat
     texts = {b.digest: b.json for b in batch_instances if b.digest in needed}
     bc = sc.broadcast(texts)
     par = max(1, sc.defaultParallelism)
-    size = chunk or max(1, min(64, math.ceil(len(todo) / (par * 4))))
+    # about four tasks per core for balance, at most 256 runs each; progress and what a kill
+    # can lose are bounded by the flush cadence, not by the task size
+    size = chunk or max(1, min(256, math.ceil(len(todo) / (par * 4))))
     n_parts = math.ceil(len(todo) / size)
     ctx = {"runs_dir": str(runs_dir(out)), "batch_id": batch_id, "imports": imports, "isolation": isolation,
            "flush_every": flush_every, "flush_seconds": flush_seconds, "versions": _versions()}
@@ -874,7 +883,7 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--isolation", choices=["process", "none"], default="process",
                    help="process: each partition solves in a forked process killed at the hard limit (default); "
                    "none: solve in the Spark worker, no wall-clock guard")
-    b.add_argument("--chunk", type=int, default=None, help="runs per Spark task (default: about 4 tasks per core, at most 64)")
+    b.add_argument("--chunk", type=int, default=None, help="runs per Spark task (default: about 4 tasks per core, at most 256)")
     b.add_argument("--flush-every", type=int, default=50, help="write a part file after this many rows")
     b.add_argument("--flush-seconds", type=float, default=5.0, help="... or after this many seconds")
     b.add_argument("--progress-interval", type=float, default=5.0, help="seconds between progress lines")
