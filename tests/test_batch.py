@@ -386,3 +386,19 @@ def test_kill_midway_then_resume_has_no_duplicates_or_losses(tmp_path):
     for name, data in before.items():  # finished rows are untouched
         assert (out / "runs" / name).read_bytes() == data
     assert len(load_results(out)) == 32
+
+
+def test_generator_spec_gives_the_generated_instances():
+    from planner.batch import load_batch_instances, parse_generator_spec
+
+    assert parse_generator_spec("gen:layered:count=5,seed=3,executors=12,fields_share=0.5") == (
+        "layered", 5, 3, {"executors": 12, "fields_share": 0.5})
+    assert parse_generator_spec("gen:micro") == ("micro", 10, 0, {})
+    got = load_batch_instances("gen:layered:count=5,seed=3,executors=12")
+    want = generate("layered", 5, seed=3, executors=12)
+    assert [b.id for b in got] == [i.name for i in want]
+    assert [json.loads(b.json) for b in got] == [i.model_dump(mode="json") for i in want]
+    assert all(b.features["executors"] == 12 and b.features["generator"] == "layered" for b in got)
+    with pytest.raises(InstanceError) as e:
+        parse_generator_spec("gen:nope:count=1")
+    assert e.value.path == "--instances"
