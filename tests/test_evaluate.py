@@ -287,3 +287,19 @@ def test_weighted_lp_and_cpsat_share_a_process():
 
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
+
+
+def test_pulp_imported_first_does_not_break_cpsat():
+    """`import pulp` loads highspy; with the pinned pair, CP-SAT still loads afterwards."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import pulp\n"
+            "from planner import solve\n"
+            "r = solve('tiny-linear', 'network', 'exact.cpsat')\n"
+            "assert r.status.value == 'optimal', r.message\n"
+            "r = solve('tiny-linear', 'network', 'exact.milp-highs')\n"
+            "assert r.status.value == 'optimal', r.message\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent, timeout=180)
+    assert p.returncode == 0, p.stderr[-2000:]
