@@ -60,6 +60,7 @@ from .model import Instance, InstanceError
 METRIC_COLUMNS = [
     "network_metric", "inter_node_traffic", "inter_worker_traffic", "workers_used", "nodes_used",
     "executors_placed", "sustainable_rate", "slots_used", "vm_cost", "admitted_weight",
+    "racks_used", "supported_rate", "topologies_scheduled",
 ]
 FEATURE_COLUMNS = [
     "topologies", "components", "executors", "streams", "racks", "nodes", "slots",
@@ -230,6 +231,8 @@ def solve_to_dict(inst: Instance, problem: str, method: str, time_limit: float |
     }
     for c in METRIC_COLUMNS:
         out[c] = _num(m.get(c))
+    if isinstance(m.get("scheduled_topologies"), (list, tuple)):
+        out["topologies_scheduled"] = float(len(m["scheduled_topologies"]))
     return out
 
 
