@@ -364,6 +364,13 @@ def run_partition(index: int, runs: Iterator[dict[str, Any]], ctx: dict[str, Any
     # Load the solver code here, once per (reused) Python worker, so that every forked solver
     # process starts with it instead of importing it again.
     try:
+        # OR-Tools first: `import pulp` loads highspy, whose HiGHS build then breaks a later
+        # OR-Tools import in the same process (undefined symbol); the reverse order works, and
+        # the solver processes forked below inherit the loaded library.
+        import ortools.sat.python.cp_model  # noqa: F401
+    except ImportError:
+        pass
+    try:
         from . import api  # noqa: F401
         from .registry import list_methods
 
