@@ -265,3 +265,25 @@ def test_slot_usage_rate_scales_with_load():
     u = evaluate(d, p, "slots")["slot_usage"]["vm1:6700"]
     assert u["cpu"] == pytest.approx(10 + 30 * 10 / 15)  # the unbounded source keeps its row
     assert u["memory"] == pytest.approx(15 + 6 * 10 / 15)
+
+
+def test_weighted_lp_and_cpsat_share_a_process():
+    """highspy and OR-Tools cannot live in one process; the evaluator must not load highspy."""
+    import subprocess
+    import sys
+
+    code = (
+        "from tests.test_evaluate import hetero, HPLAN\n"
+        "from planner import evaluate, solve\n"
+        "from planner.plan import Plan, Placement\n"
+        "p = Plan(placements=[Placement(topology='t', component=c, executor=i, node=n, slot=s) for c, i, n, s in HPLAN],"
+        " parallelism={'t': {'s': 1, 'b': 2}})\n"
+        "assert evaluate(hetero('weighted'), p, 'throughput')['feasible']\n"
+        "r = solve('tiny-linear', 'network', 'exact.cpsat')\n"
+        "assert r.status.value == 'optimal', r.message\n"
+        "import sys; assert 'highspy' not in sys.modules\n"
+    )
+    from pathlib import Path
+
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
