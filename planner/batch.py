@@ -60,6 +60,7 @@ from .model import Instance, InstanceError
 METRIC_COLUMNS = [
     "network_metric", "inter_node_traffic", "inter_worker_traffic", "workers_used", "nodes_used",
     "executors_placed", "sustainable_rate", "slots_used", "vm_cost", "admitted_weight",
+    "racks_used", "supported_rate", "topologies_scheduled",
 ]
 FEATURE_COLUMNS = [
     "topologies", "components", "executors", "streams", "racks", "nodes", "slots",
@@ -230,6 +231,8 @@ def solve_to_dict(inst: Instance, problem: str, method: str, time_limit: float |
     }
     for c in METRIC_COLUMNS:
         out[c] = _num(m.get(c))
+    if isinstance(m.get("scheduled_topologies"), (list, tuple)):
+        out["topologies_scheduled"] = float(len(m["scheduled_topologies"]))
     return out
 
 
@@ -360,6 +363,13 @@ def run_partition(index: int, runs: Iterator[dict[str, Any]], ctx: dict[str, Any
     _import_all(ctx["imports"])
     # Load the solver code here, once per (reused) Python worker, so that every forked solver
     # process starts with it instead of importing it again.
+    try:
+        # OR-Tools first: `import pulp` loads highspy, whose HiGHS build then breaks a later
+        # OR-Tools import in the same process (undefined symbol); the reverse order works, and
+        # the solver processes forked below inherit the loaded library.
+        import ortools.sat.python.cp_model  # noqa: F401
+    except ImportError:
+        pass
     try:
         from . import api  # noqa: F401
         from .registry import list_methods
