@@ -564,6 +564,10 @@ def spark_context(master: str, app_name: str = "planner-batch", conf: dict[str, 
     from pyspark import SparkConf, SparkContext
 
     pypath = [*code_roots(), *(extra_paths or []), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
+    loopback = master.startswith(("local", "spark://127.0.0.1", "spark://localhost"))
+    if loopback:
+        # keep an embedded or loopback Spark on 127.0.0.1: the JVM reads this before any conf
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     c = SparkConf().setMaster(master).setAppName(app_name)
     defaults = {
         "spark.driver.memory": "1g",
@@ -575,7 +579,8 @@ def spark_context(master: str, app_name: str = "planner-batch", conf: dict[str, 
         "spark.pyspark.driver.python": sys.executable,
         "spark.executorEnv.PYTHONPATH": os.pathsep.join(dict.fromkeys(pypath)),
         "spark.task.maxFailures": "2",
-        "spark.driver.host": "127.0.0.1" if master.startswith(("local", "spark://127.0.0.1", "spark://localhost")) else "",
+        "spark.driver.host": "127.0.0.1" if loopback else "",
+        "spark.driver.bindAddress": "127.0.0.1" if loopback else "",
     }
     for k, v in defaults.items():
         if v:
