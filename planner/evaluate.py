@@ -417,45 +417,49 @@ def _weighted_rate(inst: Instance, t: Topology, counts: dict[str, int], groups: 
     max R  s.t.  sum_j x_cj = g_c R  (c),  sum_c x_cj e_cj / 10 + n_cj MET_cj <= cap_j  (j),
     x_cj >= 0, and x_cj = 0 where component c has no instance on node j.
     """
-    import highspy
+    # SciPy's HiGHS, not highspy: highspy's libhighs.so.1 and the one inside OR-Tools share a
+    # soname but not a version, so loading both in one process fails (whichever comes second).
+    from scipy.optimize import linprog
 
     gains = rates.component_gains(t, counts)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    inf = highspy.kHighsInf
     keys = sorted(groups)
-    h.addVar(0.0, inf)  # R, column 0
-    h.changeColCost(0, -1.0)
-    col = {}
-    for k in keys:
-        col[k] = h.getNumCol()
-        h.addVar(0.0, inf)
+    col = {k: 1 + n for n, k in enumerate(keys)}  # column 0 is R
+    nvar = 1 + len(keys)
     comps = {c for c, _ in keys}
-    for c in comps:
-        idx = [0] + [col[k] for k in keys if k[0] == c]
-        val = [-gains[c]] + [1.0] * (len(idx) - 1)
-        h.addRow(0.0, 0.0, len(idx), idx, val)
-    for nid in {n for _, n in keys}:
-        idx, val, fixed = [], [], 0.0
+    if any(c not in comps and gains.get(c, 0) > 0 for c in counts):
+        return 0.0
+    a_eq, b_eq, a_ub, b_ub = [], [], [], []
+    for c in sorted(comps):
+        row = [0.0] * nvar
+        row[0] = -gains[c]
+        for k in keys:
+            if k[0] == c:
+                row[col[k]] = 1.0
+        a_eq.append(row)
+        b_eq.append(0.0)
+    for nid in sorted({n for _, n in keys}):
+        row = [0.0] * nvar
+        fixed = 0.0
         for k in keys:
             if k[1] != nid:
                 continue
             prof = inst.profile(rates.profile_key(t.component(k[0])), nodes[nid].type)
-            idx.append(col[k])
-            val.append(prof.exec_ms / 10.0)
+            row[col[k]] = prof.exec_ms / 10.0
             fixed += groups[k] * prof.overhead
         room = nodes[nid].cpu - fixed
         if room < -EPS:
             return 0.0
-        h.addRow(-inf, max(room, 0.0), len(idx), idx, val)
-    if any(c not in comps and gains.get(c, 0) > 0 for c in counts):
-        return 0.0
-    h.run()
-    if h.getModelStatus() == highspy.HighsModelStatus.kUnbounded:
+        a_ub.append(row)
+        b_ub.append(max(room, 0.0))
+    cost = [0.0] * nvar
+    cost[0] = -1.0
+    res = linprog(cost, A_ub=a_ub or None, b_ub=b_ub or None, A_eq=a_eq or None, b_eq=b_eq or None,
+                  bounds=[(0, None)] * nvar, method="highs")
+    if res.status == 3:
         return math.inf
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+    if res.status != 0:
         return 0.0
-    return float(h.getSolution().col_value[0])
+    return float(res.x[0])
 
 
 def _slots(ck: _Checker, inst: Instance, counts, where, metrics) -> None:
