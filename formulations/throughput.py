@@ -772,76 +772,98 @@ def _compositions(total: int, caps: list[int]):
 
 
 def _bf_even(d: TPData, deadline) -> Result:
+    """Count vectors N in order of total instances; for each, every split over the machines by
+    depth-first search over components. Pruning, all at the best rate R found so far (a better
+    placement must sustain more than R, and loads grow with the rate): a machine whose partial
+    load at R exceeds its capacity; and the components still to place, each at its cheapest
+    machine, not fitting in the machines' total room at R."""
     C, J = d.C, d.J
     nmax = [d.nmax(c) for c in range(C)]
     total_cap = sum(min(d.K, sum(d.kmax[c][j] for c in range(C))) for j in range(J))
-    state = {"best": -1.0, "n": None, "vectors": 0, "leaves": 0, "stopped": False}
-    load_fix = [0.0] * J
-    load_slope = [0.0] * J
-    used = [0] * J
-    cur = [[0] * J for _ in range(C)]
-    inc_on = [[False] * J for _ in range(C)]
-
-    def rec(c: int, N: tuple) -> None:
-        if state["stopped"]:
-            return
-        if c == C:
-            state["leaves"] += 1
-            r = even_rate(d, cur)
-            if r > state["best"] * (1 + 1e-12) and r >= 0:
-                state["best"] = r
-                state["n"] = [row[:] for row in cur]
-            return
-        caps = [min(d.kmax[c][j], d.K - used[j]) for j in range(J)]
-        for comp in _compositions(N[c], caps):
-            if any(comp[j] and any(inc_on[o][j] for o in _inc_of(c)) for j in range(J)):
-                continue
-            ok = True
-            R = max(state["best"], 0.0)
-            for j in range(J):
-                if comp[j]:
-                    f = load_fix[j] + comp[j] * d.met[c][j]
-                    s = load_slope[j] + comp[j] * d.a[c][j] * d.gain[c] / N[c]
-                    # the best rate so far must be beaten: prune when R already overloads j
-                    if f + (R * s if state["n"] is not None else 0.0) > d.cap[j] * (1 + 1e-12) + 1e-12:
-                        ok = False
-                        break
-            if not ok:
-                continue
-            for j in range(J):
-                if comp[j]:
-                    load_fix[j] += comp[j] * d.met[c][j]
-                    load_slope[j] += comp[j] * d.a[c][j] * d.gain[c] / N[c]
-                    used[j] += comp[j]
-                    inc_on[c][j] = True
-                cur[c][j] = comp[j]
-            rec(c + 1, N)
-            for j in range(J):
-                if comp[j]:
-                    load_fix[j] -= comp[j] * d.met[c][j]
-                    load_slope[j] -= comp[j] * d.a[c][j] * d.gain[c] / N[c]
-                    used[j] -= comp[j]
-                    inc_on[c][j] = False
-                cur[c][j] = 0
-
-    inc_map = {c: [] for c in range(C)}
+    slope = [[d.a[c][j] * d.gain[c] if d.allowed(c, j) else 0.0 for j in range(J)] for c in range(C)]
+    amin = [min(slope[c][j] for j in range(J) if d.allowed(c, j)) for c in range(C)]
+    mmin = [min(d.met[c][j] for j in range(J) if d.allowed(c, j)) for c in range(C)]
+    inc_map: dict[int, list[int]] = {c: [] for c in range(C)}
     for c1, c2 in d.incompatible:
         inc_map[c1].append(c2)
         inc_map[c2].append(c1)
+    st = {"best": -1.0, "n": None, "vectors": 0, "leaves": 0, "stopped": False}
+    fix = [0.0] * J
+    slo = [0.0] * J
+    used = [0] * J
+    cur = [[0] * J for _ in range(C)]
+    tail_min = [0.0] * (C + 1)  # per N: cheapest total load of components c.. at the best rate
+    tail_frac = [0.0] * (C + 1)  # the same in fractions of a machine's capacity
+    # heavy components first: their placements fail soonest
+    order = sorted(range(C), key=lambda c: -(amin[c] + mmin[c]))
 
-    def _inc_of(c):
-        return inc_map[c]
+    def fits(j: int, R: float, have: bool) -> bool:
+        return fix[j] + (R * slo[j] if have else 0.0) <= d.cap[j] * (1 + 1e-12) + 1e-12
 
-    for N in itertools.product(*[range(1, nmax[c] + 1) for c in range(C)]):
-        if sum(N) > total_cap:
-            continue
-        state["vectors"] += 1
-        if deadline is not None and state["vectors"] % 64 == 0 and time.monotonic() > deadline:
-            state["stopped"] = True
+    def place(pos: int, j: int, left: int, N: tuple) -> None:
+        """Choose n[c][j] for c = order[pos], machine j, with ``left`` instances of c to place."""
+        R = max(st["best"], 0.0)
+        have = st["n"] is not None
+        if pos == C:
+            st["leaves"] += 1
+            r = even_rate(d, cur)
+            if r >= 0 and r > st["best"] * (1 + 1e-12):
+                st["best"] = r
+                st["n"] = [row[:] for row in cur]
+            return
+        c = order[pos]
+        if j == J:
+            if left:
+                return
+            room = sum(d.cap[jj] - fix[jj] - (R * slo[jj] if have else 0.0) for jj in range(J))
+            frac = sum((d.cap[jj] - fix[jj] - (R * slo[jj] if have else 0.0)) / d.cap[jj] for jj in range(J) if d.cap[jj] > 0)
+            if have and (tail_min[pos + 1] > room * (1 + 1e-12) + 1e-12 or tail_frac[pos + 1] > frac + 1e-12):
+                return
+            place(pos + 1, 0, N[order[pos + 1]] if pos + 1 < C else 0, N)
+            return
+        cap = min(d.kmax[c][j], d.K - used[j], left)
+        if inc_map[c] and any(cur[o][j] for o in inc_map[c]):
+            cap = 0
+        rest = sum(min(d.kmax[c][jj], d.K - used[jj]) for jj in range(j + 1, J))
+        lo = max(0, left - rest)
+        per_fix, per_slo = d.met[c][j], slope[c][j] / N[c]
+        for x in range(lo, cap + 1):
+            if x:
+                fix[j] += x * per_fix
+                slo[j] += x * per_slo
+                used[j] += x
+                cur[c][j] = x
+            if x == 0 or fits(j, R, have):
+                place(pos, j + 1, left - x, N)
+            if x:
+                fix[j] -= x * per_fix
+                slo[j] -= x * per_slo
+                used[j] -= x
+                cur[c][j] = 0
+            if x and not fits_after(j, x, per_fix, per_slo, R, have):
+                break  # more instances of c on j only add load
+
+    def fits_after(j, x, per_fix, per_slo, R, have) -> bool:
+        return fix[j] + x * per_fix + ((slo[j] + x * per_slo) * R if have else 0.0) <= d.cap[j] * (1 + 1e-12) + 1e-12
+
+    vectors = [N for N in itertools.product(*[range(1, nmax[c] + 1) for c in range(C)]) if sum(N) <= total_cap]
+    vectors.sort(key=sum)
+    for N in vectors:
+        st["vectors"] += 1
+        if deadline is not None and st["vectors"] % 64 == 0 and time.monotonic() > deadline:
+            st["stopped"] = True
             break
-        rec(0, N)
-    return _bf_result(d, state["best"], state["n"], not state["stopped"],
-                      {"count_vectors": state["vectors"], "placements_rated": state["leaves"]})
+        R = max(st["best"], 0.0)
+        for pos in range(C - 1, -1, -1):
+            c = order[pos]
+            tail_min[pos] = tail_min[pos + 1] + R * amin[c] + N[c] * mmin[c]
+            tail_frac[pos] = tail_frac[pos + 1] + min((R * slope[c][j] + N[c] * d.met[c][j]) / d.cap[j]
+                                                      for j in range(J) if d.allowed(c, j) and d.cap[j] > 0)
+        if st["n"] is not None and tail_min[0] > sum(d.cap) * (1 + 1e-12) + 1e-12:
+            continue  # spread ideally, these counts cannot beat the best rate
+        place(0, 0, N[order[0]], N)
+    return _bf_result(d, st["best"], st["n"], not st["stopped"],
+                      {"count_vectors": len(vectors), "count_vectors_searched": st["vectors"], "placements_rated": st["leaves"]})
 
 
 # --- registration --------------------------------------------------------------------------------
