@@ -95,13 +95,16 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if args.hint:
         options["hint"] = args.hint
     if args.instance == "-":
-        raw = sys.stdin.read()
+        raw = sys.stdin.buffer.read()
         try:
             data = json.loads(raw)
         except json.JSONDecodeError as e:
             raise InstanceError("$", f"stdin is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
-        if isinstance(data, dict) and "instance" in data:
-            req = data
+        except (RecursionError, ValueError) as e:  # nested too deeply; not UTF-8
+            raise InstanceError("$", f"stdin is not valid JSON: {'nested too deeply' if isinstance(e, RecursionError) else e}") from None
+        is_request = isinstance(data, dict) and "instance" in data
+        if is_request:
+            req = _check_request(data)
             data = req["instance"]
             problem = problem or req.get("problem")
             method = method or req.get("method")
@@ -113,11 +116,13 @@ def cmd_solve(args: argparse.Namespace) -> int:
         try:
             inst = parse_instance(data)
         except InstanceError as e:
-            if isinstance(data, dict) and "instance" not in (data or {}):
+            if not is_request:
                 raise
             raise InstanceError([("instance." + p if p != "$" else "instance", r) for p, r in e.problems]) from None
     else:
         inst = load_instance(args.instance)
+    if time_limit is not None and not (time_limit > 0 and time_limit != float("inf")):
+        raise InstanceError("time_limit", f"must be a finite number of seconds > 0, got {time_limit}")
     if not problem:
         raise InstanceError("problem", "missing: give --problem (network, traffic, throughput, slots, feasibility, admission)")
     if not method:
@@ -126,6 +131,24 @@ def cmd_solve(args: argparse.Namespace) -> int:
     _summary(res)
     _dump(result_json(res), args.out)
     return 0 if res.ok else 1
+
+
+_REQUEST_FIELDS = {"instance": dict, "problem": str, "method": str, "time_limit": (int, float), "seed": int, "options": dict}
+
+
+def _check_request(req: dict) -> dict:
+    """A stdin request {instance, problem, method, time_limit, seed, options}: no unknown
+    field, each present one of its JSON type (null allowed except for instance)."""
+    for key, value in req.items():
+        if key not in _REQUEST_FIELDS:
+            raise InstanceError(key, f"unknown field; a request has {', '.join(_REQUEST_FIELDS)}")
+        kind = _REQUEST_FIELDS[key]
+        if value is None and key != "instance":
+            continue
+        if isinstance(value, bool) or not isinstance(value, kind):
+            names = {dict: "an object", str: "a string", int: "an integer", (int, float): "a number"}
+            raise InstanceError(key, f"must be {names[kind]}, got {type(value).__name__}")
+    return req
 
 
 def _summary(res) -> None:

@@ -491,10 +491,13 @@ def _slots(ck: _Checker, inst: Instance, counts, where, metrics) -> None:
                     ck.bad(P.SLOT_MODEL, f"slot {wname}", f"{q} threads of {cid!r}: beyond its model (max {model.points[-1].threads})")
                     supported = 0.0
                     continue
-                cpu += pt.cpu
-                mem += pt.memory
                 peak = rates.peak_rate(pt)
                 per_unit = unit_load[(w, cid)]
+                scale = 1.0
+                if inst.params.slot_usage == "rate" and t.input_rate is not None and math.isfinite(peak) and peak > 0:
+                    scale = per_unit * t.input_rate / peak
+                cpu += pt.cpu * scale
+                mem += pt.memory * scale
                 if per_unit > 0:
                     supported = min(supported, peak / per_unit)
                     if t.input_rate is not None and not _le(per_unit * t.input_rate, peak):

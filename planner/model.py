@@ -263,6 +263,11 @@ class Params(_Base):
         default=1.0, ge=0, le=1,
         description="traffic problem: at most M(alpha) = ceil(E/S) + ceil(alpha (E - S + 1 - ceil(E/S))) executors per worker",
     )
+    slot_usage: Literal["peak", "rate"] = Field(
+        default="peak",
+        description="slots problem: q threads of a task in a slot use the model's CPU/memory at q threads ('peak'), "
+        "or that row scaled by the rate they take over their peak rate ('rate', Shukla and Simmhan's linear scale-down)",
+    )
 
 
 class Instance(_Base):
@@ -476,6 +481,8 @@ def load_instance(path: str | Path) -> Instance:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise InstanceError("$", f"{p} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except RecursionError:
+        raise InstanceError("$", f"{p} nests JSON too deeply to be an instance") from None
     return parse_instance(data)
 
 

@@ -61,13 +61,19 @@ def input_rate_of(topology: Topology, input_rate: float | None = None) -> float:
     return topology.input_rate if topology.input_rate is not None else 1.0
 
 
-def component_gains(topology: Topology, counts: dict[str, int] | None = None) -> dict[str, float]:
-    """Tuples/s processed by each component (all its executors together) per unit input rate."""
-    par = parallelism(topology, counts)
+def _inputs(topology: Topology) -> tuple[dict[str, str], dict[str, list]]:
+    """(component kinds, in-streams of each component)."""
     kind = {c.id: c.kind for c in topology.components}
     incoming: dict[str, list] = defaultdict(list)
     for s in topology.streams:
         incoming[s.target].append(s)
+    return kind, incoming
+
+
+def component_gains(topology: Topology, counts: dict[str, int] | None = None) -> dict[str, float]:
+    """Tuples/s processed by each component (all its executors together) per unit input rate."""
+    par = parallelism(topology, counts)
+    kind, incoming = _inputs(topology)
     gain: dict[str, float] = {}
     for cid in topo_order(topology):
         if kind[cid] == "spout" and not incoming[cid]:
@@ -92,10 +98,7 @@ def executor_rates(topology: Topology, input_rate: float | None = None, counts: 
     par = parallelism(topology, counts)
     r = input_rate_of(topology, input_rate)
     gains = component_gains(topology, counts)
-    kind = {c.id: c.kind for c in topology.components}
-    incoming: dict[str, list] = defaultdict(list)
-    for s in topology.streams:
-        incoming[s.target].append(s)
+    kind, incoming = _inputs(topology)
     out: dict[Executor, float] = {}
     for cid, p in par.items():
         per = [0.0] * p

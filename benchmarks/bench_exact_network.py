@@ -1,0 +1,63 @@
+"""Time to proven optimality for network and traffic: CP-SAT vs CBC vs HiGHS, and brute force vs CP-SAT.
+
+Usage: PYTHONPATH=. python benchmarks/bench_exact_network.py [--limit 20] [--sizes 8x5x2,12x5x3,20x5x4] [--tiny 20]
+Prints a markdown table (one row per instance and backend) and the brute-force/CP-SAT ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import planner
+from formulations._gen import layered, small_random
+from planner.model import parse_instance
+
+BACKENDS = ["exact.cpsat", "exact.milp-cbc", "exact.milp-highs"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--limit", type=float, default=20.0)
+    ap.add_argument("--sizes", default="8x5x2,12x5x3,16x5x4,20x5x4")
+    ap.add_argument("--tiny", type=int, default=20)
+    ap.add_argument("--problems", default="network,traffic")
+    a = ap.parse_args()
+    print(f"| problem | executors x components x nodes | method | status | objective | bound | seconds |")
+    print("|---|---|---|---|---|---|---|")
+    for problem in a.problems.split(","):
+        for size in a.sizes.split(","):
+            e, c, n = map(int, size.split("x"))
+            inst = parse_instance(layered(e, c, n, 0, problem=problem))
+            for m in BACKENDS:
+                t = time.perf_counter()
+                r = planner.solve(inst, problem, m, time_limit=a.limit)
+                dt = time.perf_counter() - t
+                obj = "-" if r.objective is None else f"{r.objective:.4g}"
+                bd = "-" if r.bound is None else f"{r.bound:.4g}"
+                print(f"| {problem} | {size} | {m} | {r.status.value} | {obj} | {bd} | {dt:.2f} |", flush=True)
+    print()
+    print("| problem | instances | brute force total s | CP-SAT total s | ratio min / median / max |")
+    print("|---|---|---|---|---|")
+    for problem in a.problems.split(","):
+        ratios, tb, tc = [], 0.0, 0.0
+        for seed in range(a.tiny):
+            inst = parse_instance(small_random(problem, 1000 + seed))
+            t = time.perf_counter()
+            b = planner.solve(inst, problem, "exact.bruteforce")
+            db = time.perf_counter() - t
+            t = time.perf_counter()
+            r = planner.solve(inst, problem, "exact.cpsat")
+            dc = time.perf_counter() - t
+            if b.status.value != "optimal":
+                continue
+            assert r.status.value == "optimal" and abs(r.objective - b.objective) <= 1e-6 * max(1, b.objective)
+            ratios.append(db / dc)
+            tb += db
+            tc += dc
+        ratios.sort()
+        print(f"| {problem} | {len(ratios)} | {tb:.2f} | {tc:.2f} | {ratios[0]:.2f} / {ratios[len(ratios) // 2]:.2f} / {ratios[-1]:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,517 @@
+"""The placement model shared by ``network``, ``traffic``, ``feasibility`` and ``admission``.
+
+Executors of one component that the objective cannot tell apart form a *group* (for the RAS
+problems: the whole component; for ``traffic``: executors with identical traffic rows and
+columns, see :func:`traffic_groups`). The model counts executors per group and worker,
+``x[g,w]``, with per-node sums ``y[g,n]`` and per-rack sums ``z[g,r]``; it never has one
+Boolean per executor unless the traffic makes every executor distinct. The hard limits are
+those of :mod:`planner.problems` for the problem at hand. docs/formulations.md writes the
+model down with these names.
+
+Every row carries a constraint *family* (cpu, memory, heap, resources, slots, placement,
+worker_count, max_per_worker); when a model is infeasible, :func:`explain_infeasible` says
+which resource is short by simple counting and, failing that, which family, dropped alone,
+makes the model feasible.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from planner import rates
+from planner.model import Component, Instance, Topology
+from planner.plan import Placement, Plan, Result, Status
+
+from ._linmodel import LinModel, Solution, solve_model
+
+BACKENDS = {"exact.cpsat": "cpsat", "exact.milp-cbc": "cbc", "exact.milp-highs": "highs"}
+OPTIONS = {"hint": None, "symmetry": True, "threads": None}
+SOURCE = "docs/formulations.md (component-count placement models; Storm RAS document, Aniello et al. 2013 section 3.2.2)"
+RAS_PROBLEMS = ("network", "feasibility", "admission")
+EPS = 1e-9
+
+
+@dataclass
+class Group:
+    """Interchangeable executors (``members`` are executor indices of ``comp``) of topology ``ti``."""
+
+    ti: int
+    topo: Topology
+    comp: Component
+    members: list[int]
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
+
+    @property
+    def label(self) -> str:
+        return f"{self.topo.id}/{self.comp.id}" + ("" if self.size == self.comp.parallelism else f"[{self.members[0]}..]")
+
+
+def component_groups(ti: int, t: Topology) -> list[Group]:
+    """One group per component (all its executors)."""
+    return [Group(ti, t, c, list(range(c.parallelism))) for c in sorted(t.components, key=lambda c: c.id)]
+
+
+def traffic_groups(ti: int, t: Topology) -> tuple[list[Group], dict[tuple[int, int], float]]:
+    """Groups of executors with identical traffic, and the rate between one pair of executors
+    of two groups (the same for every such pair, by construction), keyed by local group index.
+
+    Executor i and j of a component are interchangeable when their outgoing rates (to each
+    other executor) and incoming rates (from each) are equal. Shuffle, fields and all
+    groupings keep a component whole; a ``global`` stream splits off executor 0; a measured
+    matrix usually makes executors distinct (one group each). A component with traffic to
+    itself is split into single executors.
+    """
+    tr = rates.executor_traffic(t)
+    row: dict[tuple[str, int], dict] = defaultdict(dict)
+    col: dict[tuple[str, int], dict] = defaultdict(dict)
+    selfish: set[str] = set()
+    for (a, b), r in tr.items():
+        if r == 0:
+            continue
+        if a[0] == b[0]:
+            selfish.add(a[0])
+        row[a][b] = row[a].get(b, 0.0) + r
+        col[b][a] = col[b].get(a, 0.0) + r
+    groups: list[Group] = []
+    for c in sorted(t.components, key=lambda c: c.id):
+        if c.id in selfish:
+            keys = {i: i for i in range(c.parallelism)}
+        else:
+            keys = {
+                i: (tuple(sorted((k, round(v, 12)) for k, v in row[(c.id, i)].items())),
+                    tuple(sorted((k, round(v, 12)) for k, v in col[(c.id, i)].items())))
+                for i in range(c.parallelism)
+            }
+        by_key: dict[Any, list[int]] = {}
+        for i in range(c.parallelism):
+            by_key.setdefault(keys[i], []).append(i)
+        for members in by_key.values():
+            groups.append(Group(ti, t, c, members))
+    where = {(g.comp.id, i): k for k, g in enumerate(groups) for i in g.members}
+    pair: dict[tuple[int, int], float] = {}
+    seen: set[tuple[int, int]] = set()
+    for (a, b), r in tr.items():
+        if r == 0:
+            continue
+        ga, gb = where[a], where[b]
+        if (ga, gb) in seen:
+            continue
+        seen.add((ga, gb))
+        pair[(ga, gb)] = r  # the per-executor-pair rate
+    return groups, pair
+
+
+class PlacementModel:
+    """Counts x[g,w] of group g on worker w, with the problem's hard limits.
+
+    ``problem`` selects the limits: RAS problems (network, feasibility, admission) check
+    node CPU, memory and generic resources, worker heap, one topology per worker and the
+    placement constraints; ``traffic`` checks node CPU, placement, one topology per worker,
+    exactly S_t workers per topology and at most M_t executors per worker. ``admission``
+    makes each topology optional (binary a[t]).
+    """
+
+    def __init__(self, instance: Instance, problem: str, groups: list[Group], *, sense: str = "min",
+                 symmetry: bool = True, hint_plan: Plan | None = None):
+        self.inst = instance
+        self.problem = problem
+        self.groups = groups
+        self.m = LinModel(sense)
+        self.ras = problem in RAS_PROBLEMS
+        self.topos = sorted({g.ti: g.topo for g in groups}.items())
+        self.nodes = list(instance.cluster.nodes)
+        rack_of = instance.cluster.rack_of()
+        self.racks = sorted({rack_of[n.id] for n in self.nodes})
+        self.node_rack = [self.racks.index(rack_of[n.id]) for n in self.nodes]
+        self.workers: list[tuple[int, int]] = [(ni, p) for ni, n in enumerate(self.nodes) for p in n.slots]
+        self.node_workers: list[list[int]] = [[] for _ in self.nodes]
+        for wi, (ni, _) in enumerate(self.workers):
+            self.node_workers[ni].append(wi)
+        total_slots = len(self.workers)
+        self.S = {ti: rates.workers_required(t, total_slots) for ti, t in self.topos}
+        self.M = {ti: rates.max_per_worker(t.executor_count, self.S[ti], instance.params.alpha) for ti, t in self.topos}
+        self.symmetry = symmetry
+        self.node_classes = self._node_classes() if symmetry else []
+        self.hx = self._hint_counts(hint_plan) if hint_plan is not None else None
+        self.x: dict[tuple[int, int], int] = {}
+        self.y: dict[tuple[int, int], int] = {}
+        self.z: dict[tuple[int, int], int] = {}
+        self.a: dict[int, int] = {}
+        self.o: dict[tuple[int, int], int] = {}
+        self._build()
+
+    # --- capacities ------------------------------------------------------------------------
+    def node_cap(self, g: Group, ni: int) -> int:
+        """Most executors of group g that node ni can hold on its own (pins, resources, limits)."""
+        c, n = g.comp, self.nodes[ni]
+        if not n.slots:
+            return 0
+        if c.site is not None and n.site != c.site:
+            return 0
+        if c.nodes is not None and n.id not in c.nodes:
+            return 0
+        cap = g.size
+
+        def lim(need: float, have: float) -> int:
+            return cap if need <= 0 else int(math.floor(have / need + EPS))
+
+        cap = min(cap, lim(c.cpu, n.cpu))
+        if self.ras:
+            cap = min(cap, lim(c.memory_mb, n.memory_mb))
+            for r, q in c.resources.items():
+                cap = min(cap, lim(q, n.resources.get(r, 0.0)))
+        if c.max_per_node is not None:
+            cap = min(cap, c.max_per_node)
+        return max(cap, 0)
+
+    def worker_cap(self, g: Group, ni: int) -> int:
+        cap = self.node_cap(g, ni)
+        c = g.comp
+        if self.ras and c.memory_onheap_mb > 0:
+            cap = min(cap, int(math.floor(g.topo.max_heap_mb / c.memory_onheap_mb + EPS)))
+        if c.id in c.incompatible:
+            cap = min(cap, 1)
+        if self.problem == "traffic":
+            cap = min(cap, self.M[g.ti])
+        return max(cap, 0)
+
+    # --- symmetry --------------------------------------------------------------------------
+    def _node_classes(self) -> list[list[int]]:
+        """Nodes that every constraint and objective treats alike (same rack, capacities,
+        slot count, site, pin membership), as lists of node indices with >= 2 members."""
+        pins = [set(c.nodes) for _, t in self.topos for c in t.components if c.nodes is not None]
+        cls: dict[Any, list[int]] = {}
+        for ni, n in enumerate(self.nodes):
+            key = (self.node_rack[ni], n.cpu, n.memory_mb if self.ras else 0, len(n.slots),
+                   tuple(sorted(n.resources.items())) if self.ras else (), n.site, tuple(n.id in p for p in pins))
+            cls.setdefault(key, []).append(ni)
+        return [v for v in cls.values() if len(v) > 1]
+
+    def _hint_counts(self, plan: Plan) -> dict[tuple[int, int], int]:
+        """x[g,w] of a plan, permuted into the canonical order the symmetry rows demand."""
+        gidx = {(g.topo.id, g.comp.id, i): k for k, g in enumerate(self.groups) for i in g.members}
+        widx = {(self.nodes[ni].id, p): wi for wi, (ni, p) in enumerate(self.workers)}
+        hx: dict[tuple[int, int], int] = defaultdict(int)
+        for pl in plan.placements:
+            k = gidx.get((pl.topology, pl.component, pl.executor))
+            w = widx.get((pl.node, pl.slot))
+            if k is not None and w is not None:
+                hx[(k, w)] += 1
+        if not self.symmetry:
+            return dict(hx)
+        wtot = defaultdict(int)
+        for (k, w), v in hx.items():
+            wtot[w] += v
+        # identical nodes: heaviest first (node contents move with the node, slot by slot)
+        node_map = {ni: ni for ni in range(len(self.nodes))}
+        for cls in self.node_classes:
+            order = sorted(cls, key=lambda ni: -sum(wtot[w] for w in self.node_workers[ni]))
+            for dst, src in zip(cls, order):
+                node_map[src] = dst
+        wmap: dict[int, int] = {}
+        for src_n, dst_n in node_map.items():
+            src_ws = sorted(self.node_workers[src_n], key=lambda w: -wtot[w])  # heaviest slot first
+            for dst_w, src_w in zip(self.node_workers[dst_n], src_ws):
+                wmap[src_w] = dst_w
+        return {(k, wmap[w]): v for (k, w), v in hx.items()}
+
+    # --- the model -------------------------------------------------------------------------
+    def _build(self) -> None:
+        m, G, W = self.m, self.groups, self.workers
+        hx = self.hx
+        optional = self.problem == "admission"
+        need_owner = len(self.topos) > 1 or self.problem == "traffic"
+        for ti, t in self.topos:
+            if optional:
+                placed = None if hx is None else int(any(hx.get((k, w), 0) for k, g in enumerate(G) if g.ti == ti for w in range(len(W))))
+                self.a[ti] = m.var(f"a[{t.id}]", 0, 1, placed)
+            if need_owner:
+                for wi in range(len(W)):
+                    own = None if hx is None else int(any(hx.get((k, wi), 0) for k, g in enumerate(G) if g.ti == ti))
+                    self.o[(ti, wi)] = m.var(f"o[{t.id},{wi}]", 0, 1, own)
+        # x, y, z and "every executor placed"
+        for k, g in enumerate(G):
+            for wi, (ni, _) in enumerate(W):
+                ub = self.worker_cap(g, ni)
+                if ub > 0:
+                    self.x[(k, wi)] = m.var(f"x[{g.label},{wi}]", 0, ub, None if hx is None else hx.get((k, wi), 0))
+            for ni in range(len(self.nodes)):
+                ws = [self.x[(k, wi)] for wi in self.node_workers[ni] if (k, wi) in self.x]
+                ub = min(self.node_cap(g, ni), sum(m.vars[v].ub for v in ws))
+                if ub > 0:
+                    hv = None if hx is None else sum(hx.get((k, wi), 0) for wi in self.node_workers[ni])
+                    self.y[(k, ni)] = v = m.var(f"y[{g.label},{self.nodes[ni].id}]", 0, ub, hv)
+                    m.add({v: 1.0, **{x: -1.0 for x in ws}}, 0.0, 0.0, family="definition")
+            if len(self.racks) > 1:
+                for ri in range(len(self.racks)):
+                    ys = [self.y[(k, ni)] for ni in range(len(self.nodes)) if self.node_rack[ni] == ri and (k, ni) in self.y]
+                    ub = min(g.size, sum(m.vars[v].ub for v in ys))
+                    if ub > 0:
+                        hv = None if hx is None else sum(hx.get((k, wi), 0) for wi, (ni, _) in enumerate(W) if self.node_rack[ni] == ri)
+                        self.z[(k, ri)] = v = m.var(f"z[{g.label},{self.racks[ri]}]", 0, ub, hv)
+                        m.add({v: 1.0, **{y: -1.0 for y in ys}}, 0.0, 0.0, family="definition")
+            row = {self.x[(k, wi)]: 1.0 for wi in range(len(W)) if (k, wi) in self.x}
+            if optional:
+                row[self.a[g.ti]] = -float(g.size)
+                m.add(row, 0.0, 0.0, family="all_placed")
+            else:
+                m.add(row, float(g.size), float(g.size), family="all_placed")
+        # node resources
+        for ni, n in enumerate(self.nodes):
+            ks = [k for k in range(len(G)) if (k, ni) in self.y]
+            if not ks:
+                continue
+            m.add({self.y[(k, ni)]: G[k].comp.cpu for k in ks}, hi=n.cpu, family="cpu")
+            if self.ras:
+                m.add({self.y[(k, ni)]: G[k].comp.memory_mb for k in ks}, hi=n.memory_mb, family="memory")
+                for r in sorted({r for k in ks for r in G[k].comp.resources}):
+                    m.add({self.y[(k, ni)]: G[k].comp.resources.get(r, 0.0) for k in ks}, hi=n.resources.get(r, 0.0),
+                          family="resources")
+            # max per node over the groups of one component
+            by_comp: dict[tuple[int, str], list[int]] = defaultdict(list)
+            for k in ks:
+                by_comp[(G[k].ti, G[k].comp.id)].append(k)
+            for (ti, cid), kk in by_comp.items():
+                lim = G[kk[0]].comp.max_per_node
+                if lim is not None and len(kk) > 1:
+                    m.add({self.y[(k, ni)]: 1.0 for k in kk}, hi=float(lim), family="placement")
+        # workers: heap, ownership, incompatibility, traffic structure
+        for wi, (ni, _) in enumerate(W):
+            for ti, t in self.topos:
+                ks = [k for k in range(len(G)) if G[k].ti == ti and (k, wi) in self.x]
+                if not ks:
+                    if (ti, wi) in self.o:
+                        m.add({self.o[(ti, wi)]: 1.0}, hi=0.0, family="definition")
+                    continue
+                if self.ras and any(G[k].comp.memory_onheap_mb > 0 for k in ks):
+                    m.add({self.x[(k, wi)]: G[k].comp.memory_onheap_mb for k in ks}, hi=t.max_heap_mb, family="heap")
+                if (ti, wi) in self.o:
+                    ov = self.o[(ti, wi)]
+                    for k in ks:
+                        xv = self.x[(k, wi)]
+                        m.add({xv: 1.0, ov: -float(m.vars[xv].ub)}, hi=0.0, family="definition")
+                    if self.problem == "traffic":
+                        tot = {self.x[(k, wi)]: 1.0 for k in ks}
+                        m.add({**tot, ov: -1.0}, lo=0.0, family="definition")
+                        m.add({**tot, ov: -float(self.M[ti])}, hi=0.0, family="max_per_worker")
+                self._incompatible(ti, t, wi, ks)
+            owners = [self.o[(ti, wi)] for ti, _ in self.topos if (ti, wi) in self.o]
+            if len(owners) > 1:
+                m.add({v: 1.0 for v in owners}, hi=1.0, family="slots")
+        if self.problem == "traffic":
+            for ti, t in self.topos:
+                m.add({self.o[(ti, wi)]: 1.0 for wi in range(len(W))}, float(self.S[ti]), float(self.S[ti]), family="worker_count")
+        if self.symmetry:
+            self._break_symmetry()
+
+    def _incompatible(self, ti: int, t: Topology, wi: int, ks: list[int]) -> None:
+        m, G = self.m, self.groups
+        by_comp: dict[str, list[int]] = defaultdict(list)
+        for k in ks:
+            by_comp[G[k].comp.id].append(k)
+        comps = sorted(by_comp)
+        used: dict[str, int] = {}
+
+        def used_var(cid: str) -> int:
+            if cid not in used:
+                xs = [self.x[(k, wi)] for k in by_comp[cid]]
+                hv = None if self.hx is None else int(any(self.hx.get((k, wi), 0) for k in by_comp[cid]))
+                b = m.var(f"b[{t.id}/{cid},{wi}]", 0, 1, hv)
+                ub = sum(m.vars[v].ub for v in xs)
+                m.add({**{v: 1.0 for v in xs}, b: -float(ub)}, hi=0.0, family="definition")
+                used[cid] = b
+            return used[cid]
+
+        for i, c in enumerate(comps):
+            comp = t.component(c)
+            if c in comp.incompatible and len(by_comp[c]) > 1:
+                m.add({self.x[(k, wi)]: 1.0 for k in by_comp[c]}, hi=1.0, family="placement")
+            for d in comps[i + 1:]:
+                if d in comp.incompatible or c in t.component(d).incompatible:
+                    m.add({used_var(c): 1.0, used_var(d): 1.0}, hi=1.0, family="placement")
+
+    def worker_total(self, wi: int) -> dict[int, float]:
+        return {self.x[(k, wi)]: 1.0 for k in range(len(self.groups)) if (k, wi) in self.x}
+
+    def _break_symmetry(self) -> None:
+        """Slots of a node are interchangeable: executor totals do not increase along the
+        port list. Identical nodes (same rack, capacities, slots, site, pins) likewise, by the
+        node's executor total."""
+        m = self.m
+        for ni, ws in enumerate(self.node_workers):
+            for w1, w2 in zip(ws, ws[1:]):
+                row = self.worker_total(w1)
+                for v, c in self.worker_total(w2).items():
+                    row[v] = row.get(v, 0.0) - c
+                if row:
+                    m.add(row, lo=0.0, family="symmetry")
+        for cls in self.node_classes:
+            for n1, n2 in zip(cls, cls[1:]):
+                row: dict[int, float] = {}
+                for k in range(len(self.groups)):
+                    if (k, n1) in self.y:
+                        row[self.y[(k, n1)]] = row.get(self.y[(k, n1)], 0.0) + 1.0
+                    if (k, n2) in self.y:
+                        row[self.y[(k, n2)]] = row.get(self.y[(k, n2)], 0.0) - 1.0
+                if row:
+                    m.add(row, lo=0.0, family="symmetry")
+
+    # --- reading a solution ----------------------------------------------------------------
+    def plan(self, values: list[int]) -> Plan:
+        """Executor indices of each group dealt to the workers in order of the counts."""
+        out: list[Placement] = []
+        for k, g in enumerate(self.groups):
+            members = iter(g.members)
+            for wi, (ni, port) in enumerate(self.workers):
+                v = self.x.get((k, wi))
+                if v is None:
+                    continue
+                for _ in range(values[v]):
+                    out.append(Placement(topology=g.topo.id, component=g.comp.id, executor=next(members),
+                                         node=self.nodes[ni].id, slot=port))
+        return Plan(placements=out)
+
+    def admitted(self, values: list[int]) -> list[str]:
+        return [t.id for ti, t in self.topos if ti in self.a and values[self.a[ti]] == 1]
+
+
+# --- running a model --------------------------------------------------------------------------
+
+@dataclass
+class Run:
+    """What the three methods share: the backend, the clock, the options."""
+
+    instance: Instance
+    problem: str
+    method: str
+    time_limit: float | None
+    threads: int | None
+    hint: str | None
+    symmetry: bool
+    seed: int
+    t0: float = field(default_factory=time.monotonic)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def backend(self) -> str:
+        return BACKENDS[self.method]
+
+    def remaining(self) -> float | None:
+        if self.time_limit is None:
+            return None
+        return max(self.time_limit - (time.monotonic() - self.t0), 0.05)
+
+    def hint_plan(self) -> Plan | None:
+        """The plan of method ``hint`` for the same problem, when it passes the evaluator."""
+        if not self.hint:
+            return None
+        from planner.api import solve  # the front door judges the plan; no solver internals
+
+        lim = self.remaining()
+        res = solve(self.instance, self.problem, self.hint, time_limit=None if lim is None else max(lim / 2, 0.1), seed=self.seed)
+        if res.ok and res.plan is not None:
+            self.notes.append(f"hint from {self.hint} (objective {res.objective:g})")
+            return res.plan
+        self.notes.append(f"hint {self.hint} gave no feasible plan ({res.status.value}); solved without it")
+        return None
+
+    def solve(self, pm: PlacementModel) -> Solution:
+        return solve_model(pm.m, self.backend, self.remaining(), self.threads, use_hint=True, seed=self.seed)
+
+    def result(self, pm: PlacementModel, sol: Solution, plan: Plan | None = None, details: dict | None = None) -> Result:
+        """A Result in the problem's units; infeasible models get an explanation."""
+        d = {"backend": self.backend, "variables": len(pm.m.vars), "rows": len(pm.m.rows), **sol.details, **(details or {})}
+        msg = "; ".join(self.notes + ([sol.message] if sol.message else []))
+        if sol.status in ("optimal", "feasible"):
+            plan = plan or pm.plan(sol.values)
+            st = Status.OPTIMAL if sol.status == "optimal" else Status.FEASIBLE
+            if st == Status.FEASIBLE:
+                msg = "; ".join(x for x in (msg, "time limit reached: best plan so far, optimality not proven") if x)
+            return Result(problem=self.problem, method=self.method, status=st, plan=plan, bound=sol.bound,
+                          message=msg, details=d)
+        if sol.status == "infeasible":
+            why = explain_infeasible(self, pm)
+            return Result(problem=self.problem, method=self.method, status=Status.INFEASIBLE,
+                          message="; ".join(x for x in (msg, "proven infeasible: " + why) if x), details=d)
+        if sol.status == "unknown":
+            return Result(problem=self.problem, method=self.method, status=Status.UNKNOWN, message=msg or "stopped", details=d)
+        return Result(problem=self.problem, method=self.method, status=Status.ERROR, message=msg or "solver error", details=d)
+
+
+def explain_infeasible(run: Run, pm: PlacementModel) -> str:
+    """Why no plan exists: a resource that is short in total, or the constraint family whose
+    removal alone makes the model feasible (checked with short CP-SAT solves)."""
+    inst, G = run.instance, pm.groups
+    reasons: list[str] = []
+    for k, g in enumerate(G):
+        caps = [pm.worker_cap(g, ni) for ni in range(len(pm.nodes))]
+        if max(caps, default=0) == 0:
+            reasons.append(f"no node can hold one executor of {g.label} (CPU {g.comp.cpu:g}, memory {g.comp.memory_mb:g} MB, "
+                           f"on-heap {g.comp.memory_onheap_mb:g} MB vs max heap {g.topo.max_heap_mb:g} MB, pins)")
+    optional = run.problem == "admission"
+    if not optional:
+        slots = [n for n in pm.nodes if n.slots]
+        for label, need, have in (
+            ("CPU", sum(g.comp.cpu * g.size for g in G), sum(n.cpu for n in slots)),
+            ("memory (MB)", sum(g.comp.memory_mb * g.size for g in G) if pm.ras else 0.0, sum(n.memory_mb for n in slots)),
+        ):
+            if need > have + 1e-9:
+                reasons.append(f"total {label} demand {need:g} > capacity {have:g}")
+        if pm.ras:
+            for r in sorted({r for g in G for r in g.comp.resources}):
+                need = sum(g.comp.resources.get(r, 0.0) * g.size for g in G)
+                have = sum(n.resources.get(r, 0.0) for n in slots)
+                if need > have + 1e-9:
+                    reasons.append(f"total {r!r} demand {need:g} > capacity {have:g}")
+            heap_workers = sum(
+                math.ceil(sum(c.memory_onheap_mb * c.parallelism for c in t.components) / t.max_heap_mb - 1e-9)
+                if t.max_heap_mb > 0 else 0 for _, t in pm.topos)
+            if heap_workers > len(pm.workers):
+                reasons.append(f"worker heap: at least {heap_workers} workers needed, {len(pm.workers)} slots exist")
+        if run.problem == "traffic" and sum(pm.S.values()) > len(pm.workers):
+            reasons.append(f"worker count: topologies need {sum(pm.S.values())} workers, {len(pm.workers)} slots exist")
+        for k, g in enumerate(G):
+            cap_n = sum(pm.node_cap(g, ni) for ni in range(len(pm.nodes)))
+            cap_w = sum(pm.worker_cap(g, ni) for (ni, _) in pm.workers)
+            if min(cap_n, cap_w) < g.size and max(pm.worker_cap(g, ni) for ni in range(len(pm.nodes))) > 0:
+                reasons.append(f"{g.label}: {g.size} executors but pins/max_per_node/incompatibility/limits allow at most {min(cap_n, cap_w)}")
+    if reasons:
+        return "; ".join(reasons)
+    # no single count explains it: which family, dropped alone, restores feasibility?
+    families = sorted({r.family for r in pm.m.rows} - {"definition", "linearisation", "symmetry", "all_placed"})
+    culprits = []
+    for f in families:
+        sub = pm.m.without({f})
+        sub.objective, sub.obj_const = {}, 0.0
+        s = solve_model(sub, "cpsat", time_limit=2.0, threads=1)
+        if s.status in ("optimal", "feasible"):
+            culprits.append(f)
+    if culprits:
+        names = {"cpu": "node CPU", "memory": "node memory", "heap": "worker heap (max_heap_mb)", "resources": "generic resources",
+                 "slots": "one topology per worker (slots)", "placement": "placement constraints",
+                 "worker_count": "exactly min(W, E) workers", "max_per_worker": "at most M(alpha) executors per worker"}
+        return "no plan satisfies the limits together; dropping any one of {" + ", ".join(names.get(c, c) for c in culprits) + \
+            "} alone makes a plan possible"
+    return "the limits together leave no plan (no single constraint family is to blame)"
+
+
+def method_runner(problem_fn: Callable[[Run], Result]) -> Callable:
+    """Wrap a problem function as a registered method body (options checked by the API)."""
+
+    def make(method: str) -> Callable:
+        def run(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, symmetry=True, threads=None) -> Result:
+            r = Run(instance, problem, method, time_limit, threads, hint, bool(symmetry), seed)
+            return problem_fn(r)
+
+        run.__name__ = f"{problem_fn.__name__}_{BACKENDS[method]}"
+        run.__doc__ = problem_fn.__doc__
+        return run
+
+    return make

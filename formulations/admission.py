@@ -1,0 +1,37 @@
+"""Exact models for ``feasibility`` and ``admission`` (Storm RAS multi-tenant).
+
+``feasibility``: place every executor of every topology under the RAS limits (no objective;
+any plan is optimal, objective 0 = no violation). ``admission``: each topology is placed whole
+or not at all (binary a[t]; sum_w x[g,w] = s_g a[t]); maximise sum_t weight_t a[t] with
+weight = max priority + 1 - priority (:func:`planner.problems.admission_weight`). Both use the
+component-count PlacementModel; infeasibility is explained (see :func:`explain_infeasible`).
+"""
+
+from __future__ import annotations
+
+from planner.plan import Result
+from planner.problems import admission_weight
+from planner.registry import register
+
+from ._rasmodel import OPTIONS, SOURCE, PlacementModel, Run, component_groups, method_runner
+
+
+def solve_feasibility_admission(run: Run) -> Result:
+    """Place everything (feasibility) or the heaviest set of whole topologies (admission)."""
+    hint = run.hint_plan()
+    groups = [g for ti, t in enumerate(run.instance.topologies) for g in component_groups(ti, t)]
+    adm = run.problem == "admission"
+    pm = PlacementModel(run.instance, run.problem, groups, sense="max" if adm else "min", symmetry=run.symmetry,
+                        hint_plan=hint)
+    if adm:
+        maxp = max(t.priority for t in run.instance.topologies)
+        pm.m.objective = {pm.a[ti]: float(admission_weight(t.priority, maxp)) for ti, t in pm.topos}
+    sol = run.solve(pm)
+    details = {"admitted": pm.admitted(sol.values)} if adm and sol.values is not None else {}
+    return run.result(pm, sol, details=details)
+
+
+_make = method_runner(solve_feasibility_admission)
+for _name in ("exact.cpsat", "exact.milp-cbc", "exact.milp-highs"):
+    register(_name, ["feasibility", "admission"], source=SOURCE, kind="exact", options=dict(OPTIONS),
+             summary="exact model over component counts (CP-SAT / MILP)")(_make(_name))

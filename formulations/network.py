@@ -1,0 +1,146 @@
+"""Exact models for ``network``: minimise the Storm RAS network metric under the RAS limits.
+
+For a stream (distinct downstream pair) u -> d of topology t, the metric adds, over every pair
+of executors, 0 (same worker), 1 (same node), 2 (same rack) or 3 (elsewhere), and divides the
+topology's sum by its executor count E_t. With counts per worker x, node y and rack z,
+
+    sum over pairs = 3 n_u n_d - sum_r z[u,r] z[d,r] - sum_n y[u,n] y[d,n] - sum_w x[u,w] x[d,w],
+
+because a pair in one worker is also in one node and one rack. The products are rewarded,
+so :meth:`LinModel.product_upper` linearises each exactly (binary expansion of the factor with
+the smaller bound). The same LinModel goes to CP-SAT, CBC and HiGHS (docs/formulations.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+from planner import rates
+from planner.plan import Result
+from planner.registry import register
+
+from ._rasmodel import OPTIONS, SOURCE, PlacementModel, Run, component_groups, method_runner
+
+
+def network_objective(pm: PlacementModel, cuts: bool = True) -> None:
+    """Set ``pm.m``'s objective to the RAS network metric summed over topologies, and add the
+    density cuts (see :func:`_density_cuts`) unless ``cuts`` is False."""
+    m = pm.m
+    G = pm.groups
+    index = {(g.ti, g.comp.id): k for k, g in enumerate(G)}
+    for ti, t in pm.topos:
+        e_t = float(t.executor_count)
+        before = len(m.vars)
+        for u, downs in rates.downstream(t).items():
+            for d in downs:
+                ku, kd = index[(ti, u)], index[(ti, d)]
+                nu, nd = G[ku].size, G[kd].size
+                m.obj_const += 3.0 * nu * nd / e_t
+                if len(pm.racks) == 1:
+                    m.obj_const -= nu * nd / e_t  # one rack: every pair shares it
+                else:
+                    for ri in range(len(pm.racks)):
+                        if (ku, ri) in pm.z and (kd, ri) in pm.z:
+                            _reward(m, m.product_upper(pm.z[(ku, ri)], pm.z[(kd, ri)], f"R[{u},{d},{ri}]"), e_t)
+                for ni in range(len(pm.nodes)):
+                    if (ku, ni) in pm.y and (kd, ni) in pm.y:
+                        _reward(m, m.product_upper(pm.y[(ku, ni)], pm.y[(kd, ni)], f"N[{u},{d},{ni}]"), e_t)
+                for wi in range(len(pm.workers)):
+                    if (ku, wi) in pm.x and (kd, wi) in pm.x:
+                        _reward(m, m.product_upper(pm.x[(ku, wi)], pm.x[(kd, wi)], f"W[{u},{d},{wi}]"), e_t)
+        if cuts:
+            _density_cuts(pm, ti, t, before)
+
+
+def _density_cuts(pm: PlacementModel, ti: int, t, first_var: int) -> None:
+    """Valid cuts: the co-location of one place holding k executors of topology t is at most
+    k^2 (1 - 1/omega) / 2 (Motzkin-Straus; omega = clique number of t's undirected stream
+    graph), so at most (K (1 - 1/omega) / 2) k when the place holds at most K executors.
+
+    Applied per worker, node and rack to the sum of the product expressions placed there.
+    """
+    import networkx as nx
+
+    m, G = pm.m, pm.groups
+    g = nx.Graph()
+    for u, downs in rates.downstream(t).items():
+        for d in downs:
+            g.add_edge(u, d)
+    if g.number_of_edges() == 0:
+        return
+    omega = max(len(c) for c in nx.find_cliques(g))
+    dens = (1.0 - 1.0 / omega) / 2.0
+    ks = [k for k, gr in enumerate(G) if gr.ti == ti]
+    # the objective's product terms of this topology, grouped by place
+    by_place: dict[str, dict[int, float]] = {}
+    for v, c in m.objective.items():
+        if v < first_var or c >= 0:
+            continue
+        name = m.vars[v].name  # W[u,d,wi].q0 / N[...] / R[...] or .p
+        key = name[0] + name[name.rfind(",") + 1:name.index("]")]
+        by_place.setdefault(key, {})[v] = -c * t.executor_count
+    for key, prod in by_place.items():
+        level, place = key[0], int(key[1:])
+        var = {"W": pm.x, "N": pm.y, "R": pm.z}[level]
+        tot = {var[(k, place)]: 1.0 for k in ks if (k, place) in var}
+        cap = min(sum(m.vars[v].ub for v in tot), _most_executors(pm, ks, level, place))
+        row = dict(prod)
+        for v, c in tot.items():
+            row[v] = row.get(v, 0.0) - cap * dens * c
+        m.add(row, hi=0.0, family="cut")
+
+
+def _reward(m, expr: dict[int, float], e_t: float) -> None:
+    for v, c in expr.items():
+        m.objective[v] = m.objective.get(v, 0.0) - c / e_t
+
+
+def solve_network(run: Run) -> Result:
+    """Minimise the RAS network metric (component counts per worker/node/rack; exact linearisation)."""
+    hint = run.hint_plan()
+    groups = [g for ti, t in enumerate(run.instance.topologies) for g in component_groups(ti, t)]
+    pm = PlacementModel(run.instance, run.problem, groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
+    network_objective(pm)
+    return run.result(pm, run.solve(pm))
+
+
+_make = method_runner(solve_network)
+for _name in ("exact.cpsat", "exact.milp-cbc", "exact.milp-highs"):
+    register(_name, ["network"], source=SOURCE, kind="exact", options=dict(OPTIONS),
+             summary="exact model over component counts (CP-SAT / MILP)")(_make(_name))
+
+
+def _knap(sizes: list[tuple[float, int]], capacity: float) -> int:
+    """Most items (demand, available count) that fit ``capacity``: fractional greedy, floored
+    (an upper bound on the integer optimum)."""
+    n, left = 0.0, capacity
+    for dem, cnt in sorted(sizes):
+        if dem <= 0:
+            n += cnt
+            continue
+        take = min(cnt, left / dem)
+        n += take
+        left -= take * dem
+        if take < cnt:
+            break
+    return int(math.floor(n + 1e-9))
+
+
+def _most_executors(pm: PlacementModel, ks: list[int], level: str, place: int) -> int:
+    """Upper bound on the executors (of the groups ``ks``) one worker / node / rack can hold."""
+    G = pm.groups
+    if level == "R":
+        return sum(_most_executors(pm, ks, "N", ni) for ni in range(len(pm.nodes)) if pm.node_rack[ni] == place)
+    ni = pm.workers[place][0] if level == "W" else place
+    node = pm.nodes[ni]
+    ub = {k: pm.worker_cap(G[k], ni) if level == "W" else pm.node_cap(G[k], ni) for k in ks}
+    best = sum(ub.values())
+    if level == "W":
+        if pm.ras:
+            best = min(best, _knap([(G[k].comp.memory_onheap_mb, ub[k]) for k in ks], G[ks[0]].topo.max_heap_mb))
+        return best
+    best = min(best, _knap([(G[k].comp.cpu, ub[k]) for k in ks], node.cpu))
+    if pm.ras:
+        best = min(best, _knap([(G[k].comp.memory_mb, ub[k]) for k in ks], node.memory_mb))
+    wmax = max((_most_executors(pm, ks, "W", wi) for wi in pm.node_workers[ni]), default=0)
+    return min(best, wmax * len(pm.node_workers[ni]))

@@ -1,0 +1,891 @@
+"""Batch evaluation on Spark: many (instance, method) runs, one Parquet row each.
+
+``planner batch --instances DIR|GENERATOR-SPEC --problem P --methods M1,M2 [--reference R]
+--time-limit S --out RESULTS [--master URL]``
+
+* **Work unit.** One run = one (instance, method) pair for the problem. Runs are grouped into
+  Spark partitions (``--chunk`` runs each; by default about four partitions per core, at
+  most 256 runs each) so that Spark's per-task cost is paid once per group and Python
+  workers are reused; inside a partition, runs go one after another and every solver object
+  is built there.
+* **Guard.** By default (``--isolation process``) each partition forks one solver process and
+  sends it the runs over a pipe; the partition waits at most the hard limit (``time limit x
+  1.5 + 10 s`` unless ``--hard-limit`` says otherwise; none without either) for each answer.
+  A run that overruns is killed (SIGKILL) and becomes a row with status ``unknown``; a run
+  whose process dies (a crash, ``os._exit``, the OOM killer) becomes a row with status
+  ``error``; an exception inside the method becomes an ``error`` row through
+  :func:`planner.solve`. A fresh solver process is forked for the next run. ``--isolation
+  none`` solves in the Spark worker itself (no wall-clock guard; exceptions are still
+  caught), for trusted fast methods.
+* **Results.** ``RESULTS/runs/part-*.parquet``: the raw rows, written by the tasks as they
+  finish (every ``--flush-every`` rows or ``--flush-seconds``), each file written under a
+  hidden name and renamed into place, so a reader never sees half a file. ``RESULTS/
+  results.parquet``: the rows de-duplicated by ``run_key`` with the gap-to-optimal columns,
+  rewritten at the end of every invocation; :func:`load_results` recomputes it from the parts.
+* **Resumable.** A run's key is (instance id, instance content digest, problem, method).
+  Re-running with the same ``--out`` skips keys already in ``runs/``; a killed run loses at
+  most the rows not yet flushed, which are then solved again.
+* **Gap to optimal.** Per instance, against the ``--reference`` method's row when its status
+  is ``optimal``; otherwise ``reference_status`` says why there is no gap.
+
+``RESULTS`` must be a folder every executor can write (the local disk for ``local[*]`` and a
+cluster on one machine, a shared file system otherwise). Rows that tasks could not write
+where the driver sees them are written by the driver from the task results at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import json
+import math
+import os
+import platform
+import shutil
+import socket
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from .model import Instance, InstanceError
+
+# --------------------------------------------------------------------------------------------
+# results schema
+
+METRIC_COLUMNS = [
+    "network_metric", "inter_node_traffic", "inter_worker_traffic", "workers_used", "nodes_used",
+    "executors_placed", "sustainable_rate", "slots_used", "vm_cost", "admitted_weight",
+]
+FEATURE_COLUMNS = [
+    "topologies", "components", "executors", "streams", "racks", "nodes", "slots",
+    "cpu_demand", "cpu_capacity", "memory_demand", "memory_capacity",
+]
+
+
+def _schema():
+    import pyarrow as pa
+
+    cols = [
+        ("run_key", pa.string()), ("batch_id", pa.string()),
+        ("instance_id", pa.string()), ("instance_digest", pa.string()), ("instance_source", pa.string()),
+        ("generator", pa.string()), ("gen_seed", pa.int64()), ("gen_index", pa.int64()), ("gen_params", pa.string()),
+    ]
+    cols += [(c, pa.float64() if c.endswith(("demand", "capacity")) else pa.int64()) for c in FEATURE_COLUMNS]
+    cols += [
+        ("problem", pa.string()), ("method", pa.string()), ("method_kind", pa.string()), ("reference", pa.string()),
+        ("time_limit", pa.float64()), ("hard_limit", pa.float64()), ("method_seed", pa.int64()),
+        ("status", pa.string()), ("objective", pa.float64()), ("bound", pa.float64()), ("gap", pa.float64()),
+        ("feasible", pa.bool_()), ("violations_count", pa.int64()),
+        ("seconds", pa.float64()), ("wall_seconds", pa.float64()), ("message", pa.string()),
+    ]
+    cols += [(c, pa.float64()) for c in METRIC_COLUMNS]
+    cols += [("host", pa.string()), ("pid", pa.int64()), ("isolation", pa.string()), ("finished_at", pa.float64()),
+             ("versions", pa.string())]
+    return pa.schema(cols)
+
+
+# --------------------------------------------------------------------------------------------
+# instances
+
+
+@dataclass
+class BatchInstance:
+    """One instance of a batch: its id, content digest, JSON text and features."""
+
+    id: str
+    digest: str
+    json: str
+    source: str
+    features: dict[str, Any]
+
+
+def instance_features(inst: Instance) -> dict[str, Any]:
+    """Size and load figures of an instance (the ``FEATURE_COLUMNS`` and generator meta)."""
+    s = inst.size
+    nodes = inst.cluster.nodes
+    meta = inst.meta or {}
+    return {
+        "topologies": s["topologies"], "components": s["components"], "executors": s["executors"],
+        "streams": sum(len(t.streams) for t in inst.topologies), "racks": s["racks"], "nodes": s["nodes"],
+        "slots": s["slots"],
+        "cpu_demand": float(sum(c.cpu * c.parallelism for t in inst.topologies for c in t.components)),
+        "cpu_capacity": float(sum(n.cpu for n in nodes)),
+        "memory_demand": float(sum(c.memory_mb * c.parallelism for t in inst.topologies for c in t.components)),
+        "memory_capacity": float(sum(n.memory_mb for n in nodes)),
+        "generator": meta.get("generator"),
+        "gen_seed": meta.get("seed") if isinstance(meta.get("seed"), int) else None,
+        "gen_index": meta.get("index") if isinstance(meta.get("index"), int) else None,
+        "gen_params": json.dumps(meta.get("params"), sort_keys=True) if meta.get("params") is not None else None,
+    }
+
+
+def _batch_instance(inst: Instance, iid: str, source: str) -> BatchInstance:
+    text = json.dumps(inst.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return BatchInstance(iid, hashlib.sha1(text.encode()).hexdigest()[:16], text, source, instance_features(inst))
+
+
+def parse_generator_spec(spec: str) -> tuple[str, int, int, dict[str, Any]]:
+    """``gen:KIND[:key=value,key=value,...]`` -> (kind, count, seed, params).
+
+    ``count`` (default 10) and ``seed`` (default 0) are the batch's; the other keys are the
+    generator's parameters (numbers and booleans as JSON, lists as ``a|b``). Example:
+    ``gen:layered:count=50,seed=1,executors=20``.
+    """
+    from .generate import GENERATORS, parse_param_value
+
+    parts = spec.split(":", 2)
+    if len(parts) < 2 or parts[0] != "gen" or not parts[1]:
+        raise InstanceError("--instances", f"expected a folder or gen:KIND[:key=value,...], got {spec!r}")
+    kind = parts[1]
+    if kind not in GENERATORS:
+        raise InstanceError("--instances", f"unknown generator {kind!r}; known: {', '.join(GENERATORS)}")
+    params: dict[str, Any] = {}
+    if len(parts) == 3 and parts[2]:
+        for kv in parts[2].split(","):
+            if "=" not in kv:
+                raise InstanceError("--instances", f"expected key=value in the generator spec, got {kv!r}")
+            k, v = kv.split("=", 1)
+            params[k.strip()] = parse_param_value(v.strip())
+    count = params.pop("count", 10)
+    seed = params.pop("seed", 0)
+    if not isinstance(count, int) or count < 0:
+        raise InstanceError("--instances", f"count must be an integer >= 0, got {count!r}")
+    if not isinstance(seed, int):
+        raise InstanceError("--instances", f"seed must be an integer, got {seed!r}")
+    return kind, count, seed, params
+
+
+def load_batch_instances(spec: str | Path | list[Instance]) -> list[BatchInstance]:
+    """Instances of a batch: a folder of ``*.json`` files (id = file stem), a generator spec,
+    or a list of Instances (id = name). Bad files raise InstanceError naming the file."""
+    from .api import load_instance
+
+    if isinstance(spec, list):
+        out = [_batch_instance(i, i.name, "python") for i in spec]
+    elif str(spec).startswith("gen:"):
+        from .generate import generate
+
+        kind, count, seed, params = parse_generator_spec(str(spec))
+        out = [_batch_instance(i, i.name, str(spec)) for i in generate(kind, count, seed, **params)]
+    else:
+        d = Path(spec)
+        if not d.is_dir():
+            raise InstanceError("--instances", f"{d} is neither a folder nor a gen:KIND spec")
+        files = sorted(d.glob("*.json"))
+        if not files:
+            raise InstanceError("--instances", f"no *.json instance files in {d}")
+        out = []
+        for f in files:
+            try:
+                inst = load_instance(f)
+            except InstanceError as e:
+                raise InstanceError([(f"{f.name}:{p}", r) for p, r in e.problems]) from None
+            out.append(_batch_instance(inst, f.stem, str(f.resolve())))
+    ids = [b.id for b in out]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise InstanceError("--instances", f"two instances share the id {dup!r}")
+    return out
+
+
+def run_key(inst_id: str, digest: str, problem: str, method: str) -> str:
+    """The identity of one run: re-running skips keys already present."""
+    return f"{inst_id}|{digest}|{problem}|{method}"
+
+
+# --------------------------------------------------------------------------------------------
+# running one run (inside a Spark task)
+
+
+def _num(x: Any) -> float | None:
+    if isinstance(x, bool):
+        return float(x)
+    if isinstance(x, (int, float)):
+        return float(x)
+    return None
+
+
+def solve_to_dict(inst: Instance, problem: str, method: str, time_limit: float | None, seed: int) -> dict[str, Any]:
+    """planner.solve, reduced to the row fields; never raises."""
+    from .api import solve
+
+    t0 = time.perf_counter()
+    try:
+        res = solve(inst, problem, method, time_limit=time_limit, seed=seed)
+    except BaseException as e:  # InstanceError, or a method calling sys.exit
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return {"status": "error", "message": f"{type(e).__name__}: {e}"[:2000], "seconds": time.perf_counter() - t0}
+    m = res.metrics or {}
+    out = {
+        "status": res.status.value, "objective": _num(res.objective), "bound": _num(res.bound), "gap": _num(res.gap),
+        "seconds": float(res.seconds), "message": (res.message or "")[:2000],
+        "feasible": bool(m["feasible"]) if "feasible" in m else None,
+        "violations_count": int(m["violations_count"]) if "violations_count" in m else None,
+    }
+    for c in METRIC_COLUMNS:
+        out[c] = _num(m.get(c))
+    return out
+
+
+def _import_all(modules: Iterable[str]) -> None:
+    for mod in modules:
+        importlib.import_module(mod)
+
+
+def _child_main(conn: Any, other_end: Any, imports: list[str]) -> None:
+    """The solver process: receive (key, json or None, problem, method, limit, seed), reply a dict."""
+    from .model import parse_instance
+
+    other_end.close()  # else the pipe never reports EOF when the partition closes its end
+
+    try:
+        _import_all(imports)
+    except BaseException as e:  # report on every run rather than dying silently
+        err = f"cannot import {imports}: {type(e).__name__}: {e}"
+    else:
+        err = None
+    cached_key, cached = None, None
+    while True:
+        try:
+            key, text, problem, method, limit, seed = conn.recv()
+        except (EOFError, OSError):
+            os._exit(0)
+        if err:
+            reply: dict[str, Any] = {"status": "error", "message": err}
+        else:
+            try:
+                if text is not None or key != cached_key:
+                    cached, cached_key = parse_instance(json.loads(text)), key
+                reply = solve_to_dict(cached, problem, method, limit, seed)
+            except BaseException as e:
+                reply = {"status": "error", "message": f"{type(e).__name__}: {e}"[:2000]}
+        try:
+            conn.send(reply)
+        except (BrokenPipeError, OSError):
+            os._exit(0)
+
+
+class _Sandbox:
+    """A forked solver process, replaced after a crash or a kill."""
+
+    def __init__(self, imports: list[str]):
+        self.imports = imports
+        self.proc = None
+        self.conn = None
+        self.cached_key: str | None = None
+
+    def _start(self) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        parent, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_child_main, args=(child, parent, self.imports), name="planner-solver")
+        self.proc.start()
+        child.close()
+        self.conn = parent
+        self.cached_key = None
+
+    def _stop(self, kill: bool) -> int | None:
+        if self.proc is None:
+            return None
+        if kill and self.proc.is_alive():
+            self.proc.kill()
+        try:
+            self.conn.close()
+        except OSError:
+            pass
+        self.proc.join(5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(5)
+        code = self.proc.exitcode
+        self.proc = self.conn = None
+        return code
+
+    def run(self, key: str, text: str, problem: str, method: str, limit: float | None, seed: int,
+            hard_limit: float | None) -> dict[str, Any]:
+        if self.proc is None or not self.proc.is_alive():
+            if self.proc is not None:
+                self._stop(kill=True)
+            self._start()
+        try:
+            self.conn.send((key, text if key != self.cached_key else None, problem, method, limit, seed))
+            self.cached_key = key
+        except (BrokenPipeError, OSError) as e:
+            code = self._stop(kill=True)
+            return {"status": "error", "message": f"solver process unreachable ({e}; exit code {code})"}
+        t0 = time.perf_counter()
+        if not self.conn.poll(hard_limit):
+            self._stop(kill=True)
+            return {"status": "unknown", "seconds": time.perf_counter() - t0,
+                    "message": f"killed: no answer within the hard limit of {hard_limit:g} s (time limit {limit})"}
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            code = self._stop(kill=False)
+            return {"status": "error", "seconds": time.perf_counter() - t0,
+                    "message": f"solver process died (exit code {code}) while solving"}
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self._stop(kill=False)
+
+
+def _write_part(rows: list[dict[str, Any]], out_dir: str, tag: str) -> str:
+    """Write rows as one Parquet file under a hidden name, then rename it into place."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = _schema()
+    table = pa.Table.from_pylist([{c: r.get(c) for c in schema.names} for r in rows], schema=schema)
+    d = Path(out_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    name = f"part-{tag}-{uuid.uuid4().hex[:8]}.parquet"
+    tmp = d / f".tmp-{name}"
+    pq.write_table(table, tmp)
+    os.replace(tmp, d / name)
+    return name
+
+
+def run_partition(index: int, runs: Iterator[dict[str, Any]], ctx: dict[str, Any], instances: dict[str, str]
+                  ) -> Iterator[dict[str, Any]]:
+    """Solve the runs of one partition in order, flushing rows to Parquet as they finish;
+    yields every row (written or not) with ``_written`` telling whether a part file holds it."""
+    _import_all(ctx["imports"])
+    # Load the solver code here, once per (reused) Python worker, so that every forked solver
+    # process starts with it instead of importing it again.
+    try:
+        from . import api  # noqa: F401
+        from .registry import list_methods
+
+        list_methods()
+    except Exception:  # a broken method module: each run reports it as an error row instead
+        pass
+    sandbox = _Sandbox(ctx["imports"]) if ctx["isolation"] == "process" else None
+    parsed: dict[str, Instance] = {}
+    pending: list[dict[str, Any]] = []
+    done: list[dict[str, Any]] = []
+    last_flush = time.monotonic()
+    seq = 0
+    host, pid = socket.gethostname(), os.getpid()
+
+    def flush() -> None:
+        nonlocal pending, last_flush, seq
+        if not pending:
+            return
+        try:
+            _write_part(pending, ctx["runs_dir"], f"{ctx['batch_id']}-{index:05d}-{seq:04d}")
+            for r in pending:
+                r["_written"] = True
+        except OSError as e:  # the driver writes these rows from the task results
+            for r in pending:
+                r["_write_error"] = str(e)
+        seq += 1
+        done.extend(pending)
+        pending = []
+        last_flush = time.monotonic()
+
+    try:
+        for run in runs:
+            text = instances[run["instance_digest"]]
+            t0 = time.perf_counter()
+            if sandbox is not None:
+                res = sandbox.run(run["instance_digest"], text, run["problem"], run["method"], run["time_limit"],
+                                  run["method_seed"], run["hard_limit"])
+            else:
+                try:
+                    from .model import parse_instance
+
+                    if run["instance_digest"] not in parsed:
+                        parsed.clear()
+                        parsed[run["instance_digest"]] = parse_instance(json.loads(text))
+                    res = solve_to_dict(parsed[run["instance_digest"]], run["problem"], run["method"],
+                                        run["time_limit"], run["method_seed"])
+                except Exception as e:
+                    res = {"status": "error", "message": f"{type(e).__name__}: {e}"[:2000]}
+            row = {**run, **res, "wall_seconds": time.perf_counter() - t0, "host": host, "pid": pid,
+                   "isolation": ctx["isolation"], "finished_at": time.time(), "versions": ctx["versions"],
+                   "batch_id": ctx["batch_id"], "_written": False}
+            pending.append(row)
+            if len(pending) >= ctx["flush_every"] or time.monotonic() - last_flush >= ctx["flush_seconds"]:
+                flush()
+        flush()
+    finally:
+        if sandbox is not None:
+            sandbox.close()
+    yield from done
+
+
+# --------------------------------------------------------------------------------------------
+# reading results
+
+
+def runs_dir(out: str | Path) -> Path:
+    return Path(out) / "runs"
+
+
+def read_runs(out: str | Path, columns: list[str] | None = None):
+    """All raw rows under ``out/runs`` (a pandas DataFrame; empty with the schema when none)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    d = runs_dir(out)
+    schema = _schema()
+    files = sorted(f for f in d.glob("part-*.parquet")) if d.is_dir() else []
+    tables = []
+    for f in files:
+        try:
+            tables.append(pq.read_table(f, columns=columns, schema=schema if columns is None else None))
+        except (OSError, pa.ArrowInvalid) as e:
+            print(f"planner batch: skipping unreadable {f.name}: {e}", file=sys.stderr)
+    if not tables:
+        names = columns or schema.names
+        return pa.schema([schema.field(n) for n in names]).empty_table().to_pandas()
+    return pa.concat_tables(tables, promote_options="default").to_pandas()
+
+
+def done_keys(out: str | Path) -> set[str]:
+    df = read_runs(out, columns=["run_key"])
+    return set(df["run_key"].tolist())
+
+
+def add_gaps(df):
+    """De-duplicate by run_key (first finished wins) and add ``optimum``, ``reference_status``,
+    ``gap_to_optimal`` and ``at_optimum`` per row, against each row's reference method."""
+    import pandas as pd
+
+    from .plan import gap_to_optimal
+
+    if df.empty:
+        for c, v in (("optimum", float("nan")), ("reference_status", ""), ("gap_to_optimal", float("nan")),
+                     ("at_optimum", False)):
+            df[c] = pd.Series(dtype=type(v) if not isinstance(v, float) else "float64")
+        return df
+    df = df.sort_values(["finished_at"], kind="stable").drop_duplicates("run_key", keep="first").reset_index(drop=True)
+    df["instance_key"] = df["instance_id"] + "|" + df["instance_digest"]
+    ref_rows = {(r.instance_key, r.problem, r.method): r for r in df.itertuples(index=False)}
+    opt, rstat, gaps, at_opt = [], [], [], []
+    for r in df.itertuples(index=False):
+        ref = r.reference if isinstance(r.reference, str) and r.reference else None
+        o = None
+        if ref is None:
+            st = "no reference"
+        else:
+            rr = ref_rows.get((r.instance_key, r.problem, ref))
+            if rr is None:
+                st = f"reference {ref} not run"
+            elif rr.status == "optimal" and rr.objective is not None and not math.isnan(rr.objective):
+                st, o = "proven", float(rr.objective)
+            else:
+                st = f"reference {ref} {rr.status} (not proven)"
+        g = None
+        ok = r.status in ("optimal", "feasible") and r.objective is not None and not math.isnan(r.objective)
+        if o is not None and ok:
+            g = gap_to_optimal(float(r.objective), o)
+        opt.append(o)
+        rstat.append(st)
+        gaps.append(g)
+        at_opt.append(g is not None and g <= 1e-6)
+    df["optimum"] = pd.array(opt, dtype="Float64").astype("float64")
+    df["reference_status"] = rstat
+    df["gap_to_optimal"] = pd.array(gaps, dtype="Float64").astype("float64")
+    df["at_optimum"] = at_opt
+    return df
+
+
+def load_results(out: str | Path):
+    """The results of a batch folder: raw rows de-duplicated, with the gap columns."""
+    return add_gaps(read_runs(out))
+
+
+def write_results(out: str | Path) -> int:
+    """Rewrite ``out/results.parquet`` from the parts (atomically); returns its row count."""
+    df = load_results(out)
+    path = Path(out) / "results.parquet"
+    tmp = Path(out) / ".results.parquet.tmp"
+    df.to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+    return len(df)
+
+
+# --------------------------------------------------------------------------------------------
+# Spark
+
+
+def code_roots() -> list[str]:
+    """Folders that hold the planner's packages (a checkout, or site-packages when installed)."""
+    import planner
+
+    return [str(Path(planner.__file__).resolve().parent.parent)]
+
+
+def _code_zip(extra_modules: list[str]) -> str:
+    """Zip the planner's packages (and extra modules) for executors that lack them."""
+    import tempfile
+    import zipfile
+
+    root = Path(code_roots()[0])
+    z = Path(tempfile.mkdtemp(prefix="planner-code-")) / "planner_code.zip"
+    with zipfile.ZipFile(z, "w", zipfile.ZIP_DEFLATED) as zf:
+        for pkg in ("planner", "formulations", "heuristics", "instances"):
+            base = root / pkg
+            if not base.is_dir():
+                continue
+            for f in base.rglob("*"):
+                if f.is_file() and "__pycache__" not in f.parts and f.suffix in (".py", ".json", ".md"):
+                    zf.write(f, f.relative_to(root))
+        for mod in extra_modules:
+            m = importlib.import_module(mod)
+            f = Path(m.__file__)
+            zf.write(f, Path(*mod.split(".")[:-1], f.name) if "." in mod else f.name)
+    return str(z)
+
+
+def spark_context(master: str, app_name: str = "planner-batch", conf: dict[str, str] | None = None,
+                  extra_paths: list[str] | None = None):
+    """A SparkContext for ``master`` with modest memory, no UI, Python workers reused, and the
+    executors' Python seeing this interpreter and the planner's code."""
+    from pyspark import SparkConf, SparkContext
+
+    pypath = [*code_roots(), *(extra_paths or []), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
+    c = SparkConf().setMaster(master).setAppName(app_name)
+    defaults = {
+        "spark.driver.memory": "1g",
+        "spark.executor.memory": "512m",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.python.worker.reuse": "true",
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.executorEnv.PYTHONPATH": os.pathsep.join(dict.fromkeys(pypath)),
+        "spark.task.maxFailures": "2",
+        "spark.driver.host": "127.0.0.1" if master.startswith(("local", "spark://127.0.0.1", "spark://localhost")) else "",
+    }
+    for k, v in defaults.items():
+        if v:
+            c.set(k, v)
+    for k, v in (conf or {}).items():
+        c.set(k, v)
+    sc = SparkContext(conf=c)
+    sc.setLogLevel("ERROR")
+    return sc
+
+
+# --------------------------------------------------------------------------------------------
+# the batch
+
+
+@dataclass
+class BatchSummary:
+    out: str
+    total: int = 0
+    skipped: int = 0
+    ran: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    startup_seconds: float = 0.0
+    job_seconds: float = 0.0
+    complete: bool = True
+    message: str = ""
+    by_status: dict[str, int] = field(default_factory=dict)
+
+
+class _Progress(threading.Thread):
+    """Prints runs done / failed / elapsed / estimate on stderr while the job runs, by reading
+    the part files of this batch as they appear (and Spark's task counts)."""
+
+    def __init__(self, out: str, batch_id: str, total: int, sc: Any, interval: float, stream: Any):
+        super().__init__(daemon=True)
+        self.out, self.batch_id, self.total, self.sc = out, batch_id, total, sc
+        self.interval, self.stream = interval, stream
+        self.stop_event = threading.Event()
+        self.seen: dict[str, tuple[int, int]] = {}
+        self.t0 = time.monotonic()
+
+    def counts(self) -> tuple[int, int]:
+        import pyarrow.parquet as pq
+
+        for f in runs_dir(self.out).glob(f"part-{self.batch_id}-*.parquet"):
+            if f.name in self.seen:
+                continue
+            try:
+                st = pq.read_table(f, columns=["status"]).column("status").to_pylist()
+            except Exception:
+                continue
+            self.seen[f.name] = (len(st), sum(s in ("error", "unknown") for s in st))
+        return sum(a for a, _ in self.seen.values()), sum(b for _, b in self.seen.values())
+
+    def line(self) -> str:
+        done, failed = self.counts()
+        el = time.monotonic() - self.t0
+        est = f", about {el / done * (self.total - done):.0f} s left" if 0 < done < self.total else ""
+        tasks = ""
+        try:
+            tr = self.sc.statusTracker()
+            infos = [tr.getStageInfo(s) for s in tr.getActiveStageIds()]
+            infos = [i for i in infos if i is not None]
+            if infos:
+                tasks = f"; Spark tasks {sum(i.numCompletedTasks for i in infos)}/{sum(i.numTasks for i in infos)}"
+        except Exception:
+            pass
+        return f"planner batch: {done}/{self.total} runs done ({failed} error/unknown), {el:.1f} s elapsed{est}{tasks}"
+
+    def run(self) -> None:
+        while not self.stop_event.wait(self.interval):
+            print(self.line(), file=self.stream, flush=True)
+
+
+def _versions() -> str:
+    from importlib import metadata
+
+    v = {"python": platform.python_version()}
+    for pkg in ("planner", "pyspark", "ortools", "pydantic"):
+        try:
+            v[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    import planner
+
+    v["planner_code"] = getattr(planner, "__version__", "?")
+    return json.dumps(v, sort_keys=True)
+
+
+def plan_runs(instances: list[BatchInstance], problem: str, methods: list[str], reference: str | None,
+              time_limit: float | None, hard_limit: float | None, seed: int) -> list[dict[str, Any]]:
+    """Every run of the batch (reference first for each instance), as row stubs."""
+    from .registry import get_method
+
+    names = ([reference] if reference else []) + [m for m in methods if m != reference]
+    kinds = {m: get_method(m).kind for m in names}
+    runs = []
+    for b in instances:
+        for m in names:
+            runs.append({
+                "run_key": run_key(b.id, b.digest, problem, m), "instance_id": b.id, "instance_digest": b.digest,
+                "instance_source": b.source, **b.features, "problem": problem, "method": m, "method_kind": kinds[m],
+                "reference": reference, "time_limit": time_limit, "hard_limit": hard_limit, "method_seed": seed,
+            })
+    return runs
+
+
+def validate_methods(problem: str, methods: list[str], reference: str | None) -> None:
+    """Every method exists and solves ``problem``; else InstanceError naming the option."""
+    from .problems import PROBLEMS
+    from .registry import get_method
+
+    if problem not in PROBLEMS:
+        raise InstanceError("--problem", f"unknown problem {problem!r}; known: {', '.join(PROBLEMS)}")
+    if not methods:
+        raise InstanceError("--methods", "give at least one method")
+    for opt, names in (("--methods", methods), ("--reference", [reference] if reference else [])):
+        for m in names:
+            try:
+                info = get_method(m)
+            except InstanceError:
+                raise InstanceError(opt, f"unknown method {m!r}; `planner methods` lists them") from None
+            if problem not in info.problems:
+                raise InstanceError(opt, f"method {m!r} does not solve {problem!r}; it solves {', '.join(info.problems)}")
+
+
+def run_batch(instances: str | Path | list[Instance], problem: str, methods: list[str], out: str | Path,
+              reference: str | None = None, time_limit: float | None = 60.0, hard_limit: float | None = None,
+              master: str = "local[*]", seed: int = 0, imports: list[str] | None = None,
+              isolation: str = "process", chunk: int | None = None, flush_every: int = 50,
+              flush_seconds: float = 5.0, progress_interval: float = 5.0, spark_conf: dict[str, str] | None = None,
+              sc: Any = None, stream: Any = None) -> BatchSummary:
+    """Run every pending (instance, method) pair on Spark and write the results folder.
+
+    Bad input (instances, problem, methods, options) raises InstanceError before any work.
+    A Spark job failure leaves the finished rows in place and returns ``complete=False``.
+    """
+    stream = stream or sys.stderr
+    imports = list(imports or [])
+    try:
+        _import_all(imports)
+    except ImportError as e:
+        raise InstanceError("--import", f"cannot import {e.name or e}: {e}") from None
+    validate_methods(problem, methods, reference)
+    if isolation not in ("process", "none"):
+        raise InstanceError("--isolation", "expected 'process' or 'none'")
+    if time_limit is not None and time_limit <= 0:
+        raise InstanceError("--time-limit", f"must be > 0, got {time_limit}")
+    if hard_limit is None and time_limit is not None:
+        hard_limit = 1.5 * time_limit + 10.0
+    if chunk is not None and chunk < 1:
+        raise InstanceError("--chunk", "must be >= 1")
+    if flush_every < 1:
+        raise InstanceError("--flush-every", "must be >= 1")
+    out = Path(out).resolve()
+    try:
+        runs_dir(out).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InstanceError("--out", f"cannot create {out}: {e.strerror or e}") from None
+    batch_instances = load_batch_instances(instances)
+    all_runs = plan_runs(batch_instances, problem, methods, reference, time_limit, hard_limit, seed)
+    have = done_keys(out)
+    todo = [r for r in all_runs if r["run_key"] not in have]
+    summary = BatchSummary(out=str(out), total=len(all_runs), skipped=len(all_runs) - len(todo))
+    batch_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    _log_invocation(out, batch_id, instances, problem, methods, reference, time_limit, master, len(todo), summary.skipped)
+    print(f"planner batch: {len(all_runs)} runs ({len(batch_instances)} instances x {len(all_runs) // max(1, len(batch_instances))}"
+          f" methods); {summary.skipped} already in {out}, {len(todo)} to run", file=stream, flush=True)
+    t0 = time.monotonic()
+    code_zip = None
+    if todo:
+        own_sc = sc is None
+        if own_sc:
+            extra = [str(Path(importlib.import_module(m).__file__).resolve().parent.parent if "." in m
+                         else Path(importlib.import_module(m).__file__).resolve().parent) for m in imports]
+            sc = spark_context(master, conf=spark_conf, extra_paths=extra)
+            if not master.startswith("local"):
+                code_zip = _code_zip(imports)
+                sc.addPyFile(code_zip)
+        summary.startup_seconds = time.monotonic() - t0
+        try:
+            _run_on_spark(sc, todo, batch_instances, out, batch_id, imports, isolation, chunk, flush_every,
+                          flush_seconds, progress_interval, stream, summary)
+        finally:
+            if own_sc:
+                sc.stop()
+            if code_zip:
+                shutil.rmtree(Path(code_zip).parent, ignore_errors=True)
+    summary.seconds = time.monotonic() - t0
+    n = write_results(out)
+    df = read_runs(out, columns=["run_key", "status"]).drop_duplicates("run_key")
+    keys = set(df["run_key"])
+    missing = [r for r in all_runs if r["run_key"] not in keys]
+    if missing:
+        summary.complete = False
+        summary.message = (summary.message + "; " if summary.message else "") + \
+            f"{len(missing)} runs not finished; run the same command again to resume"
+    mine = {r["run_key"] for r in all_runs}
+    summary.by_status = df[df["run_key"].isin(mine)]["status"].value_counts().to_dict()
+    print(f"planner batch: done in {summary.seconds:.1f} s (Spark start-up {summary.startup_seconds:.1f} s): {summary.ran} runs now,"
+          f" {summary.skipped} skipped, {summary.failed} error/unknown; {n} rows in {out / 'results.parquet'}"
+          + (f"; {summary.message}" if summary.message else ""), file=stream, flush=True)
+    return summary
+
+
+def _run_on_spark(sc: Any, todo: list[dict[str, Any]], batch_instances: list[BatchInstance], out: Path, batch_id: str,
+                  imports: list[str], isolation: str, chunk: int | None, flush_every: int, flush_seconds: float,
+                  progress_interval: float, stream: Any, summary: BatchSummary) -> None:
+    needed = {r["instance_digest"] for r in todo}
+    texts = {b.digest: b.json for b in batch_instances if b.digest in needed}
+    bc = sc.broadcast(texts)
+    par = max(1, sc.defaultParallelism)
+    # about four tasks per core for balance, at most 256 runs each; progress and what a kill
+    # can lose are bounded by the flush cadence, not by the task size
+    size = chunk or max(1, min(256, math.ceil(len(todo) / (par * 4))))
+    n_parts = math.ceil(len(todo) / size)
+    ctx = {"runs_dir": str(runs_dir(out)), "batch_id": batch_id, "imports": imports, "isolation": isolation,
+           "flush_every": flush_every, "flush_seconds": flush_seconds, "versions": _versions()}
+
+    def task(index: int, it: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        return run_partition(index, it, ctx, bc.value)
+
+    chunks = [todo[i * size:(i + 1) * size] for i in range(n_parts)]
+    rdd = sc.parallelize(chunks, n_parts).flatMap(lambda c: c).mapPartitionsWithIndex(task)
+    result: dict[str, Any] = {}
+
+    def job() -> None:
+        try:
+            result["rows"] = rdd.collect()
+        except BaseException as e:  # a failed Spark job must not lose the finished rows
+            result["error"] = e
+
+    prog = _Progress(str(out), batch_id, len(todo), sc, progress_interval, stream)
+    t_job = time.monotonic()
+    th = threading.Thread(target=job, daemon=True)
+    th.start()
+    prog.start()
+    try:
+        while th.is_alive():
+            th.join(0.2)
+    finally:
+        prog.stop_event.set()
+    summary.job_seconds = time.monotonic() - t_job
+    print(prog.line(), file=stream, flush=True)
+    rows = result.get("rows") or []
+    if "error" in result:
+        e = result["error"]
+        first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+        summary.complete = False
+        summary.message = f"the Spark job failed ({type(e).__name__}: {first})"
+        print(f"planner batch: {summary.message}; finished rows are kept", file=stream, flush=True)
+    # rows the tasks could not write where the driver can see them
+    seen = done_keys(out)
+    unseen = [r for r in rows if r["run_key"] not in seen]
+    if unseen:
+        _write_part(unseen, str(runs_dir(out)), f"{batch_id}-driver")
+    summary.ran = len(rows) if rows else len(done_keys(out) & {r["run_key"] for r in todo})
+    summary.failed = sum(r["status"] in ("error", "unknown") for r in rows)
+
+
+def _log_invocation(out: Path, batch_id: str, instances: Any, problem: str, methods: list[str], reference: str | None,
+                    time_limit: float | None, master: str, todo: int, skipped: int) -> None:
+    """Append this invocation to ``out/batches.jsonl`` (what was asked, when, how much was left)."""
+    rec = {"batch_id": batch_id, "time": time.time(), "instances": instances if isinstance(instances, str) else
+           (str(instances) if isinstance(instances, Path) else "python list"), "problem": problem, "methods": methods,
+           "reference": reference, "time_limit": time_limit, "master": master, "to_run": todo, "skipped": skipped}
+    with open(out / "batches.jsonl", "a") as f:
+        f.write(json.dumps(rec) + "\n")
+
+
+# --------------------------------------------------------------------------------------------
+# CLI
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    methods = [m.strip() for m in (args.methods or "").split(",") if m.strip()]
+    conf = {}
+    for kv in args.conf or []:
+        if "=" not in kv:
+            raise InstanceError(f"--conf {kv}", "expected KEY=VALUE")
+        k, v = kv.split("=", 1)
+        conf[k] = v
+    s = run_batch(args.instances, args.problem, methods, args.out, reference=args.reference,
+                  time_limit=args.time_limit, hard_limit=args.hard_limit, master=args.master, seed=args.seed,
+                  imports=args.imports or [], isolation=args.isolation, chunk=args.chunk,
+                  flush_every=args.flush_every, flush_seconds=args.flush_seconds,
+                  progress_interval=args.progress_interval, spark_conf=conf)
+    return 0 if s.complete else 1
+
+
+def add_parser(sub: Any) -> None:
+    """The ``planner batch`` sub-command."""
+    b = sub.add_parser(
+        "batch", help="solve many instances with several methods on Spark; results as Parquet",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run every (instance, method) pair on Spark (local[*] by default) and write one Parquet row per "
+        "run to OUT/runs; re-running with the same --out skips finished runs.",
+        epilog="GENERATOR-SPEC: gen:KIND[:key=value,...], e.g. gen:layered:count=50,seed=1,executors=20 "
+        "(count and seed are the batch's, the rest the generator's parameters).\n"
+        "example: planner batch --instances gen:ras-random:count=100,seed=1 --problem network "
+        "--methods storm.even --reference exact.bruteforce --time-limit 10 --out results/ras")
+    b.add_argument("--instances", required=True, metavar="DIR|GENERATOR-SPEC")
+    b.add_argument("--problem", "-p", required=True)
+    b.add_argument("--methods", "-m", required=True, help="comma-separated method names")
+    b.add_argument("--reference", help="exact method whose proven optimum the gaps are measured against")
+    b.add_argument("--time-limit", type=float, default=60.0, help="each run's time limit, seconds (the solver's own)")
+    b.add_argument("--hard-limit", type=float, default=None,
+                   help="wall-clock seconds after which a run is killed (default 1.5 x time limit + 10)")
+    b.add_argument("--out", required=True, help="results folder (must be writable by every executor)")
+    b.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    b.add_argument("--seed", type=int, default=0, help="seed passed to every method")
+    b.add_argument("--import", dest="imports", action="append", metavar="MODULE",
+                   help="import this module first (in the driver and every task), e.g. to register extra methods")
+    b.add_argument("--isolation", choices=["process", "none"], default="process",
+                   help="process: each partition solves in a forked process killed at the hard limit (default); "
+                   "none: solve in the Spark worker, no wall-clock guard")
+    b.add_argument("--chunk", type=int, default=None, help="runs per Spark task (default: about 4 tasks per core, at most 256)")
+    b.add_argument("--flush-every", type=int, default=50, help="write a part file after this many rows")
+    b.add_argument("--flush-seconds", type=float, default=5.0, help="... or after this many seconds")
+    b.add_argument("--progress-interval", type=float, default=5.0, help="seconds between progress lines")
+    b.add_argument("--conf", action="append", metavar="KEY=VALUE", help="extra Spark configuration, repeatable")
+    b.set_defaults(func=cmd_batch)

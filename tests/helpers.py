@@ -1,0 +1,66 @@
+"""Small instance builders shared by tests."""
+
+from __future__ import annotations
+
+import copy
+import random
+
+
+def tiny(**over) -> dict:
+    """spout(1) -> split(2) -> count(2) on 2 racks x 2 nodes x 2 slots."""
+    d = {
+        "name": "t",
+        "topologies": [{
+            "id": "wc", "workers": 2, "input_rate": 100,
+            "components": [
+                {"id": "spout", "kind": "spout", "parallelism": 1, "cpu": 50, "memory_onheap_mb": 256},
+                {"id": "split", "parallelism": 2, "cpu": 50, "memory_onheap_mb": 256},
+                {"id": "count", "parallelism": 2, "cpu": 50, "memory_onheap_mb": 256},
+            ],
+            "streams": [
+                {"source": "spout", "target": "split"},
+                {"source": "split", "target": "count", "grouping": "fields", "selectivity": 2},
+            ],
+        }],
+        "cluster": {"racks": [
+            {"id": "r1", "nodes": [{"id": "n1", "slots": 2, "cpu": 200, "memory_mb": 2048},
+                                   {"id": "n2", "slots": 2, "cpu": 200, "memory_mb": 2048}]},
+            {"id": "r2", "nodes": [{"id": "n3", "slots": 2, "cpu": 200, "memory_mb": 2048},
+                                   {"id": "n4", "slots": 2, "cpu": 200, "memory_mb": 2048}]},
+        ]},
+    }
+    d.update(over)
+    return copy.deepcopy(d)
+
+
+def random_instance(rng: random.Random, max_exec: int = 6, max_nodes: int = 3) -> dict:
+    """A small random valid instance for the fixed-count problems (network, traffic, ...)."""
+    ncomp = rng.randint(2, 4)
+    comps = []
+    for i in range(ncomp):
+        comps.append({
+            "id": f"c{i}", "kind": "spout" if i == 0 else "bolt",
+            "parallelism": 1,
+            "cpu": rng.choice([10, 20, 50]),
+            "memory_onheap_mb": rng.choice([64, 128, 256]),
+        })
+    extra = max_exec - ncomp
+    for _ in range(max(0, rng.randint(0, extra))):
+        rng.choice(comps)["parallelism"] += 1
+    streams = []
+    for i in range(1, ncomp):
+        src = rng.randrange(0, i)
+        streams.append({"source": f"c{src}", "target": f"c{i}",
+                        "grouping": rng.choice(["shuffle", "fields", "all", "global"]),
+                        "selectivity": rng.choice([0.5, 1, 2])})
+    nnodes = rng.randint(1, max_nodes)
+    racks: dict[str, list] = {}
+    for n in range(nnodes):
+        racks.setdefault(f"r{rng.randint(0, 1)}", []).append(
+            {"id": f"n{n}", "slots": rng.randint(1, 2), "cpu": rng.choice([100, 200, 400]), "memory_mb": rng.choice([512, 1024, 4096])})
+    return {
+        "name": "rand",
+        "topologies": [{"id": "t", "workers": rng.randint(1, 3), "input_rate": rng.choice([1, 10, 100]),
+                        "max_heap_mb": rng.choice([512, 768, 2048]), "components": comps, "streams": streams}],
+        "cluster": {"racks": [{"id": k, "nodes": v} for k, v in sorted(racks.items())]},
+    }

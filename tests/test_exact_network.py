@@ -1,0 +1,148 @@
+"""Exact models for network, traffic, feasibility and admission against exhaustive search.
+
+Tolerance: objectives agree to 1e-6 relative (absolute below 1). The default run checks
+``N_FAST`` seeded instances per problem with all four methods; the slow tier checks ``N_SLOW``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import planner
+from formulations._gen import layered, small_random
+from planner.model import InstanceError, parse_instance
+
+EXACT = ["exact.cpsat", "exact.milp-cbc", "exact.milp-highs"]
+PROBLEMS = ["network", "traffic", "feasibility", "admission"]
+N_FAST = 60
+N_SLOW = 400
+TOL = 1e-6
+
+
+def _agree(problem: str, seed: int) -> str:
+    """Solve one instance with brute force and the three models; return its status."""
+    inst = parse_instance(small_random(problem, seed))
+    ref = planner.solve(inst, problem, "exact.bruteforce")
+    assert ref.status.value in ("optimal", "infeasible"), (seed, ref.message)
+    for meth in EXACT:
+        r = planner.solve(inst, problem, meth)
+        assert r.status == ref.status, (problem, seed, meth, r.status, ref.status, r.message)
+        if ref.status.value == "optimal":
+            assert r.metrics["feasible"], (problem, seed, meth, r.metrics["violations"])
+            assert abs(r.objective - ref.objective) <= TOL * max(1.0, abs(ref.objective)), (problem, seed, meth, r.objective, ref.objective)
+            # the model's own bound is the evaluator's objective when proven optimal
+            assert abs(r.bound - r.objective) <= TOL * max(1.0, abs(r.objective)), (problem, seed, meth, r.bound, r.objective)
+        else:
+            assert "proven infeasible" in r.message
+    return ref.status.value
+
+
+@pytest.mark.parametrize("problem", PROBLEMS)
+def test_models_agree_with_bruteforce(problem):
+    statuses = [_agree(problem, seed) for seed in range(N_FAST)]
+    if problem != "admission":  # admission always has the empty plan
+        assert "optimal" in statuses and "infeasible" in statuses  # both kinds were exercised
+    assert statuses.count("optimal") >= N_FAST // 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("problem", PROBLEMS)
+def test_models_agree_with_bruteforce_many(problem):
+    for seed in range(N_FAST, N_FAST + N_SLOW):
+        _agree(problem, seed)
+
+
+def _chain(par=(2, 3, 2), nodes=2, slots=2, cpu=400.0):
+    comps = [{"id": f"c{i}", "kind": "spout" if i == 0 else "bolt", "parallelism": p} for i, p in enumerate(par)]
+    streams = [{"source": f"c{i}", "target": f"c{i + 1}"} for i in range(len(par) - 1)]
+    return {"topologies": [{"id": "t", "components": comps, "streams": streams}],
+            "cluster": {"racks": [{"id": "r", "nodes": [{"id": f"n{i}", "slots": slots, "cpu": cpu} for i in range(nodes)]}]}}
+
+
+@pytest.mark.parametrize("method", EXACT)
+def test_time_limit_returns_feasible_plan_with_bound(method):
+    inst = parse_instance(layered(20, 5, 4, 0))  # not proven within minutes by any backend
+    r = planner.solve(inst, "network", method, time_limit=3.0)
+    assert r.seconds < 15
+    assert r.status.value == "feasible", (r.status, r.message)
+    assert r.metrics["feasible"]
+    assert r.bound is not None and r.bound <= r.objective + 1e-9
+    assert r.gap is not None and r.gap > 0
+    assert "time limit" in r.message
+
+
+@pytest.mark.parametrize("method", EXACT)
+def test_infeasible_is_explained(method):
+    d = _chain(cpu=30.0)  # 7 executors x 10 points > 2 nodes x 30
+    for problem in ("network", "feasibility", "traffic"):
+        r = planner.solve(d, problem, method)
+        assert r.status.value == "infeasible"
+        assert "proven infeasible" in r.message and "total CPU demand 70 > capacity 60" in r.message
+
+
+def test_infeasible_family_explanation():
+    d = _chain(par=(3, 1), nodes=2, slots=2)
+    d["topologies"][0]["components"][0]["incompatible"] = ["c0"]
+    d["topologies"][0]["components"][0]["nodes"] = ["n0"]  # 3 executors, one per worker, 2 workers on n0
+    r = planner.solve(d, "feasibility", "exact.cpsat")
+    assert r.status.value == "infeasible"
+    assert "t/c0" in r.message and "at most 2" in r.message
+
+
+@pytest.mark.parametrize("method", EXACT)
+def test_hint_seeds_the_model(method):
+    inst = parse_instance(small_random("network", 3))
+    ref = planner.solve(inst, "network", "exact.bruteforce")
+    r = planner.solve(inst, "network", method, hint="exact.bruteforce")
+    assert r.status == ref.status
+    assert "hint from exact.bruteforce" in r.message
+    if ref.status.value == "optimal":
+        assert abs(r.objective - ref.objective) <= TOL * max(1, ref.objective)
+
+
+def test_hint_on_big_instance_gives_at_least_the_hint():
+    inst = parse_instance(layered(30, 6, 4, 1))
+    base = planner.solve(inst, "network", "exact.milp-highs", time_limit=2.0)
+    assert base.ok
+    r = planner.solve(inst, "network", "exact.cpsat", time_limit=3.0, hint="exact.milp-highs")
+    assert r.ok and r.objective <= base.objective + 1e-9
+
+
+def test_symmetry_breaking_keeps_the_optimum():
+    for seed in range(10):
+        inst = parse_instance(small_random("traffic", seed))
+        a = planner.solve(inst, "traffic", "exact.cpsat")
+        b = planner.solve(inst, "traffic", "exact.cpsat", symmetry=False)
+        assert a.status == b.status
+        if a.ok:
+            assert abs(a.objective - b.objective) <= TOL * max(1, a.objective)
+
+
+def test_traffic_tie_breaker_is_inter_worker():
+    # 2 nodes with 2 slots each, 4 workers required: inter-node traffic cannot tell which
+    # node-level split is best at worker level; the tie-breaker must minimise inter-worker
+    d = _chain(par=(2, 2), nodes=2, slots=2)
+    d["topologies"][0]["workers"] = 2
+    r = planner.solve(d, "traffic", "exact.cpsat")
+    b = planner.solve(d, "traffic", "exact.bruteforce")
+    assert r.status.value == "optimal"
+    assert r.objective == pytest.approx(b.objective)
+    assert r.metrics["inter_worker_traffic"] == pytest.approx(b.metrics["inter_worker_traffic"])
+
+
+def test_measured_traffic_uses_per_executor_groups():
+    d = _chain(par=(2, 2), nodes=2, slots=1)
+    d["topologies"][0]["traffic"] = [
+        {"source": "c0", "source_index": 0, "target": "c1", "target_index": 1, "rate": 5.0},
+        {"source": "c0", "source_index": 1, "target": "c1", "target_index": 0, "rate": 1.0},
+    ]
+    d["topologies"][0]["workers"] = 2
+    for m in EXACT + ["exact.bruteforce"]:
+        r = planner.solve(d, "traffic", m)
+        assert r.status.value == "optimal" and r.objective == pytest.approx(0.0), m
+
+
+def test_bad_option_is_instance_error():
+    with pytest.raises(InstanceError) as e:
+        planner.solve(_chain(), "network", "exact.cpsat", foo=1)
+    assert e.value.path == "options.foo"
