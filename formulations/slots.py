@@ -71,8 +71,9 @@ class SlotsData:
         return len(self.slots)
 
 
-def prepare(instance: Instance) -> SlotsData:
-    """Index the slots statement; InstanceError for bad input."""
+def prepare(instance: Instance, peak_usage_filter: bool = True) -> SlotsData:
+    """Index the slots statement; InstanceError for bad input. ``peak_usage_filter`` drops
+    thread counts whose modelled CPU or memory alone exceeds a slot."""
     if len(instance.topologies) != 1:
         raise InstanceError("topologies", f"the slots models place one topology; the instance has {len(instance.topologies)}")
     t = instance.topologies[0]
@@ -105,7 +106,7 @@ def prepare(instance: Instance) -> SlotsData:
         row = []
         for q in range(1, top + 1):
             pt = rates.perf_at(model, q)
-            if pt is None or pt.cpu > 100 + 1e-9 or pt.memory > 100 + 1e-9:
+            if pt is None or (peak_usage_filter and (pt.cpu > 100 + 1e-9 or pt.memory > 100 + 1e-9)):
                 continue
             peak = rates.peak_rate(pt)
             r = rho[comp.id]
@@ -359,8 +360,11 @@ def _hint(instance, d: SlotsData, hint, method, details):
 def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, seed=0, hint=None) -> Result:
     """Shared driver of exact.cpsat / exact.milp-cbc / exact.milp-highs for ``slots``."""
     d = prepare(instance)
+    rate_mode = instance.params.slot_usage == "rate"
     why = _no_option(d)
     if why:
+        if rate_mode:
+            return _rate_mode_unknown(method, why)
         return Result(problem="slots", method=method, status=Status.INFEASIBLE, message=why)
     details: dict = {}
     hq = _hint(instance, d, hint, method, details)
@@ -370,6 +374,8 @@ def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, 
         out, q, big = _milp(d, hq, time_limit, backend)
         if q is None and out.status == "infeasible" and hq is not None:
             q, out.status = hq, "optimal"  # only the hint's cutoff can cut everything: the hint is optimal
+    if out.status == "infeasible" and rate_mode:
+        return _rate_mode_unknown(method, "no allocation under peak usage")
     if out.status == "infeasible":
         return Result(problem="slots", method=method, status=Status.INFEASIBLE,
                       message="no thread allocation sustains the target rate within the slots (proven): "
@@ -382,9 +388,22 @@ def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, 
     else:
         bound = float(slots_used)
     status = Status.OPTIMAL if out.status == "optimal" else Status.FEASIBLE
+    msg = "" if status == Status.OPTIMAL else "stopped by the time limit: best allocation so far, with the proven bound"
+    if instance.params.slot_usage == "rate":
+        # usage scaled by load/peak is q rho/(Q peak): 1/Q is not modelled. A peak-feasible
+        # allocation is rate-feasible (the scale is <= 1) but fewer slots may exist.
+        status, bound = Status.FEASIBLE, None
+        msg = ("params.slot_usage='rate' is not modelled exactly (usage scales with 1/Q_c): this is the optimum "
+               "under peak usage, feasible but not proven optimal here; exact.bruteforce handles 'rate' on tiny instances")
     details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in q})
     return Result(problem="slots", method=method, status=status, plan=make_plan(d, q), bound=bound, details=details,
-                  message="" if status == Status.OPTIMAL else "stopped by the time limit: best allocation so far, with the proven bound")
+                  message=msg)
+
+
+def _rate_mode_unknown(method: str, why: str) -> Result:
+    return Result(problem="slots", method=method, status=Status.UNKNOWN,
+                  message=f"{why}; params.slot_usage='rate' is not modelled exactly (usage scales with 1/Q_c), "
+                          "so that proves nothing here; exact.bruteforce handles 'rate' on tiny instances")
 
 
 # --- brute force --------------------------------------------------------------------------------
@@ -402,6 +421,9 @@ def bruteforce_slots(instance: Instance, time_limit=None) -> Result:
     if why:
         return Result(problem="slots", method=method, status=Status.INFEASIBLE, message=why)
     t = instance.topologies[0]
+    scaled = instance.params.slot_usage == "rate"  # usage x load/peak, checked at the leaves
+    if scaled:
+        d = prepare(instance, peak_usage_filter=False)
     contents = [()]  # the empty slot first
     import itertools
 
@@ -412,7 +434,7 @@ def bruteforce_slots(instance: Instance, time_limit=None) -> Result:
             continue
         cpu = sum(opt[c][x].cpu for c, x in enumerate(combo) if x)
         mem = sum(opt[c][x].mem for c, x in enumerate(combo) if x)
-        if cpu > 100 + 1e-9 or mem > 100 + 1e-9:
+        if not scaled and (cpu > 100 + 1e-9 or mem > 100 + 1e-9):
             continue
         if any(combo[a] and combo[b] for a, b in d.incompatible):
             continue
@@ -438,14 +460,21 @@ def bruteforce_slots(instance: Instance, time_limit=None) -> Result:
         ex = rates.executor_rates(t, d.target, Q)
         nxt = {cid: 0 for cid in d.comps}
         for s in range(d.S):
+            cpu = mem = 0.0
             for c, x in enumerate(contents[alloc[s]]):
                 if not x:
                     continue
                 cid = d.comps[c]
                 load = sum(ex[(cid, i)] for i in range(nxt[cid], nxt[cid] + x))
                 nxt[cid] += x
-                if load > opt[c][x].peak * (1 + 1e-9) + 1e-9:
+                o = opt[c][x]
+                if load > o.peak * (1 + 1e-9) + 1e-9:
                     return
+                f = load / o.peak if scaled and math.isfinite(o.peak) and o.peak > 0 else 1.0
+                cpu += o.cpu * f
+                mem += o.mem * f
+            if cpu > 100 * (1 + 1e-9) or mem > 100 * (1 + 1e-9):
+                return
         used = [s for s in range(d.S) if alloc[s]]
         key = (len(used), round(sum(d.price[k] for k in {d.slot_node[s] for s in used}), 9))
         if best["key"] is None or key < best["key"]:
