@@ -182,6 +182,7 @@ def _cpsat(d: SlotsData, hint, time_limit, seed):
                 m.AddImplication(x, u[s])
             m.AddAtMostOne(vs)
         m.Add(Qc == sum(terms))
+        _cover(d, c, v, lambda e: m.Add(e))
     for s in range(d.S):
         cpu = [_pct(o.cpu) * v[(c, s, o.q)] for c in range(d.C) for o in d.options[c] if (c, s, o.q) in v]
         mem = [_pct(o.mem) * v[(c, s, o.q)] for c in range(d.C) for o in d.options[c] if (c, s, o.q) in v]
@@ -218,6 +219,19 @@ def _cpsat(d: SlotsData, hint, time_limit, seed):
     return out, q, big
 
 
+def _cover(d: SlotsData, c: int, v: dict, add, total=sum) -> None:
+    """Redundant cut: the slots' peak rates cover the component's rate. The shares q_s / Q_c
+    sum to 1 and each is at most peak_s / rho_c, so sum_s peak_s >= rho_c. It tightens the LP
+    relaxation a lot; it removes no allocation."""
+    if d.rho[c] <= 0 or any(math.isinf(o.peak) for o in d.options[c]):
+        return
+    terms = [(o.peak, v[(c, s, o.q)]) for s in range(d.S) for o in d.options[c] if (c, s, o.q) in v]
+    if terms:
+        top = max(pk for pk, _ in terms)
+        scale = 1000.0 / top  # integer coefficients for CP-SAT: round the peaks up (still valid)
+        add(total(math.ceil(pk * scale) * x for pk, x in terms) >= math.floor(d.rho[c] * scale))
+
+
 def _symmetry(d: SlotsData, add, u, w) -> None:
     """Slots of one node are interchangeable: use them in port order. Identical neighbouring
     nodes (price, site, slots, pins): use them in id order."""
@@ -247,6 +261,7 @@ def _milp(d: SlotsData, hint, time_limit, solver):
             p += pulp.lpSum(v[(c, s, o.q)] for o in d.options[c]) <= u[s]
         Qc = pulp.lpSum(terms)
         p += Qc >= 1
+        _cover(d, c, v, lambda e: p.addConstraint(e), pulp.lpSum)
         for o in d.options[c]:
             if o.need > 1:
                 for s in range(d.S):
@@ -539,3 +554,43 @@ for _backend, _name in (("cpsat", "exact.cpsat"), ("cbc", "exact.milp-cbc"), ("h
 def slots_bruteforce(instance: Instance, problem: str, *, time_limit=None, seed=0, **_other) -> Result:
     """Exhaustive search for ``slots`` (see :func:`bruteforce_slots`)."""
     return bruteforce_slots(instance, time_limit)
+
+
+# --- Shukla and Simmhan's micro-DAGs ---------------------------------------------------------
+
+SHUKLA_MODELS = {
+    # threads -> (peak tuples/s, CPU %, memory %), one slot; ../shared/ALGORITHMS.md (authors' data)
+    "blob": {1: (2, 6.73, 23.92), 2: (3, 6.63, 23.98), 20: (10, 14.69, 26.3), 30: (20, 54.18, 28.74), 50: (30, 76.73, 31.38)},
+    "table": {1: (3, 1.02, 1.15), 2: (5, 2.04, 1.15), 10: (10, 11.22, 3.45), 40: (20, 26.53, 9.2), 50: (30, 38.78, 12.64),
+              60: (40, 54.08, 16.09)},
+    "parse": {1: (310, 84.69, 35.63)},
+    "pi": {1: (105, 92.35, 2.07), 2: (110, 94.9, 3.53)},
+    "batch": {1: (60000, 58.27, 11.95), 2: (50000, 51.84, 2.76)},
+}
+
+
+def shukla_micro_dag(dag: str, rate: float, nodes: int = 10, slots_per_node: int = 4, interpolate: bool = False,
+                     price: float | None = 1.0) -> dict:
+    """An instance (JSON-like dict) of Shukla and Simmhan's Linear or Diamond micro-DAG at
+    ``rate`` tuples/s, with the performance models of ALGORITHMS.md, on ``nodes`` identical VMs.
+    Source and sink: one thread, 10 % CPU, 15 % / 20 % memory, no rate limit."""
+    tasks = ["blob", "table", "pi", "parse", "batch"]
+    comps = [{"id": "source", "kind": "spout"}] + [{"id": t} for t in tasks] + [{"id": "sink"}]
+    if dag == "linear":
+        chain = ["source", "blob", "table", "pi", "parse", "batch", "sink"]
+        streams = [{"source": a, "target": b} for a, b in zip(chain, chain[1:])]
+    elif dag == "diamond":
+        streams = ([{"source": "source", "target": t} for t in ("blob", "table", "parse", "batch")]
+                   + [{"source": t, "target": "pi"} for t in ("blob", "table", "parse", "batch")]
+                   + [{"source": "pi", "target": "sink"}])
+    else:
+        raise InstanceError("dag", f"unknown micro-DAG {dag!r}; linear or diamond")
+    models = [{"name": t, "interpolate": interpolate,
+               "points": [{"threads": q, "rate": r, "cpu": c, "memory": m} for q, (r, c, m) in sorted(SHUKLA_MODELS[t].items())]}
+              for t in tasks]
+    models += [{"name": "source", "points": [{"threads": 1, "rate": None, "cpu": 10, "memory": 15}]},
+               {"name": "sink", "points": [{"threads": 1, "rate": None, "cpu": 10, "memory": 20}]}]
+    ns = [{"id": f"vm{k:02d}", "slots": slots_per_node, "price": price} for k in range(nodes)]
+    return {"name": f"shukla-{dag}-{rate:g}", "topologies": [{"id": dag, "input_rate": rate, "components": comps, "streams": streams}],
+            "cluster": {"racks": [{"id": "r", "nodes": ns}]}, "perf_models": models,
+            "meta": {"source": "Shukla and Simmhan, model-driven scheduling; models from ALGORITHMS.md"}}
