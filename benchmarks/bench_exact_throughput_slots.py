@@ -1,0 +1,129 @@
+"""Benchmark: time to proven optimality of the exact throughput and slots models (CP-SAT vs
+CBC vs HiGHS), brute force vs CP-SAT where brute force finishes, and the GAP core on chu1997
+types c and d with a 60 s limit. Prints markdown tables (docs/benchmarks.md).
+
+    PYTHONPATH=$PWD python benchmarks/bench_exact_throughput_slots.py [--quick]
+
+Everything runs in one process, one solve at a time; CP-SAT uses 2 workers, CBC and HiGHS 1
+thread. The machine is shared, so times are indicative; ratios come from one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import planner  # noqa: E402
+from formulations.gap import read_orlib, solve_gap  # noqa: E402
+from formulations.slots import shukla_micro_dag  # noqa: E402
+from planner.plan import Status  # noqa: E402
+
+SOLVERS = ["exact.cpsat", "exact.milp-cbc", "exact.milp-highs"]
+
+
+def tp_instance(seed: int, comps: int, machines: int, routing: str = "even") -> dict:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_exact_throughput import tiny
+
+    inst = tiny(seed, routing, comps, machines, per_node=10)
+    for c in inst["topologies"][0]["components"]:
+        c.pop("max_per_node")
+    return inst
+
+
+def cell(r) -> str:
+    s = {"optimal": "opt", "feasible": "feas", "unknown": "none", "infeasible": "inf"}.get(r.status.value, r.status.value)
+    gap = f", gap {r.gap:.1e}" if r.status == Status.FEASIBLE and r.gap is not None else ""
+    return f"{r.seconds:.2f} s {s}{gap}"
+
+
+def throughput(limit: float, sizes) -> None:
+    print(f"\n### throughput, even routing (time limit {limit:g} s; max 10 instances per machine)\n")
+    print("| components x machines | rate (best) | " + " | ".join(SOLVERS) + " | bruteforce | bruteforce / CP-SAT |")
+    print("|---|---|" + "---|" * (len(SOLVERS) + 2))
+    for comps, machines in sizes:
+        inst = tp_instance(11, comps, machines)
+        rs = [planner.solve(inst, "throughput", m, time_limit=limit) for m in SOLVERS]
+        bf = planner.solve(inst, "throughput", "exact.bruteforce", time_limit=limit)
+        best = max((r.objective for r in rs if r.ok), default=None)
+        ratio = f"{bf.seconds / rs[0].seconds:.1f}" if bf.status == Status.OPTIMAL and rs[0].status == Status.OPTIMAL else "-"
+        bfc = cell(bf) if bf.status != Status.UNKNOWN or "too large" not in bf.message else "refused (too large)"
+        print(f"| {comps} x {machines} | {best:.1f} | " + " | ".join(cell(r) for r in rs) + f" | {bfc} | {ratio} |", flush=True)
+    inst = planner.load_instance("nasiri-search-space")
+    rs = [planner.solve(inst, "throughput", m) for m in SOLVERS]
+    bf = planner.solve(inst, "throughput", "exact.bruteforce")
+    print(f"| Nasiri example 4 x 3 (27,405 count vectors) | {bf.objective:.1f} | " + " | ".join(cell(r) for r in rs)
+          + f" | {cell(bf)} | {bf.seconds / rs[0].seconds:.1f} |", flush=True)
+
+
+def slots(limit: float, dags, rates_) -> None:
+    print(f"\n### slots, Shukla micro-DAGs on 8 VMs x 4 slots (time limit {limit:g} s)\n")
+    print("| DAG | rate (tuples/s) | " + " | ".join(SOLVERS) + " | slots (best / bound) |")
+    print("|---|---|" + "---|" * (len(SOLVERS) + 1))
+    for dag in dags:
+        for rate in rates_:
+            inst = shukla_micro_dag(dag, rate, nodes=8)
+            rs = [planner.solve(inst, "slots", m, time_limit=limit) for m in SOLVERS]
+            best = min((r.objective for r in rs if r.ok), default=None)
+            bound = max((r.bound for r in rs if r.ok and r.bound is not None), default=None)
+            print(f"| {dag} | {rate} | " + " | ".join(cell(r) for r in rs) + f" | {best} / {bound} |", flush=True)
+    print("\nSmall random slots instances (2 nodes x 2 slots, 3 components), brute force vs CP-SAT:\n")
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_exact_slots import tiny
+
+    tot_bf = tot_cp = 0.0
+    n = 0
+    for seed in range(10):
+        inst = tiny(seed)
+        bf = planner.solve(inst, "slots", "exact.bruteforce")
+        cp = planner.solve(inst, "slots", "exact.cpsat")
+        if bf.status == Status.OPTIMAL:
+            tot_bf += bf.seconds
+            tot_cp += cp.seconds
+            n += 1
+    print(f"{n} instances solved by both: brute force {tot_bf:.2f} s, CP-SAT {tot_cp:.2f} s, ratio {tot_bf / tot_cp:.1f}")
+
+
+def gap(limit: float, names) -> None:
+    import csv
+
+    shared = ROOT.parent / "shared" if (ROOT.parent / "shared").is_dir() else Path("/work/shared")
+    base = shared / "data" / "gap"
+    with open(base / "data.csv") as f:
+        known = {r["Path"]: r for r in csv.DictReader(f)}
+    print(f"\n### GAP (minimisation), chu1997, time limit {limit:g} s\n")
+    print("| instance | m x n | best known | CP-SAT value / bound / time | HiGHS value / bound / time |")
+    print("|---|---|---|---|---|")
+    for name in names:
+        d = read_orlib(base / "chu1997" / name)
+        row = []
+        for s in ("cpsat", "highs"):
+            r = solve_gap(d, "min", s, time_limit=limit)
+            gp = f" (gap {(r.value - r.bound) / r.value:.2%})" if r.value and r.bound else ""
+            row.append(f"{r.value:.0f} / {r.bound:.1f} / {r.seconds:.1f} s {r.status}{gp}" if r.value else f"{r.status} {r.seconds:.1f} s")
+        print(f"| {name} | {d.m} x {d.n} | {known['chu1997/' + name]['Best known solution value']} | " + " | ".join(row) + " |", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="smaller sizes and limits (a smoke run)")
+    a = ap.parse_args()
+    t0 = time.time()
+    if a.quick:
+        throughput(5, [(3, 3), (4, 4)])
+        slots(5, ["linear"], [50])
+        gap(5, ["c05100"])
+    else:
+        throughput(30, [(3, 3), (4, 4), (5, 5), (6, 8), (8, 10)])
+        slots(20, ["linear", "diamond"], [50, 100, 200])
+        gap(60, ["c10100", "d10100", "d05200"])
+    print(f"\ntotal wall time {time.time() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

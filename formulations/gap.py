@@ -1,0 +1,357 @@
+"""The generalized assignment core, the OR-Library GAP reader, and the solver plumbing that the
+throughput and slots models share.
+
+Generalized assignment (GAP): agents i = 1..m with capacities b_i, items j = 1..n; item j on
+agent i weighs a_ij and is worth c_ij; every item goes to exactly one agent and an agent's load
+is at most its capacity. OR-Library's gap1..gap12 (Cattrysse et al. 1994) quote optima in the
+maximisation form (maximise sum c_ij x_ij); Chu and Beasley's types a-d and ``data.csv`` use the
+minimisation form. Both are solved here.
+
+The core is one constraint block, written once for CP-SAT and once for PuLP:
+
+    sum_i x_{k,i} = d_k            (each item class k is placed d_k times)
+    sum_k a_{k,i} x_{k,i} <= b_i   (agent capacity)
+
+with integer ``x_{k,i}`` counting how many copies of class k go to agent i. A plain GAP has one
+class per item and d_k = 1 (x binary). The throughput model (formulations.throughput) builds the
+same block with classes = (component, instance count) and a demand d_k that is itself a
+variable; see docs/formulations.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from planner.model import InstanceError
+
+CPSAT_WORKERS = 2  # the test machine has 2 cores
+MIP_REL_GAP = 1e-7  # both MILP solvers: "optimal" means proven within this relative gap
+
+
+# --- data ------------------------------------------------------------------------------------
+
+@dataclass
+class GapData:
+    """A GAP instance: ``cost[i][j]``, ``weight[i][j]`` for agent i and item j, ``capacity[i]``."""
+
+    cost: list[list[int]]
+    weight: list[list[int]]
+    capacity: list[int]
+    name: str = "gap"
+
+    @property
+    def m(self) -> int:
+        return len(self.capacity)
+
+    @property
+    def n(self) -> int:
+        return len(self.cost[0]) if self.cost else 0
+
+    def value(self, assign: Sequence[int]) -> int:
+        """Total cost of ``assign`` (agent of each item)."""
+        return sum(self.cost[i][j] for j, i in enumerate(assign))
+
+    def feasible(self, assign: Sequence[int]) -> bool:
+        """Every item on a real agent and every agent within capacity."""
+        if len(assign) != self.n or any(not (0 <= i < self.m) for i in assign):
+            return False
+        load = [0] * self.m
+        for j, i in enumerate(assign):
+            load[i] += self.weight[i][j]
+        return all(load[i] <= self.capacity[i] for i in range(self.m))
+
+
+def parse_orlib(text: str, name: str = "gap") -> GapData:
+    """Parse one instance in OR-Library layout without the leading problem count:
+    ``m n``, m rows of n costs, m rows of n weights, m capacities (whitespace-separated)."""
+    toks = text.split()
+    try:
+        vals = [int(t) for t in toks]
+    except ValueError:
+        bad = next(t for t in toks if not re.fullmatch(r"-?\d+", t))
+        raise InstanceError(name, f"GAP file holds a non-integer token {bad!r}") from None
+    if len(vals) < 2:
+        raise InstanceError(name, "GAP file too short: expected 'm n' first")
+    m, n = vals[0], vals[1]
+    need = 2 + 2 * m * n + m
+    if m < 1 or n < 1:
+        raise InstanceError(name, f"GAP sizes must be >= 1, got m={m} n={n}")
+    if len(vals) != need:
+        raise InstanceError(name, f"GAP file with m={m}, n={n} needs {need} numbers, found {len(vals)}")
+    p = 2
+    cost = [vals[p + i * n: p + (i + 1) * n] for i in range(m)]
+    p += m * n
+    weight = [vals[p + i * n: p + (i + 1) * n] for i in range(m)]
+    p += m * n
+    cap = vals[p: p + m]
+    return GapData(cost, weight, cap, name)
+
+
+def read_orlib(path: str | Path) -> GapData:
+    """Read a GAP file of ``../shared/data/gap`` (see its README)."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise InstanceError(str(p), f"cannot read: {e.strerror or e}") from None
+    return parse_orlib(text, p.name)
+
+
+# --- the assignment core ------------------------------------------------------------------
+
+def cpsat_assignment(model, weights: list[list[int]], capacity: list[int], demand: list[Any],
+                     upper: list[list[int]] | None = None, prefix: str = "x"):
+    """Add the GAP block to a CP-SAT model; return ``x[k][i]`` (copies of class k on agent i).
+
+    ``weights[k][i]`` and ``capacity[i]`` are integers; ``demand[k]`` an int or a linear
+    expression; ``upper[k][i]`` bounds x (0 forbids the pair; default: 1 if demand is 1)."""
+    K, M = len(weights), len(capacity)
+    x = []
+    for k in range(K):
+        row = []
+        for i in range(M):
+            ub = upper[k][i] if upper is not None else (demand[k] if isinstance(demand[k], int) else 1)
+            row.append(model.NewIntVar(0, max(0, int(ub)), f"{prefix}[{k},{i}]"))
+        x.append(row)
+        model.Add(sum(row) == demand[k])
+    for i in range(M):
+        terms = [weights[k][i] * x[k][i] for k in range(K) if weights[k][i] != 0]
+        if terms:
+            model.Add(sum(terms) <= capacity[i])
+    return x
+
+
+def pulp_assignment(prob, weights: list[list[float]], capacity: list[float], demand: list[Any],
+                    upper: list[list[int]] | None = None, prefix: str = "x"):
+    """The same block for a PuLP problem; binary when every bound is 1."""
+    import pulp
+
+    K, M = len(weights), len(capacity)
+    x = []
+    for k in range(K):
+        row = []
+        for i in range(M):
+            ub = upper[k][i] if upper is not None else (demand[k] if isinstance(demand[k], (int, float)) else 1)
+            ub = max(0, int(ub))
+            cat = "Binary" if ub == 1 else "Integer"
+            row.append(pulp.LpVariable(f"{prefix}_{k}_{i}", 0, ub, cat=cat if ub > 0 else "Integer"))
+        x.append(row)
+        prob += pulp.lpSum(row) == demand[k], f"{prefix}_demand_{k}"
+    for i in range(M):
+        terms = [weights[k][i] * x[k][i] for k in range(K) if weights[k][i] != 0]
+        if terms:
+            prob += pulp.lpSum(terms) <= capacity[i], f"{prefix}_cap_{i}"
+    return x
+
+
+# --- solver plumbing ---------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    """What a solver said: ``status`` in optimal/feasible/infeasible/unknown, the objective of
+    the solution it holds (solver's sense), its proven ``bound`` and wall seconds."""
+
+    status: str
+    objective: float | None = None
+    bound: float | None = None
+    seconds: float = 0.0
+    values: dict[str, float] = field(default_factory=dict)
+
+
+def run_cpsat(model, time_limit: float | None, seed: int = 0, workers: int = CPSAT_WORKERS):
+    """Solve a CP-SAT model; return (Outcome, solver). ``optimal`` only when proven."""
+    from ortools.sat.python import cp_model
+
+    solver = cp_model.CpSolver()
+    if time_limit is not None:
+        solver.parameters.max_time_in_seconds = float(time_limit)
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = int(seed)
+    t0 = time.perf_counter()
+    st = solver.Solve(model)
+    sec = time.perf_counter() - t0
+    has_obj = model.HasObjective()
+    if st == cp_model.OPTIMAL:
+        obj = solver.ObjectiveValue() if has_obj else None
+        return Outcome("optimal", obj, obj, sec), solver
+    if st == cp_model.FEASIBLE:
+        return Outcome("feasible", solver.ObjectiveValue() if has_obj else None,
+                       solver.BestObjectiveBound() if has_obj else None, sec), solver
+    if st == cp_model.INFEASIBLE:
+        return Outcome("infeasible", seconds=sec), solver
+    if st == cp_model.MODEL_INVALID:
+        raise RuntimeError("CP-SAT: model invalid: " + model.Validate())
+    return Outcome("unknown", bound=solver.BestObjectiveBound() if has_obj else None, seconds=sec), solver
+
+
+@contextlib.contextmanager
+def _quiet_stdout():
+    """Silence file descriptor 1 (C++ prints bypass sys.stdout)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(fd)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), fd)
+            yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
+
+
+def _pulp_to_scipy_milp(prob, time_limit: float | None):
+    """Solve a PuLP problem with HiGHS as bundled in SciPy (``scipy.optimize.milp``).
+
+    Why not ``pulp.HiGHS``: it goes through ``highspy``, whose ``libhighs.so.1`` clashes with the
+    HiGHS library inside OR-Tools (same soname, other version): in one process, whichever is
+    imported second fails to load. SciPy's HiGHS is linked privately and coexists with OR-Tools.
+    """
+    import numpy as np
+    import pulp
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
+    vs = prob.variables()
+    idx = {v.name: k for k, v in enumerate(vs)}
+    sign = -1.0 if prob.sense == pulp.LpMaximize else 1.0
+    c = np.zeros(len(vs))
+    for v, a in prob.objective.items():
+        c[idx[v.name]] = sign * a
+    rows, cols, vals, lo, hi = [], [], [], [], []
+    for r, con in enumerate(prob.constraints.values()):
+        for v, a in con.items():
+            rows.append(r)
+            cols.append(idx[v.name])
+            vals.append(a)
+        rhs = -con.constant
+        lo.append(rhs if con.sense in (pulp.LpConstraintGE, pulp.LpConstraintEQ) else -np.inf)
+        hi.append(rhs if con.sense in (pulp.LpConstraintLE, pulp.LpConstraintEQ) else np.inf)
+    integrality = np.array([1 if v.cat == pulp.LpInteger else 0 for v in vs])
+    lb = np.array([-np.inf if v.lowBound is None else v.lowBound for v in vs], dtype=float)
+    ub = np.array([np.inf if v.upBound is None else v.upBound for v in vs], dtype=float)
+    cons = []
+    if rows or prob.constraints:
+        A = coo_matrix((vals, (rows, cols)), shape=(len(prob.constraints), len(vs))).tocsr()
+        cons = [LinearConstraint(A, np.array(lo), np.array(hi))]
+    opts: dict[str, Any] = {"disp": False, "mip_rel_gap": MIP_REL_GAP}
+    if time_limit is not None:
+        opts["time_limit"] = float(time_limit)
+    with _quiet_stdout():  # HiGHS prints a debug line from C++ now and then
+        res = milp(c, constraints=cons, integrality=integrality, bounds=Bounds(lb, ub), options=opts)
+    if res.x is not None:
+        for v, x in zip(vs, res.x):
+            v.varValue = float(x)
+    return res, sign
+
+
+def run_pulp(prob, solver: str, time_limit: float | None, warm: bool = False) -> Outcome:
+    """Solve a PuLP problem with ``cbc`` or ``highs``. The status says ``optimal`` only when the
+    solver proved it (PuLP's ``LpStatus`` says Optimal for CBC stopped by its time limit with a
+    solution; ``sol_status`` tells which)."""
+    import pulp
+
+    maximise = prob.sense == pulp.LpMaximize
+    t0 = time.perf_counter()
+    if solver == "cbc":
+        with tempfile.TemporaryDirectory() as d:
+            log = Path(d) / "cbc.log"
+            s = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, warmStart=warm, logPath=str(log), threads=1,
+                                  gapRel=MIP_REL_GAP)
+            prob.solve(s)
+            text = log.read_text() if log.exists() else ""
+        sec = time.perf_counter() - t0
+        bound = None
+        mt = re.search(r"best possible\s+(-?[\d.eE+-]+)", text)
+        if mt:
+            bound = float(mt.group(1))
+            # CBC minimises internally: for a maximisation it prints the negated values
+            if maximise and "Objective value" not in text:
+                pass
+        ss = prob.sol_status
+        obj = pulp.value(prob.objective) if ss in (1, 2) else None
+        if ss == 1 and prob.status == 1:
+            return Outcome("optimal", obj, obj, sec)
+        if ss == 2:
+            if bound is not None and maximise and obj is not None and bound < obj:
+                bound = -bound  # CBC's log shows the minimisation form
+            return Outcome("feasible", obj, bound, sec)
+        if prob.status == -1:
+            return Outcome("infeasible", seconds=sec)
+        if prob.status == -2:
+            return Outcome("unknown", seconds=sec)
+        return Outcome("unknown", bound=bound, seconds=sec)
+    if solver == "highs":
+        # HiGHS takes no start solution through SciPy: a warm start is passed as an objective
+        # cutoff by the callers (see formulations.throughput), not here.
+        res, sign = _pulp_to_scipy_milp(prob, time_limit)
+        sec = time.perf_counter() - t0
+        bound = getattr(res, "mip_dual_bound", None)
+        bound = sign * bound if bound is not None and math.isfinite(bound) else None
+        obj = pulp.value(prob.objective) if res.x is not None else None
+        if res.status == 0:
+            return Outcome("optimal", obj, obj, sec)
+        if res.status == 2:
+            return Outcome("infeasible", seconds=sec)
+        if res.x is not None:
+            return Outcome("feasible", obj, bound, sec)
+        return Outcome("unknown", bound=bound, seconds=sec)
+    raise ValueError(f"unknown MILP solver {solver!r}")
+
+
+# --- plain GAP -----------------------------------------------------------------------------
+
+@dataclass
+class GapSolution:
+    status: str
+    value: float | None
+    bound: float | None
+    assign: list[int] | None
+    seconds: float
+
+
+def solve_gap(data: GapData, sense: str = "min", solver: str = "cpsat", time_limit: float | None = None,
+              seed: int = 0) -> GapSolution:
+    """Solve a GAP exactly (``sense`` "min" or "max") with ``cpsat``, ``highs`` or ``cbc``.
+    The value and bound are in the asked sense."""
+    if sense not in ("min", "max"):
+        raise InstanceError("sense", f"must be 'min' or 'max', got {sense!r}")
+    m, n = data.m, data.n
+    # classes = items (d = 1); weights[k][i] = a_ij
+    w = [[data.weight[i][j] for i in range(m)] for j in range(n)]
+    upper = [[1 if data.weight[i][j] <= data.capacity[i] else 0 for i in range(m)] for j in range(n)]
+    if solver == "cpsat":
+        from ortools.sat.python import cp_model
+
+        model = cp_model.CpModel()
+        x = cpsat_assignment(model, w, list(data.capacity), [1] * n, upper)
+        obj = sum(data.cost[i][j] * x[j][i] for j in range(n) for i in range(m))
+        (model.Minimize if sense == "min" else model.Maximize)(obj)
+        out, sol = run_cpsat(model, time_limit, seed)
+        assign = None
+        if out.status in ("optimal", "feasible"):
+            assign = [next(i for i in range(m) if sol.Value(x[j][i])) for j in range(n)]
+        return GapSolution(out.status, out.objective, out.bound, assign, out.seconds)
+    import pulp
+
+    prob = pulp.LpProblem(data.name.replace("-", "_"), pulp.LpMinimize if sense == "min" else pulp.LpMaximize)
+    x = pulp_assignment(prob, w, list(data.capacity), [1] * n, upper)
+    prob += pulp.lpSum(data.cost[i][j] * x[j][i] for j in range(n) for i in range(m))
+    out = run_pulp(prob, solver, time_limit)
+    assign = None
+    if out.status in ("optimal", "feasible"):
+        assign = [max(range(m), key=lambda i: x[j][i].varValue or 0) for j in range(n)]
+    val = float(data.value(assign)) if assign is not None else None
+    return GapSolution(out.status, val, out.bound, assign, out.seconds)

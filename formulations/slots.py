@@ -1,0 +1,596 @@
+"""Exact models for the ``slots`` problem (Shukla and Simmhan, model-driven scheduling).
+
+Each component c has a performance model measured on one slot: q threads of c in one slot use
+cpu(c, q) % and mem(c, q) % of the slot and sustain at most peak(c, q) tuples/s
+(``rates.perf_at``: modelled rows, linear in between only when the model says ``interpolate``,
+otherwise the conservative row; nothing beyond the largest modelled count). Choose the thread
+count Q_c >= 1 of every component and how many of its threads go to each slot (q_cs) so that
+the target input rate R is sustained: with even routing each thread of c receives rho_c / Q_c
+(rho_c = tuples/s c processes at R), so a slot with q threads must take q rho_c / Q_c <=
+peak(c, q); every slot's CPU and memory sums stay within 100 %. Minimise the slots used, then
+the VM cost (sum of ``price`` over nodes with a used slot).
+
+Linearisation: a binary v_csq says "slot s holds exactly q threads of c". The rate condition
+q rho_c / Q_c <= peak(c, q) is  Q_c >= q rho_c / peak(c, q), i.e.  Q_c >= need_cq v_csq  with
+need_cq = ceil(q rho_c / peak(c, q)), linear because Q_c = sum_{s,q} q v_csq is.
+Both CP-SAT and the MILP build this same model (CPU and memory percentages are scaled by 10^4
+and rounded up for CP-SAT, exact for data with up to four decimals and conservative otherwise).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from planner import rates
+from planner.model import Instance, InstanceError
+from planner.plan import Placement, Plan, Result, Status
+from planner.registry import register
+
+from . import gap as core
+
+OPTIONS = {"hint": None, "max_instances": 10}
+SOURCE = "Shukla and Simmhan, model-driven scheduling (problem statement); exact models in docs/formulations.md"
+PCT_SCALE = 10_000
+
+
+@dataclass
+class Option:
+    """q threads of component c in one slot."""
+
+    q: int
+    cpu: float
+    mem: float
+    peak: float  # tuples/s
+    need: int  # the least Q_c that lets a slot with q threads keep up
+
+
+@dataclass
+class SlotsData:
+    topology_id: str
+    comps: list[str]
+    rho: list[float]  # tuples/s each component processes at the target rate
+    options: list[list[Option]]  # per component, the thread counts a slot may hold
+    slots: list[tuple[str, int]]
+    slot_node: list[int]
+    nodes: list[str]
+    price: list[float]
+    allowed: list[list[bool]]  # [c][s]
+    max_per_node: list[int | None]
+    incompatible: list[tuple[int, int]]
+    node_ident: list[tuple]
+    target: float
+
+    @property
+    def C(self) -> int:
+        return len(self.comps)
+
+    @property
+    def S(self) -> int:
+        return len(self.slots)
+
+
+def prepare(instance: Instance, peak_usage_filter: bool = True) -> SlotsData:
+    """Index the slots statement; InstanceError for bad input. ``peak_usage_filter`` drops
+    thread counts whose modelled CPU or memory alone exceeds a slot."""
+    if len(instance.topologies) != 1:
+        raise InstanceError("topologies", f"the slots models place one topology; the instance has {len(instance.topologies)}")
+    t = instance.topologies[0]
+    if t.input_rate is None:
+        raise InstanceError("topologies[0].input_rate", "the slots problem needs a target input rate")
+    for si, s in enumerate(t.streams):
+        if s.grouping in ("all", "global"):
+            raise InstanceError(f"topologies[0].streams[{si}].grouping",
+                                f"grouping {s.grouping!r} is not modelled by the exact slots models (threads share a rate evenly)")
+    rho = rates.component_rates(t)
+    nodes = sorted(instance.cluster.nodes, key=lambda n: n.id)
+    slots, slot_node = [], []
+    for k, n in enumerate(nodes):
+        for p in n.slots:
+            slots.append((n.id, p))
+            slot_node.append(k)
+    if not slots:
+        raise InstanceError("cluster", "no node has a worker slot")
+    comps, opts, allowed, mpn = [], [], [], []
+    for ci, comp in enumerate(t.components):
+        model = rates.perf_model_for(instance, comp)
+        if model is None:
+            raise InstanceError(f"topologies[0].components[{ci}].perf_model",
+                                f"no performance model {comp.perf_model or comp.id!r} for component {comp.id!r}")
+        top = model.points[-1].threads
+        if comp.max_per_node is not None:
+            top = min(top, comp.max_per_node)
+        if comp.id in comp.incompatible:
+            top = min(top, 1)
+        row = []
+        for q in range(1, top + 1):
+            pt = rates.perf_at(model, q)
+            if pt is None or (peak_usage_filter and (pt.cpu > 100 + 1e-9 or pt.memory > 100 + 1e-9)):
+                continue
+            peak = rates.peak_rate(pt)
+            r = rho[comp.id]
+            if r <= 0 or math.isinf(peak):
+                need = 0
+            elif peak <= 0:
+                continue
+            else:
+                need = math.ceil(q * r / peak - 1e-9)
+            row.append(Option(q, pt.cpu, pt.memory, peak, need))
+        comps.append(comp.id)
+        opts.append(row)
+        allowed.append([(comp.site is None or nodes[slot_node[s]].site == comp.site)
+                        and (comp.nodes is None or nodes[slot_node[s]].id in comp.nodes) for s in range(len(slots))])
+        mpn.append(comp.max_per_node)
+    idx = {c: i for i, c in enumerate(comps)}
+    inc = set()
+    for comp in t.components:
+        for other in comp.incompatible:
+            if other != comp.id:
+                inc.add(tuple(sorted((idx[comp.id], idx[other]))))
+    ident = [(n.price, n.site, len(n.slots), tuple(allowed[c][slot_node.index(k)] for c in range(len(comps))))
+             for k, n in enumerate(nodes)]
+    return SlotsData(t.id, comps, [rho[c] for c in comps], opts, slots, slot_node, [n.id for n in nodes],
+                     [n.price or 0.0 for n in nodes], allowed, mpn, sorted(inc), ident, t.input_rate)
+
+
+def _pct(x: float) -> int:
+    return math.ceil(x * PCT_SCALE - 1e-6)
+
+
+def _price_weights(d: SlotsData) -> tuple[list[int], int]:
+    """Integer node prices (10^-4 resolution) and the weight of one slot, which exceeds any cost."""
+    pw = [round(p * 10_000) for p in d.price]
+    return pw, sum(pw) + 1
+
+
+def _no_option(d: SlotsData) -> str | None:
+    for c, cid in enumerate(d.comps):
+        if not d.options[c]:
+            return f"component {cid!r}: no thread count fits one slot (CPU or memory > 100 %, or zero peak rate)"
+        if not any(d.allowed[c]):
+            return f"component {cid!r}: no slot satisfies its pins"
+    return None
+
+
+# --- the models -------------------------------------------------------------------------------
+
+def _cpsat(d: SlotsData, hint, time_limit, seed):
+    from ortools.sat.python import cp_model
+
+    m = cp_model.CpModel()
+    v = {}
+    u = [m.NewBoolVar(f"u[{s}]") for s in range(d.S)]
+    w = [m.NewBoolVar(f"w[{k}]") for k in range(len(d.nodes))]
+    Q = []
+    for c in range(d.C):
+        qmax = max(o.q for o in d.options[c]) * d.S
+        Qc = m.NewIntVar(1, qmax, f"Q[{c}]")
+        Q.append(Qc)
+        terms = []
+        for s in range(d.S):
+            if not d.allowed[c][s]:
+                continue
+            vs = []
+            for o in d.options[c]:
+                x = m.NewBoolVar(f"v[{c},{s},{o.q}]")
+                v[(c, s, o.q)] = x
+                vs.append(x)
+                terms.append(o.q * x)
+                if o.need > 1:
+                    m.Add(Qc >= o.need).OnlyEnforceIf(x)
+                m.AddImplication(x, u[s])
+            m.AddAtMostOne(vs)
+        m.Add(Qc == sum(terms))
+        _cover(d, c, v, lambda e: m.Add(e))
+    for s in range(d.S):
+        cpu = [_pct(o.cpu) * v[(c, s, o.q)] for c in range(d.C) for o in d.options[c] if (c, s, o.q) in v]
+        mem = [_pct(o.mem) * v[(c, s, o.q)] for c in range(d.C) for o in d.options[c] if (c, s, o.q) in v]
+        if cpu:
+            m.Add(sum(cpu) <= 100 * PCT_SCALE)
+            m.Add(sum(mem) <= 100 * PCT_SCALE)
+        m.AddImplication(u[s], w[d.slot_node[s]])
+        if cpu:  # a slot counts as used only when it holds a thread
+            m.Add(u[s] <= sum(v[(c, s, o.q)] for c in range(d.C) for o in d.options[c] if (c, s, o.q) in v))
+        else:
+            m.Add(u[s] == 0)
+        for c1, c2 in d.incompatible:
+            both = [v[k] for k in v if k[1] == s and k[0] in (c1, c2)]
+            a = [v[k] for k in v if k[1] == s and k[0] == c1]
+            b = [v[k] for k in v if k[1] == s and k[0] == c2]
+            if a and b:
+                m.Add(sum(both) <= 1)
+    for c in range(d.C):
+        if d.max_per_node[c] is not None:
+            for k in range(len(d.nodes)):
+                terms = [o.q * v[(c, s, o.q)] for s in range(d.S) if d.slot_node[s] == k for o in d.options[c] if (c, s, o.q) in v]
+                if terms:
+                    m.Add(sum(terms) <= d.max_per_node[c])
+    _symmetry(d, m.Add, u, w)
+    pw, big = _price_weights(d)
+    m.Minimize(big * sum(u) + sum(pw[k] * w[k] for k in range(len(d.nodes))))
+    if hint is not None:
+        for key, x in v.items():
+            m.AddHint(x, 1 if hint.get((key[0], key[1])) == key[2] else 0)
+    out, sol = core.run_cpsat(m, time_limit, seed)
+    q = None
+    if out.status in ("optimal", "feasible"):
+        q = {(c, s): qq for (c, s, qq), x in v.items() if sol.Value(x)}
+    return out, q, big
+
+
+def _cover(d: SlotsData, c: int, v: dict, add, total=sum) -> None:
+    """Redundant cut: the slots' peak rates cover the component's rate. The shares q_s / Q_c
+    sum to 1 and each is at most peak_s / rho_c, so sum_s peak_s >= rho_c. It tightens the LP
+    relaxation a lot; it removes no allocation."""
+    if d.rho[c] <= 0 or any(math.isinf(o.peak) for o in d.options[c]):
+        return
+    terms = [(o.peak, v[(c, s, o.q)]) for s in range(d.S) for o in d.options[c] if (c, s, o.q) in v]
+    if terms:
+        top = max(pk for pk, _ in terms)
+        scale = 1000.0 / top  # integer coefficients for CP-SAT: round the peaks up (still valid)
+        add(total(math.ceil(pk * scale) * x for pk, x in terms) >= math.floor(d.rho[c] * scale))
+
+
+def _symmetry(d: SlotsData, add, u, w) -> None:
+    """Slots of one node are interchangeable: use them in port order. Identical neighbouring
+    nodes (price, site, slots, pins): use them in id order."""
+    for s in range(d.S - 1):
+        if d.slot_node[s] == d.slot_node[s + 1]:
+            add(u[s] >= u[s + 1])
+    for k in range(len(d.nodes) - 1):
+        if d.node_ident[k] == d.node_ident[k + 1]:
+            add(w[k] >= w[k + 1])
+
+
+def _milp(d: SlotsData, hint, time_limit, solver):
+    import pulp
+
+    p = pulp.LpProblem("slots", pulp.LpMinimize)
+    v = {}
+    u = [pulp.LpVariable(f"u_{s}", cat="Binary") for s in range(d.S)]
+    w = [pulp.LpVariable(f"w_{k}", cat="Binary") for k in range(len(d.nodes))]
+    for c in range(d.C):
+        terms = []
+        for s in range(d.S):
+            if not d.allowed[c][s]:
+                continue
+            for o in d.options[c]:
+                v[(c, s, o.q)] = pulp.LpVariable(f"v_{c}_{s}_{o.q}", cat="Binary")
+                terms.append(o.q * v[(c, s, o.q)])
+            p += pulp.lpSum(v[(c, s, o.q)] for o in d.options[c]) <= u[s]
+        Qc = pulp.lpSum(terms)
+        p += Qc >= 1
+        _cover(d, c, v, lambda e: p.addConstraint(e), pulp.lpSum)
+        for o in d.options[c]:
+            if o.need > 1:
+                for s in range(d.S):
+                    if (c, s, o.q) in v:
+                        p += Qc >= o.need * v[(c, s, o.q)]
+    for s in range(d.S):
+        here = [(c, o) for c in range(d.C) for o in d.options[c] if (c, s, o.q) in v]
+        p += pulp.lpSum(o.cpu * v[(c, s, o.q)] for c, o in here) <= 100 * u[s]
+        p += pulp.lpSum(o.mem * v[(c, s, o.q)] for c, o in here) <= 100 * u[s]
+        p += u[s] <= w[d.slot_node[s]]
+        for c1, c2 in d.incompatible:
+            both = [v[(c, s, o.q)] for c, o in here if c in (c1, c2)]
+            if both:
+                p += pulp.lpSum(both) <= 1
+    for c in range(d.C):
+        if d.max_per_node[c] is not None:
+            for k in range(len(d.nodes)):
+                terms = [o.q * v[(c, s, o.q)] for s in range(d.S) if d.slot_node[s] == k for o in d.options[c] if (c, s, o.q) in v]
+                if terms:
+                    p += pulp.lpSum(terms) <= d.max_per_node[c]
+    _symmetry(d, lambda e: p.addConstraint(e), u, w)
+    pw, big = _price_weights(d)
+    p += big * pulp.lpSum(u) + pulp.lpSum(pw[k] * w[k] for k in range(len(d.nodes)))
+    warm = False
+    if hint is not None:
+        if solver == "cbc":
+            for key, x in v.items():
+                x.setInitialValue(1 if hint.get((key[0], key[1])) == key[2] else 0)
+            used = {s for (_, s) in hint}
+            for s in range(d.S):
+                u[s].setInitialValue(1 if s in used else 0)
+            for k in range(len(d.nodes)):
+                w[k].setInitialValue(1 if any(d.slot_node[s] == k for s in used) else 0)
+            warm = True
+        else:  # HiGHS through SciPy takes no start: the hint's value becomes a cutoff
+            hv = big * len({s for (_, s) in hint}) + sum(pw[k] for k in {d.slot_node[s] for (_, s) in hint})
+            p += big * pulp.lpSum(u) + pulp.lpSum(pw[k] * w[k] for k in range(len(d.nodes))) <= hv
+    out = core.run_pulp(p, solver, time_limit, warm=warm)
+    q = None
+    if out.status in ("optimal", "feasible"):
+        q = {(c, s): qq for (c, s, qq), x in v.items() if (x.varValue or 0) > 0.5}
+    return out, q, big
+
+
+# --- plans -------------------------------------------------------------------------------------
+
+def make_plan(d: SlotsData, q: dict[tuple[int, int], int]) -> Plan:
+    """Threads of c numbered slot by slot."""
+    pl = []
+    counts = {}
+    for c, cid in enumerate(d.comps):
+        i = 0
+        for s in range(d.S):
+            for _ in range(q.get((c, s), 0)):
+                node, port = d.slots[s]
+                pl.append(Placement(topology=d.topology_id, component=cid, executor=i, node=node, slot=port))
+                i += 1
+        counts[cid] = i
+    return Plan(placements=pl, parallelism={d.topology_id: counts})
+
+
+def _valid(d: SlotsData, q: dict[tuple[int, int], int]) -> bool:
+    """Does ``q`` satisfy the model (used to vet a hint)?"""
+    Q = [sum(x for (c, _), x in q.items() if c == cc) for cc in range(d.C)]
+    if any(x < 1 for x in Q):
+        return False
+    opt = [{o.q: o for o in d.options[c]} for c in range(d.C)]
+    for s in range(d.S):
+        cpu = mem = 0.0
+        for c in range(d.C):
+            x = q.get((c, s), 0)
+            if not x:
+                continue
+            if x not in opt[c] or not d.allowed[c][s] or Q[c] < opt[c][x].need:
+                return False
+            cpu += opt[c][x].cpu
+            mem += opt[c][x].mem
+        if cpu > 100 + 1e-9 or mem > 100 + 1e-9:
+            return False
+    return True
+
+
+def _hint(instance, d: SlotsData, hint, method, details):
+    if hint is None:
+        return None
+    if hint == method:
+        raise InstanceError("options.hint", f"a method cannot hint itself ({hint!r})")
+    from planner.api import solve
+
+    try:
+        r = solve(instance, "slots", hint)
+    except InstanceError as e:
+        raise InstanceError("options.hint", f"cannot use {hint!r} as a hint: {e}") from None
+    q = None
+    if r.ok and r.plan is not None:
+        ci = {c: k for k, c in enumerate(d.comps)}
+        si = {sl: k for k, sl in enumerate(d.slots)}
+        q = {}
+        for p in r.plan.placements:
+            key = (ci.get(p.component), si.get((p.node, p.slot)))
+            if None in key:
+                q = None
+                break
+            q[key] = q.get(key, 0) + 1
+        if q is not None and not _valid(d, q):
+            q = None
+    details["hint"] = {"method": hint, "status": r.status.value, "used": q is not None}
+    return q
+
+
+def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, seed=0, hint=None) -> Result:
+    """Shared driver of exact.cpsat / exact.milp-cbc / exact.milp-highs for ``slots``."""
+    d = prepare(instance)
+    rate_mode = instance.params.slot_usage == "rate"
+    why = _no_option(d)
+    if why:
+        if rate_mode:
+            return _rate_mode_unknown(method, why)
+        return Result(problem="slots", method=method, status=Status.INFEASIBLE, message=why)
+    details: dict = {}
+    hq = _hint(instance, d, hint, method, details)
+    if backend == "cpsat":
+        out, q, big = _cpsat(d, hq, time_limit, seed)
+    else:
+        out, q, big = _milp(d, hq, time_limit, backend)
+        if q is None and out.status == "infeasible" and hq is not None:
+            q, out.status = hq, "optimal"  # only the hint's cutoff can cut everything: the hint is optimal
+    if out.status == "infeasible" and rate_mode:
+        return _rate_mode_unknown(method, "no allocation under peak usage")
+    if out.status == "infeasible":
+        return Result(problem="slots", method=method, status=Status.INFEASIBLE,
+                      message="no thread allocation sustains the target rate within the slots (proven): "
+                              "not enough slot CPU/memory for the models' peak rates")
+    if q is None:
+        return Result(problem="slots", method=method, status=Status.UNKNOWN, message="time limit reached before any allocation")
+    slots_used = len({s for (_, s) in q})
+    if out.bound is not None and out.status == "feasible":
+        bound = float(min(slots_used, math.ceil(out.bound / big - 1e-9) if out.bound > 0 else 0))
+    else:
+        bound = float(slots_used)
+    status = Status.OPTIMAL if out.status == "optimal" else Status.FEASIBLE
+    msg = "" if status == Status.OPTIMAL else "stopped by the time limit: best allocation so far, with the proven bound"
+    if instance.params.slot_usage == "rate":
+        # usage scaled by load/peak is q rho/(Q peak): 1/Q is not modelled. A peak-feasible
+        # allocation is rate-feasible (the scale is <= 1) but fewer slots may exist.
+        status, bound = Status.FEASIBLE, None
+        msg = ("params.slot_usage='rate' is not modelled exactly (usage scales with 1/Q_c): this is the optimum "
+               "under peak usage, feasible but not proven optimal here; exact.bruteforce handles 'rate' on tiny instances")
+    details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in q})
+    return Result(problem="slots", method=method, status=status, plan=make_plan(d, q), bound=bound, details=details,
+                  message=msg)
+
+
+def _rate_mode_unknown(method: str, why: str) -> Result:
+    return Result(problem="slots", method=method, status=Status.UNKNOWN,
+                  message=f"{why}; params.slot_usage='rate' is not modelled exactly (usage scales with 1/Q_c), "
+                          "so that proves nothing here; exact.bruteforce handles 'rate' on tiny instances")
+
+
+# --- brute force --------------------------------------------------------------------------------
+
+MAX_LEAVES = 5_000_000
+
+
+def bruteforce_slots(instance: Instance, time_limit=None) -> Result:
+    """Exhaustive search: every content of every slot (a thread count per component, within
+    CPU and memory), slots of one node taken as a multiset; the rate check is done with
+    ``rates.executor_rates`` on the full allocation. Minimises (slots used, VM cost)."""
+    method = "exact.bruteforce"
+    d = prepare(instance)
+    why = _no_option(d)
+    if why:
+        return Result(problem="slots", method=method, status=Status.INFEASIBLE, message=why)
+    t = instance.topologies[0]
+    scaled = instance.params.slot_usage == "rate"  # usage x load/peak, checked at the leaves
+    if scaled:
+        d = prepare(instance, peak_usage_filter=False)
+    contents = [()]  # the empty slot first
+    import itertools
+
+    ranges = [[0] + [o.q for o in d.options[c]] for c in range(d.C)]
+    opt = [{o.q: o for o in d.options[c]} for c in range(d.C)]
+    for combo in itertools.product(*ranges):
+        if not any(combo):
+            continue
+        cpu = sum(opt[c][x].cpu for c, x in enumerate(combo) if x)
+        mem = sum(opt[c][x].mem for c, x in enumerate(combo) if x)
+        if not scaled and (cpu > 100 + 1e-9 or mem > 100 + 1e-9):
+            continue
+        if any(combo[a] and combo[b] for a, b in d.incompatible):
+            continue
+        contents.append(combo)
+    contents[0] = tuple([0] * d.C)
+    per_node = [sum(1 for s in range(d.S) if d.slot_node[s] == k) for k in range(len(d.nodes))]
+    est = 1
+    for k in range(len(d.nodes)):
+        est *= math.comb(len(contents) + per_node[k] - 1, per_node[k])
+    if est > MAX_LEAVES:
+        return Result(problem="slots", method=method, status=Status.UNKNOWN,
+                      message=f"too large for exhaustive search: about {est:.3g} allocations > {MAX_LEAVES:,}; use exact.cpsat")
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    best = {"key": None, "alloc": None, "stopped": False, "leaves": 0}
+    alloc = [0] * d.S
+    pernode_c = [[0] * d.C for _ in range(len(d.nodes))]
+
+    def leaf() -> None:
+        best["leaves"] += 1
+        Q = {d.comps[c]: sum(contents[alloc[s]][c] for s in range(d.S)) for c in range(d.C)}
+        if any(x < 1 for x in Q.values()):
+            return
+        ex = rates.executor_rates(t, d.target, Q)
+        nxt = {cid: 0 for cid in d.comps}
+        for s in range(d.S):
+            cpu = mem = 0.0
+            for c, x in enumerate(contents[alloc[s]]):
+                if not x:
+                    continue
+                cid = d.comps[c]
+                load = sum(ex[(cid, i)] for i in range(nxt[cid], nxt[cid] + x))
+                nxt[cid] += x
+                o = opt[c][x]
+                if load > o.peak * (1 + 1e-9) + 1e-9:
+                    return
+                f = load / o.peak if scaled and math.isfinite(o.peak) and o.peak > 0 else 1.0
+                cpu += o.cpu * f
+                mem += o.mem * f
+            if cpu > 100 * (1 + 1e-9) or mem > 100 * (1 + 1e-9):
+                return
+        used = [s for s in range(d.S) if alloc[s]]
+        key = (len(used), round(sum(d.price[k] for k in {d.slot_node[s] for s in used}), 9))
+        if best["key"] is None or key < best["key"]:
+            best["key"], best["alloc"] = key, list(alloc)
+
+    def rec(s: int, used: int) -> None:
+        if best["stopped"]:
+            return
+        if best["key"] is not None and used > best["key"][0]:
+            return
+        if s == d.S:
+            leaf()
+            if deadline is not None and best["leaves"] % 1000 == 0 and time.monotonic() > deadline:
+                best["stopped"] = True
+            return
+        k = d.slot_node[s]
+        top = alloc[s - 1] if s > 0 and d.slot_node[s - 1] == k else len(contents) - 1
+        for ix in range(top, -1, -1):
+            con = contents[ix]
+            if ix and not all(d.allowed[c][s] for c, x in enumerate(con) if x):
+                continue
+            if any(x and d.max_per_node[c] is not None and pernode_c[k][c] + x > d.max_per_node[c] for c, x in enumerate(con)):
+                continue
+            alloc[s] = ix
+            for c, x in enumerate(con):
+                pernode_c[k][c] += x
+            rec(s + 1, used + (1 if ix else 0))
+            for c, x in enumerate(con):
+                pernode_c[k][c] -= x
+            alloc[s] = 0
+
+    rec(0, 0)
+    if best["alloc"] is None:
+        if best["stopped"]:
+            return Result(problem="slots", method=method, status=Status.UNKNOWN, message="time limit reached before any allocation")
+        return Result(problem="slots", method=method, status=Status.INFEASIBLE,
+                      message="exhaustive search: no allocation sustains the target rate")
+    q = {(c, s): contents[best["alloc"][s]][c] for s in range(d.S) for c in range(d.C) if contents[best["alloc"][s]][c]}
+    done = not best["stopped"]
+    return Result(problem="slots", method=method, status=Status.OPTIMAL if done else Status.FEASIBLE, plan=make_plan(d, q),
+                  bound=float(best["key"][0]) if done else None,
+                  details={"leaves": best["leaves"], "vm_cost": best["key"][1]},
+                  message="" if done else "time limit reached; best allocation so far")
+
+
+# --- registration -------------------------------------------------------------------------------
+
+def _make(backend: str, name: str):
+    def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10, **_other):
+        return solve_slots(instance, backend, name, time_limit, seed, hint)
+
+    method.__name__ = f"slots_{backend}"
+    method.__doc__ = f"Exact slots allocation (Shukla and Simmhan) with {backend}: see the module docstring."
+    return method
+
+
+for _backend, _name in (("cpsat", "exact.cpsat"), ("cbc", "exact.milp-cbc"), ("highs", "exact.milp-highs")):
+    register(_name, ["slots"], source=SOURCE, kind="exact", options=dict(OPTIONS))(_make(_backend, _name))
+
+
+@register("exact.bruteforce", ["slots"], kind="exact", source="exhaustive enumeration of slot contents", options={})
+def slots_bruteforce(instance: Instance, problem: str, *, time_limit=None, seed=0, **_other) -> Result:
+    """Exhaustive search for ``slots`` (see :func:`bruteforce_slots`)."""
+    return bruteforce_slots(instance, time_limit)
+
+
+# --- Shukla and Simmhan's micro-DAGs ---------------------------------------------------------
+
+SHUKLA_MODELS = {
+    # threads -> (peak tuples/s, CPU %, memory %), one slot; ../shared/ALGORITHMS.md (authors' data)
+    "blob": {1: (2, 6.73, 23.92), 2: (3, 6.63, 23.98), 20: (10, 14.69, 26.3), 30: (20, 54.18, 28.74), 50: (30, 76.73, 31.38)},
+    "table": {1: (3, 1.02, 1.15), 2: (5, 2.04, 1.15), 10: (10, 11.22, 3.45), 40: (20, 26.53, 9.2), 50: (30, 38.78, 12.64),
+              60: (40, 54.08, 16.09)},
+    "parse": {1: (310, 84.69, 35.63)},
+    "pi": {1: (105, 92.35, 2.07), 2: (110, 94.9, 3.53)},
+    "batch": {1: (60000, 58.27, 11.95), 2: (50000, 51.84, 2.76)},
+}
+
+
+def shukla_micro_dag(dag: str, rate: float, nodes: int = 10, slots_per_node: int = 4, interpolate: bool = False,
+                     price: float | None = 1.0) -> dict:
+    """An instance (JSON-like dict) of Shukla and Simmhan's Linear or Diamond micro-DAG at
+    ``rate`` tuples/s, with the performance models of ALGORITHMS.md, on ``nodes`` identical VMs.
+    Source and sink: one thread, 10 % CPU, 15 % / 20 % memory, no rate limit."""
+    tasks = ["blob", "table", "pi", "parse", "batch"]
+    comps = [{"id": "source", "kind": "spout"}] + [{"id": t} for t in tasks] + [{"id": "sink"}]
+    if dag == "linear":
+        chain = ["source", "blob", "table", "pi", "parse", "batch", "sink"]
+        streams = [{"source": a, "target": b} for a, b in zip(chain, chain[1:])]
+    elif dag == "diamond":
+        streams = ([{"source": "source", "target": t} for t in ("blob", "table", "parse", "batch")]
+                   + [{"source": t, "target": "pi"} for t in ("blob", "table", "parse", "batch")]
+                   + [{"source": "pi", "target": "sink"}])
+    else:
+        raise InstanceError("dag", f"unknown micro-DAG {dag!r}; linear or diamond")
+    models = [{"name": t, "interpolate": interpolate,
+               "points": [{"threads": q, "rate": r, "cpu": c, "memory": m} for q, (r, c, m) in sorted(SHUKLA_MODELS[t].items())]}
+              for t in tasks]
+    models += [{"name": "source", "points": [{"threads": 1, "rate": None, "cpu": 10, "memory": 15}]},
+               {"name": "sink", "points": [{"threads": 1, "rate": None, "cpu": 10, "memory": 20}]}]
+    ns = [{"id": f"vm{k:02d}", "slots": slots_per_node, "price": price} for k in range(nodes)]
+    return {"name": f"shukla-{dag}-{rate:g}", "topologies": [{"id": dag, "input_rate": rate, "components": comps, "streams": streams}],
+            "cluster": {"racks": [{"id": "r", "nodes": ns}]}, "perf_models": models,
+            "meta": {"source": "Shukla and Simmhan, model-driven scheduling; models from ALGORITHMS.md"}}

@@ -1,0 +1,889 @@
+"""Exact models for the ``throughput`` problem (Nasiri et al., J Big Data 2023).
+
+One topology; choose each component's instance count N_c >= 1 and how many of its instances
+go to each machine (n_cj); all instances on a machine share its one worker (first port).
+An instance of c on machine j receiving r tuples/s uses r e_cj / 10 + MET_cj CPU points; the
+machine's total must stay within its ``cpu``. Maximise the topology input rate R.
+
+* ``even`` routing (Storm's shuffle): every instance of c receives g_c R / N_c (g_c = tuples
+  processed by c per input tuple). For a fixed R the question "is there a placement?" is a
+  generalized assignment with item classes (c, k) = "an instance of c when N_c = k", weight
+  R a_cj g_c / k + MET_cj on machine j (a_cj = e_cj / 10): the GAP core of formulations.gap.
+  R is found by bisection on these feasibility models, jumping to the exact rate of every
+  placement found (closed form), until the lowest infeasible R is within a relative 1e-5 of the
+  best placement's rate. CP-SAT gets integer weights rounded so that its model is a relaxation
+  (an infeasible answer is a proof); the placements it returns are rated exactly.
+* ``weighted`` routing (the best split of each component's rate over its instances): one
+  instance per (component, machine) used is enough (more only add MET), so the decision is the
+  support b_cj. MILP: max R with flows x_cj <= g_c R_ub b_cj, a direct model. CP-SAT has no
+  continuous variables: bisection on R with flows in integer shares of 1/D of each component's
+  rate, rounded so that the model relaxes the continuous one; each support found is rated by
+  an LP. Tolerance: relative 1e-5 (CP-SAT), the MILP's own optimality gap 1e-7 (MILP).
+
+``max_instances`` (default 10, Nasiri's example) caps the instances on one machine, which makes
+the even-routing search space finite: N_c <= sum of the caps of c's machines.
+docs/formulations.md gives the mathematics.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, field
+
+from planner import rates
+from planner.model import Instance, InstanceError
+from planner.plan import Placement, Plan, Result, Status
+from planner.registry import register
+
+from . import gap as core
+
+TOL = 1e-5  # relative: optimal means best rate >= bound / (1 + TOL)
+SHARE_UNITS = 10**6  # CP-SAT weighted routing: flows in 1/D of a component's rate
+OPTIONS = {"hint": None, "max_instances": 10}
+SOURCE = "Nasiri et al., J Big Data 2023 (problem statement); exact models in docs/formulations.md"
+
+
+# --- the statement as data ------------------------------------------------------------------
+
+@dataclass
+class TPData:
+    """Everything the models need, in index form: components c, machines j."""
+
+    topology_id: str
+    comps: list[str]
+    machines: list[str]
+    port: list[int]
+    cap: list[float]
+    gain: list[float]
+    a: list[list[float]]  # a[c][j] = e_cj / 10, CPU points per tuple/s; nan if not allowed
+    met: list[list[float]]
+    kmax: list[list[int]]  # max instances of c on j (0 = forbidden)
+    K: int  # max instances on one machine
+    incompatible: list[tuple[int, int]]
+    routing: str
+    ident: list[tuple]  # machine signature for symmetry breaking
+
+    @property
+    def C(self) -> int:
+        return len(self.comps)
+
+    @property
+    def J(self) -> int:
+        return len(self.machines)
+
+    def nmax(self, c: int) -> int:
+        return sum(min(self.kmax[c][j], self.K) for j in range(self.J))
+
+    def allowed(self, c: int, j: int) -> bool:
+        return self.kmax[c][j] > 0
+
+
+def prepare(instance: Instance, max_instances: int = 10) -> TPData:
+    """Check that the instance states a throughput problem and index it.
+
+    Raises InstanceError for bad input (several topologies, no spout, ...)."""
+    if not isinstance(max_instances, int) or isinstance(max_instances, bool) or max_instances < 1:
+        raise InstanceError("options.max_instances", f"must be an integer >= 1, got {max_instances!r}")
+    if len(instance.topologies) != 1:
+        raise InstanceError("topologies", f"throughput places one topology; the instance has {len(instance.topologies)}")
+    t = instance.topologies[0]
+    for si, s in enumerate(t.streams):
+        if s.grouping in ("all", "global"):
+            raise InstanceError(f"topologies[0].streams[{si}].grouping",
+                                f"grouping {s.grouping!r} is not modelled by the exact throughput models "
+                                "(they assume the rate splits evenly or by weight over the receiving instances)")
+    gains = rates.component_gains(t)
+    if not any(g > 0 for g in gains.values()):
+        raise InstanceError("topologies[0].components", "no spout: no component processes tuples, the rate is unbounded")
+    comps = [c.id for c in t.components]
+    nodes = [n for n in sorted(instance.cluster.nodes, key=lambda n: n.id) if n.slots]
+    if not nodes:
+        raise InstanceError("cluster", "no node has a worker slot")
+    a, met, kmax = [], [], []
+    for comp in t.components:
+        ra, rm, rk = [], [], []
+        for n in nodes:
+            prof = instance.profile(rates.profile_key(comp), n.type)
+            ok = prof is not None
+            if comp.site is not None and n.site != comp.site:
+                ok = False
+            if comp.nodes is not None and n.id not in comp.nodes:
+                ok = False
+            k = max_instances
+            if comp.max_per_node is not None:
+                k = min(k, comp.max_per_node)
+            if comp.id in comp.incompatible:
+                k = min(k, 1)
+            ra.append(prof.exec_ms / 10.0 if ok else math.nan)
+            rm.append(prof.overhead if ok else math.nan)
+            rk.append(k if ok else 0)
+        a.append(ra)
+        met.append(rm)
+        kmax.append(rk)
+    inc = set()
+    idx = {c: i for i, c in enumerate(comps)}
+    for comp in t.components:
+        for other in comp.incompatible:
+            if other != comp.id:
+                inc.add(tuple(sorted((idx[comp.id], idx[other]))))
+    ident = [(n.type, n.cpu, n.site, tuple(a[c][j] if not math.isnan(a[c][j]) else -1 for c in range(len(comps))),
+              tuple(met[c][j] if not math.isnan(met[c][j]) else -1 for c in range(len(comps))),
+              tuple(kmax[c][j] for c in range(len(comps)))) for j, n in enumerate(nodes)]
+    return TPData(t.id, comps, [n.id for n in nodes], [n.slots[0] for n in nodes], [n.cpu for n in nodes],
+                  [gains[c] for c in comps], a, met, kmax, max_instances, sorted(inc), t.routing, ident)
+
+
+# --- rating a placement exactly -------------------------------------------------------------
+
+def even_rate(d: TPData, n: list[list[int]]) -> float:
+    """Sustainable input rate of counts ``n[c][j]`` under even routing (closed form);
+    -1 if the overheads alone overload a machine."""
+    N = [sum(row) for row in n]
+    best = math.inf
+    for j in range(d.J):
+        slope = fixed = 0.0
+        for c in range(d.C):
+            if n[c][j]:
+                slope += n[c][j] * d.a[c][j] * d.gain[c] / N[c]
+                fixed += n[c][j] * d.met[c][j]
+        room = d.cap[j] - fixed
+        if room < -1e-9 * max(1.0, d.cap[j]):
+            return -1.0
+        if slope > 0:
+            best = min(best, max(room, 0.0) / slope)
+    return best
+
+
+def weighted_rate(d: TPData, b: list[list[int]]) -> float:
+    """Best input rate of the support ``b[c][j]`` (instances per pair) under weighted routing: an
+    LP over flows x_cj (SciPy's HiGHS); -1 if the overheads alone overload a machine."""
+    from scipy.optimize import linprog
+
+    pairs = [(c, j) for c in range(d.C) for j in range(d.J) if b[c][j]]
+    nv = 1 + len(pairs)
+    col = {p: 1 + k for k, p in enumerate(pairs)}
+    a_eq, b_eq, a_ub, b_ub = [], [], [], []
+    for c in range(d.C):
+        row = [0.0] * nv
+        row[0] = -d.gain[c]
+        for j in range(d.J):
+            if b[c][j]:
+                row[col[(c, j)]] = 1.0
+        a_eq.append(row)
+        b_eq.append(0.0)
+    for j in range(d.J):
+        row = [0.0] * nv
+        fixed = 0.0
+        for c in range(d.C):
+            if b[c][j]:
+                row[col[(c, j)]] = d.a[c][j]
+                fixed += b[c][j] * d.met[c][j]
+        room = d.cap[j] - fixed
+        if room < -1e-9 * max(1.0, d.cap[j]):
+            return -1.0
+        a_ub.append(row)
+        b_ub.append(max(room, 0.0))
+    cost = [0.0] * nv
+    cost[0] = -1.0
+    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=[(0, None)] * nv, method="highs")
+    if res.status == 3:
+        return math.inf
+    return float(res.x[0]) if res.status == 0 else -1.0
+
+
+def rate_of(d: TPData, n: list[list[int]]) -> float:
+    return even_rate(d, n) if d.routing == "even" else weighted_rate(d, n)
+
+
+def structurally_ok(d: TPData, n: list[list[int]]) -> bool:
+    """Counts respect the caps, pins, incompatibilities and N_c >= 1."""
+    for c in range(d.C):
+        if sum(n[c]) < 1:
+            return False
+        for j in range(d.J):
+            if n[c][j] < 0 or n[c][j] > d.kmax[c][j]:
+                return False
+    for j in range(d.J):
+        if sum(n[c][j] for c in range(d.C)) > d.K:
+            return False
+        for c1, c2 in d.incompatible:
+            if n[c1][j] and n[c2][j]:
+                return False
+    return True
+
+
+def upper_bound(d: TPData) -> float:
+    """R_ub: the LP with every allowed pair, no overheads, no instance caps (valid for both
+    routings: any even or weighted placement gives a feasible flow)."""
+    full = [[1 if d.allowed(c, j) else 0 for j in range(d.J)] for c in range(d.C)]
+    saved = d.met
+    d.met = [[0.0 if d.allowed(c, j) else math.nan for j in range(d.J)] for c in range(d.C)]
+    try:
+        return weighted_rate(d, full)
+    finally:
+        d.met = saved
+
+
+def make_plan(d: TPData, n: list[list[int]], rate: float) -> Plan:
+    """Instances of c numbered machine by machine; the claim is a hair under the exact rate."""
+    pl = []
+    for c, cid in enumerate(d.comps):
+        i = 0
+        for j in range(d.J):
+            for _ in range(n[c][j]):
+                pl.append(Placement(topology=d.topology_id, component=cid, executor=i, node=d.machines[j], slot=d.port[j]))
+                i += 1
+    counts = {cid: sum(n[c]) for c, cid in enumerate(d.comps)}
+    return Plan(placements=pl, parallelism={d.topology_id: counts}, input_rate=rate * (1 - 1e-9))
+
+
+def counts_from_plan(d: TPData, plan: Plan | None) -> list[list[int]] | None:
+    """n[c][j] read from another method's plan (for ``hint``), None if it does not fit the model."""
+    if plan is None:
+        return None
+    ci = {c: k for k, c in enumerate(d.comps)}
+    mj = {m: k for k, m in enumerate(d.machines)}
+    n = [[0] * d.J for _ in range(d.C)]
+    for p in plan.placements:
+        if p.topology != d.topology_id or p.component not in ci or p.node not in mj:
+            return None
+        n[ci[p.component]][mj[p.node]] += 1
+    if d.routing == "weighted":
+        n = [[min(x, 1) for x in row] for row in n]
+    return n if structurally_ok(d, n) else None
+
+
+# --- feasibility models at a fixed rate (even routing) -----------------------------------------
+
+def _even_cpsat(d: TPData, R: float, hint: list[list[int]] | None, time_limit: float | None, seed: int):
+    """CP-SAT relaxation of "a placement sustains R" (even routing); returns (status, n)."""
+    from ortools.sat.python import cp_model
+
+    m = cp_model.CpModel()
+    n, y, classes, demand, upper = _even_skeleton_cpsat(m, d)
+    S = [1e7 / max(d.cap[j], 1e-9) for j in range(d.J)]
+    weights = [[math.floor((R * d.a[c][j] * d.gain[c] / k + d.met[c][j]) * S[j]) if d.allowed(c, j) else 0
+                for j in range(d.J)] for (c, k) in classes]
+    capacity = [math.ceil(d.cap[j] * S[j]) for j in range(d.J)]
+    z = core.cpsat_assignment(m, weights, capacity, demand, upper, prefix="z")
+    for c in range(d.C):
+        for j in range(d.J):
+            m.Add(n[c][j] == sum(z[k][j] for k, (cc, _) in enumerate(classes) if cc == c))
+    if hint is not None:
+        for c in range(d.C):
+            for j in range(d.J):
+                m.AddHint(n[c][j], hint[c][j])
+    out, sol = core.run_cpsat(m, time_limit, seed)
+    if out.status in ("optimal", "feasible"):
+        return "feasible", [[sol.Value(n[c][j]) for j in range(d.J)] for c in range(d.C)]
+    return out.status, None
+
+
+def _even_skeleton_cpsat(m, d: TPData):
+    """Counts n_cj, count choice y_ck (N_c = k), caps, incompatibilities, symmetry breaking."""
+    n = [[m.NewIntVar(0, d.kmax[c][j], f"n[{c},{j}]") for j in range(d.J)] for c in range(d.C)]
+    classes, demand, upper, y = [], [], [], {}
+    for c in range(d.C):
+        ks = range(1, d.nmax(c) + 1)
+        ys = [m.NewBoolVar(f"y[{c},{k}]") for k in ks]
+        m.AddExactlyOne(ys)
+        m.Add(sum(n[c]) == sum(k * yk for k, yk in zip(ks, ys)))
+        for k, yk in zip(ks, ys):
+            y[(c, k)] = yk
+            classes.append((c, k))
+            demand.append(k * yk)
+            upper.append([min(d.kmax[c][j], k) for j in range(d.J)])
+    _structure_cpsat(m, d, n)
+    return n, y, classes, demand, upper
+
+
+def _structure_cpsat(m, d: TPData, n) -> None:
+    for j in range(d.J):
+        m.Add(sum(n[c][j] for c in range(d.C)) <= d.K)
+        for c1, c2 in d.incompatible:
+            b1, b2 = m.NewBoolVar(""), m.NewBoolVar("")
+            m.Add(n[c1][j] == 0).OnlyEnforceIf(b1.Not())
+            m.Add(n[c2][j] == 0).OnlyEnforceIf(b2.Not())
+            m.AddBoolOr([b1.Not(), b2.Not()])
+    for j in range(d.J - 1):  # identical neighbouring machines: instance totals non-increasing
+        if d.ident[j] == d.ident[j + 1]:
+            m.Add(sum(n[c][j] for c in range(d.C)) >= sum(n[c][j + 1] for c in range(d.C)))
+
+
+def _even_milp(d: TPData, R: float, hint, time_limit, solver: str):
+    """The same feasibility model with PuLP (float weights); returns (status, n)."""
+    import pulp
+
+    p = pulp.LpProblem("tp_even", pulp.LpMinimize)
+    n = [[pulp.LpVariable(f"n_{c}_{j}", 0, d.kmax[c][j], cat="Integer") for j in range(d.J)] for c in range(d.C)]
+    classes, demand, upper, yv = [], [], [], {}
+    for c in range(d.C):
+        ks = list(range(1, d.nmax(c) + 1))
+        ys = [pulp.LpVariable(f"y_{c}_{k}", cat="Binary") for k in ks]
+        p += pulp.lpSum(ys) == 1
+        p += pulp.lpSum(n[c]) == pulp.lpSum(k * yk for k, yk in zip(ks, ys))
+        for k, yk in zip(ks, ys):
+            yv[(c, k)] = yk
+            classes.append((c, k))
+            demand.append(k * yk)
+            upper.append([min(d.kmax[c][j], k) for j in range(d.J)])
+    weights = [[(R * d.a[c][j] * d.gain[c] / k + d.met[c][j]) if d.allowed(c, j) else 0.0 for j in range(d.J)]
+               for (c, k) in classes]
+    z = core.pulp_assignment(p, weights, list(d.cap), demand, upper, prefix="z")
+    for c in range(d.C):
+        for j in range(d.J):
+            p += n[c][j] == pulp.lpSum(z[k][j] for k, (cc, _) in enumerate(classes) if cc == c)
+    _structure_pulp(p, d, n)
+    p += pulp.lpSum([])  # feasibility
+    warm = False
+    if hint is not None and solver == "cbc":
+        _set_even_start(d, hint, n, yv, z, classes)
+        warm = True
+    out = core.run_pulp(p, solver, time_limit, warm=warm)
+    if out.status in ("optimal", "feasible"):
+        return "feasible", [[int(round(n[c][j].varValue or 0)) for j in range(d.J)] for c in range(d.C)]
+    return out.status, None
+
+
+def _even_milp_direct(d: TPData, r_lo: float, r_ub: float, hint, time_limit, solver: str):
+    """Direct MILP for even routing: minimise T' = R_ub / R (no bisection).
+
+    Dividing machine j's row  R sum_c a_cj g_c s_cj + sum_c MET_cj n_cj <= cap_j  by R and
+    scaling by R_ub gives  R_ub sum_c a_cj g_c s_cj + sum_c MET_cj (n_cj T') <= cap_j T', where
+    the share s_cj = n_cj / N_c = sum_k z_cjk / k is linear in the GAP-core variables, and the
+    product n_cj T' is linearised exactly through the bits of n_cj (McCormick on binaries with
+    1 <= T' <= R_ub / R_lo). Returns (Outcome, n); the Outcome's objective and bound are in T'."""
+    import pulp
+
+    tmax = r_ub / r_lo
+    p = pulp.LpProblem("tp_even_direct", pulp.LpMinimize)
+    T = pulp.LpVariable("T", 1.0, tmax)
+    n = [[pulp.LpVariable(f"n_{c}_{j}", 0, d.kmax[c][j], cat="Integer") for j in range(d.J)] for c in range(d.C)]
+    classes, demand, upper, yv = [], [], [], {}
+    for c in range(d.C):
+        ks = list(range(1, d.nmax(c) + 1))
+        ys = [pulp.LpVariable(f"y_{c}_{k}", cat="Binary") for k in ks]
+        p += pulp.lpSum(ys) == 1
+        p += pulp.lpSum(n[c]) == pulp.lpSum(k * yk for k, yk in zip(ks, ys))
+        for k, yk in zip(ks, ys):
+            yv[(c, k)] = yk
+            classes.append((c, k))
+            demand.append(k * yk)
+            upper.append([min(d.kmax[c][j], k) for j in range(d.J)])
+    # the core with zero weights and no capacity rows: the rows below carry the loads
+    z = core.pulp_assignment(p, [[0.0] * d.J for _ in classes], [0.0] * d.J, demand, upper, prefix="z")
+    for c in range(d.C):
+        for j in range(d.J):
+            p += n[c][j] == pulp.lpSum(z[k][j] for k, (cc, _) in enumerate(classes) if cc == c)
+    bits = {}
+    for j in range(d.J):
+        terms = []
+        for c in range(d.C):
+            if not d.allowed(c, j):
+                continue
+            terms += [r_ub * d.a[c][j] * d.gain[c] / k * z[kk][j] for kk, (cc, k) in enumerate(classes) if cc == c]
+            if d.met[c][j] > 0:
+                nb = max(1, d.kmax[c][j].bit_length())
+                beta = [pulp.LpVariable(f"beta_{c}_{j}_{e}", cat="Binary") for e in range(nb)]
+                q = [pulp.LpVariable(f"q_{c}_{j}_{e}", 0, tmax) for e in range(nb)]
+                p += n[c][j] == pulp.lpSum((1 << e) * beta[e] for e in range(nb))
+                for e in range(nb):  # q_e = beta_e T, exactly, for binary beta_e and 1 <= T <= tmax
+                    p += q[e] <= tmax * beta[e]
+                    p += q[e] >= beta[e]
+                    p += q[e] <= T - (1 - beta[e])
+                    p += q[e] >= T - tmax * (1 - beta[e])
+                terms += [d.met[c][j] * (1 << e) * q[e] for e in range(nb)]
+                bits[(c, j)] = (beta, q)
+        if terms:
+            p += pulp.lpSum(terms) <= d.cap[j] * T
+    _structure_pulp(p, d, n)
+    p += T
+    warm = False
+    if hint is not None:
+        h_rate = even_rate(d, hint)
+        if h_rate > 0:
+            if solver == "cbc":
+                _set_even_start(d, hint, n, yv, z, classes)
+                tv = min(tmax, max(1.0, r_ub / h_rate))
+                T.setInitialValue(tv)
+                for (c, j), (beta, q) in bits.items():
+                    for e in range(len(beta)):
+                        bit = hint[c][j] >> e & 1
+                        beta[e].setInitialValue(bit)
+                        q[e].setInitialValue(bit * tv)
+                warm = True
+            else:  # no start through SciPy's HiGHS: a valid cutoff instead
+                p += T <= min(tmax, r_ub / h_rate * (1 + 1e-7))
+    out = core.run_pulp(p, solver, time_limit, warm=warm)
+    if out.status in ("optimal", "feasible"):
+        return out, [[int(round(n[c][j].varValue or 0)) for j in range(d.J)] for c in range(d.C)]
+    return out, None
+
+
+def _set_even_start(d, hint, n, yv, z, classes):
+    N = [sum(r) for r in hint]
+    for c in range(d.C):
+        for j in range(d.J):
+            n[c][j].setInitialValue(hint[c][j])
+    for (c, k), v in yv.items():
+        v.setInitialValue(1 if N[c] == k else 0)
+    for kk, (c, k) in enumerate(classes):
+        for j in range(d.J):
+            z[kk][j].setInitialValue(hint[c][j] if N[c] == k else 0)
+
+
+def _structure_pulp(p, d: TPData, n, b=None) -> None:
+    import pulp
+
+    if b is None:
+        b = [[None] * d.J for _ in range(d.C)]
+        need = {c for pair in d.incompatible for c in pair}
+        for c in need:
+            for j in range(d.J):
+                if d.allowed(c, j):
+                    b[c][j] = pulp.LpVariable(f"b_{c}_{j}", cat="Binary")
+                    p += n[c][j] <= d.kmax[c][j] * b[c][j]
+    for j in range(d.J):
+        p += pulp.lpSum(n[c][j] for c in range(d.C)) <= d.K
+        for c1, c2 in d.incompatible:
+            if b[c1][j] is not None and b[c2][j] is not None:
+                p += b[c1][j] + b[c2][j] <= 1
+    for j in range(d.J - 1):
+        if d.ident[j] == d.ident[j + 1]:
+            p += pulp.lpSum(n[c][j] for c in range(d.C)) >= pulp.lpSum(n[c][j + 1] for c in range(d.C))
+
+
+# --- weighted routing ------------------------------------------------------------------------
+
+def _weighted_cpsat(d: TPData, R: float, hint, time_limit, seed):
+    """CP-SAT relaxation of "a support sustains R" (weighted routing); returns (status, b).
+
+    Flows are measured in the CPU they cost: t_cj = a_cj x_cj S_j integer (S_j = 1e6 / cap_j
+    units per point), so the capacity row is exact up to one unit per term; the conservation
+    row sum_j x_cj = g_c R becomes sum_j t_cj q_cj >= L_c with q_cj = L_c / (a_cj g_c R S_j)
+    rounded up and L_c chosen so that every q_cj >= 1e6. Rounding t up (capacity gets + C
+    units) and q up keeps every real solution feasible: an infeasible answer is a proof."""
+    from ortools.sat.python import cp_model
+
+    m = cp_model.CpModel()
+    b = [[m.NewIntVar(0, 1 if d.allowed(c, j) else 0, f"b[{c},{j}]") for j in range(d.J)] for c in range(d.C)]
+    S = [1e6 / max(d.cap[j], 1e-9) for j in range(d.J)]
+    top = [math.ceil(d.cap[j] * S[j]) + d.C for j in range(d.J)]
+    t = [[m.NewIntVar(0, top[j] if d.allowed(c, j) else 0, f"t[{c},{j}]") for j in range(d.J)] for c in range(d.C)]
+    for c in range(d.C):
+        m.Add(sum(b[c]) >= 1)
+        for j in range(d.J):
+            m.Add(t[c][j] <= top[j] * b[c][j])
+        if R > 0 and d.gain[c] > 0:
+            per = {j: d.a[c][j] * d.gain[c] * R * S[j] for j in range(d.J) if d.allowed(c, j)}
+            L = 1e6 * max(per.values())
+            m.Add(sum(math.ceil(L / per[j]) * t[c][j] for j in per) >= math.floor(L))
+    _structure_cpsat(m, d, b)
+    for j in range(d.J):
+        terms = [t[c][j] + math.floor(d.met[c][j] * S[j]) * b[c][j] for c in range(d.C) if d.allowed(c, j)]
+        if terms:
+            m.Add(sum(terms) <= top[j])
+    if hint is not None:
+        for c in range(d.C):
+            for j in range(d.J):
+                m.AddHint(b[c][j], hint[c][j])
+    out, sol = core.run_cpsat(m, time_limit, seed)
+    if out.status in ("optimal", "feasible"):
+        return "feasible", [[sol.Value(b[c][j]) for j in range(d.J)] for c in range(d.C)]
+    return out.status, None
+
+
+def _weighted_milp(d: TPData, hint, hint_rate, time_limit, solver):
+    """Direct MILP: max R, flows x_cj, support b_cj. Returns (Outcome, b)."""
+    import pulp
+
+    rub = upper_bound(d)
+    p = pulp.LpProblem("tp_weighted", pulp.LpMaximize)
+    R = pulp.LpVariable("R", 0, rub)
+    b = [[pulp.LpVariable(f"b_{c}_{j}", 0, 1 if d.allowed(c, j) else 0, cat="Integer") for j in range(d.J)]
+         for c in range(d.C)]
+    x = [[pulp.LpVariable(f"x_{c}_{j}", 0) for j in range(d.J)] for c in range(d.C)]
+    p += R
+    for c in range(d.C):
+        p += pulp.lpSum(x[c]) == d.gain[c] * R
+        p += pulp.lpSum(b[c]) >= 1
+        for j in range(d.J):
+            p += x[c][j] <= d.gain[c] * rub * b[c][j]
+    for j in range(d.J):
+        terms = [d.a[c][j] * x[c][j] + d.met[c][j] * b[c][j] for c in range(d.C) if d.allowed(c, j)]
+        if terms:
+            p += pulp.lpSum(terms) <= d.cap[j]
+    _structure_pulp(p, d, b, b)
+    warm = False
+    if hint is not None:
+        if solver == "cbc":
+            for c in range(d.C):
+                for j in range(d.J):
+                    b[c][j].setInitialValue(hint[c][j])
+            warm = True
+        else:  # HiGHS via SciPy takes no start: the hint's rate becomes a valid cutoff
+            p += R >= hint_rate * (1 - 1e-7)
+    out = core.run_pulp(p, solver, time_limit, warm=warm)
+    if out.status in ("optimal", "feasible"):
+        return out, [[int(round(b[c][j].varValue or 0)) for j in range(d.J)] for c in range(d.C)]
+    return out, None
+
+
+# --- the search --------------------------------------------------------------------------------
+
+@dataclass
+class Search:
+    best_rate: float = -1.0
+    best_n: list[list[int]] | None = None
+    hi: float = math.inf
+    steps: list[dict] = field(default_factory=list)
+
+
+def _bisect(d: TPData, check, hint_n, deadline: float | None, search: Search) -> bool:
+    """Bisection on R with jumps to the exact rate of each placement found. ``check(R, hint,
+    time_left)`` -> (status, n). Returns False when stopped by the deadline."""
+    lo = max(search.best_rate, 0.0)
+    while True:
+        if search.best_n is not None and search.hi <= search.best_rate * (1 + TOL):
+            return True
+        if search.hi <= lo * (1 + TOL / 10):
+            return True  # the probes are exhausted; the rounding slack decides the rest
+        R = (lo + search.hi) / 2 if math.isfinite(search.hi) else max(2 * lo, 1.0)
+        if search.best_n is not None:
+            R = max(R, search.best_rate * (1 + TOL / 2))
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0.01:
+            return False
+        st, n = check(R, search.best_n or hint_n, left)
+        search.steps.append({"R": R, "status": st})
+        if st == "feasible":
+            r = rate_of(d, n)
+            if r > search.best_rate:
+                search.best_rate, search.best_n = r, n
+            lo = max(lo, R, r)
+        elif st == "infeasible":
+            search.hi = R
+        else:
+            return False
+
+
+def solve_throughput(instance: Instance, backend: str, method: str, time_limit=None, seed=0,
+                     hint: str | None = None, max_instances: int = 10) -> Result:
+    """Shared driver of exact.cpsat / exact.milp-cbc / exact.milp-highs for ``throughput``."""
+    d = prepare(instance, max_instances)
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    details: dict = {"routing": d.routing, "max_instances": d.K}
+    for c, cid in enumerate(d.comps):
+        if not any(d.allowed(c, j) for j in range(d.J)):
+            return Result(problem="throughput", method=method, status=Status.INFEASIBLE,
+                          message=f"component {cid!r} has no machine it may run on (no profile for a machine type, or its pins)")
+    search = Search(hi=upper_bound(d))
+    hint_n = _hint_counts(instance, d, hint, method, details)
+    if hint_n is not None:
+        r = rate_of(d, hint_n)
+        if r >= 0:
+            search.best_rate, search.best_n = r, hint_n
+            details["hint_rate"] = r
+    finished = True
+    if d.routing == "weighted" and backend != "cpsat":
+        left = None if deadline is None else max(0.05, deadline - time.monotonic())
+        out, b = _weighted_milp(d, search.best_n, max(search.best_rate, 0.0), left, backend)
+        if b is not None:
+            r = weighted_rate(d, b)
+            if r > search.best_rate:
+                search.best_rate, search.best_n = r, b
+        if out.status == "infeasible" and search.best_n is None:
+            return _infeasible(method, "no support satisfies the instance caps and overheads (MILP proves it)")
+        if out.status == "infeasible":  # the hint cutoff can make HiGHS's model infeasible: the hint is optimal
+            search.hi = search.best_rate
+        elif out.status == "optimal":
+            search.hi = min(search.hi, max(search.best_rate, out.bound if out.bound is not None else search.best_rate))
+        else:
+            finished = False
+            if out.bound is not None:
+                search.hi = min(search.hi, out.bound)
+    elif d.routing == "even" and backend != "cpsat":
+        if search.best_n is None or search.best_rate <= 0:
+            left = None if deadline is None else deadline - time.monotonic()
+            st, n = _even_milp(d, 0.0, None, left, backend)
+            if st == "infeasible":
+                return _infeasible(method, "the instances' fixed overheads (MET) or caps leave no placement, even at rate 0")
+            if n is None:
+                return Result(problem="throughput", method=method, status=Status.UNKNOWN,
+                              message="time limit reached before any placement was found", details=details)
+            search.best_rate, search.best_n = rate_of(d, n), n
+        if search.best_rate <= 0:
+            finished = _bisect(d, lambda R, h, left: _even_milp(d, R, h, left, backend), hint_n, deadline, search)
+        else:
+            left = None if deadline is None else max(0.05, deadline - time.monotonic())
+            out, n = _even_milp_direct(d, search.best_rate, search.hi, search.best_n, left, backend)
+            if n is not None:
+                r = even_rate(d, n)
+                if r > search.best_rate:
+                    search.best_rate, search.best_n = r, n
+            if out.status == "infeasible":  # only the hint's cutoff can do that: the hint is optimal
+                search.hi = search.best_rate
+            elif out.status == "optimal":
+                search.hi = max(search.best_rate, search.hi / out.objective * (1 + 1e-7))
+            else:
+                finished = False
+                if out.bound is not None and out.bound > 0:
+                    search.hi = min(search.hi, search.hi / out.bound)
+    else:
+        if d.routing == "even":
+            if backend == "cpsat":
+                def check(R, h, left):
+                    return _even_cpsat(d, R, h, left, seed)
+            else:
+                def check(R, h, left):
+                    return _even_milp(d, R, h, left, backend)
+        else:
+            def check(R, h, left):
+                return _weighted_cpsat(d, R, h, left, seed)
+        if search.best_n is None:
+            left = None if deadline is None else deadline - time.monotonic()
+            st, n = check(0.0, None, left)
+            if st == "infeasible":
+                return _infeasible(method, "the instances' fixed overheads (MET) or caps leave no placement, even at rate 0")
+            if n is None:
+                return Result(problem="throughput", method=method, status=Status.UNKNOWN,
+                              message="time limit reached before any placement was found", details=details)
+            search.best_rate, search.best_n = rate_of(d, n), n
+        finished = _bisect(d, check, hint_n, deadline, search)
+    details["steps"] = len(search.steps)
+    if search.best_n is None:
+        return Result(problem="throughput", method=method, status=Status.UNKNOWN, bound=search.hi if math.isfinite(search.hi) else None,
+                      message="time limit reached before any placement was found", details=details)
+    proven = search.hi <= search.best_rate * (1 + TOL) + 1e-12
+    if not proven and finished and search.hi <= search.best_rate * (1 + 10 * TOL):
+        proven = True  # the CP-SAT rounding slack; documented tolerance is 1e-5 relative (+ the slack)
+    status = Status.OPTIMAL if proven else Status.FEASIBLE
+    bound = max(search.hi, search.best_rate) if math.isfinite(search.hi) else None
+    details["rate"] = search.best_rate
+    msg = "" if proven else "stopped by the time limit: best placement so far, with the proven upper bound on the rate"
+    return Result(problem="throughput", method=method, status=status, plan=make_plan(d, search.best_n, search.best_rate),
+                  bound=bound, message=msg, details=details)
+
+
+def _infeasible(method: str, why: str) -> Result:
+    return Result(problem="throughput", method=method, status=Status.INFEASIBLE, message=why)
+
+
+def _hint_counts(instance: Instance, d: TPData, hint: str | None, method: str, details: dict):
+    if hint is None:
+        return None
+    if hint == method:
+        raise InstanceError("options.hint", f"a method cannot hint itself ({hint!r})")
+    from planner.api import solve
+
+    try:
+        r = solve(instance, "throughput", hint)
+    except InstanceError as e:
+        raise InstanceError("options.hint", f"cannot use {hint!r} as a hint: {e}") from None
+    n = counts_from_plan(d, r.plan) if r.ok else None
+    details["hint"] = {"method": hint, "status": r.status.value, "used": n is not None}
+    return n
+
+
+# --- brute force -------------------------------------------------------------------------------
+
+MAX_EVEN_PLACEMENTS = 2_000_000_000  # raw count matrices; pruning makes the search far smaller
+MAX_WEIGHTED_PAIRS = 14  # 2^14 supports, one LP each
+
+
+def bruteforce_throughput(instance: Instance, time_limit=None, max_instances: int = 10) -> Result:
+    """Exhaustive search. Even routing: every instance-count vector (N_c >= 1, total within the
+    machines' caps; Nasiri's C(sum k_j, n) configurations), and for each every split of those
+    counts over the machines, rated in closed form; a partial split is dropped only when its
+    load at the best rate found so far already overloads a machine (it cannot beat it).
+    Weighted routing: every support, rated by its LP."""
+    d = prepare(instance, max_instances)
+    method = "exact.bruteforce"
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    for c, cid in enumerate(d.comps):
+        if not any(d.allowed(c, j) for j in range(d.J)):
+            return _infeasible(method, f"component {cid!r} has no machine it may run on")
+    if d.routing == "weighted":
+        pairs = [(c, j) for c in range(d.C) for j in range(d.J) if d.allowed(c, j)]
+        if len(pairs) > MAX_WEIGHTED_PAIRS:
+            return Result(problem="throughput", method=method, status=Status.UNKNOWN,
+                          message=f"too large for exhaustive search: {len(pairs)} (component, machine) pairs > {MAX_WEIGHTED_PAIRS}; use exact.cpsat")
+        best, best_b, done = -1.0, None, True
+        for mask in range(1, 1 << len(pairs)):
+            if deadline is not None and (mask & 63) == 0 and time.monotonic() > deadline:
+                done = False
+                break
+            b = [[0] * d.J for _ in range(d.C)]
+            for k, (c, j) in enumerate(pairs):
+                if mask >> k & 1:
+                    b[c][j] = 1
+            if not structurally_ok(d, b):
+                continue
+            r = weighted_rate(d, b)
+            if r > best * (1 + 1e-12):
+                best, best_b = r, b
+        return _bf_result(d, best, best_b, done, {"supports": 1 << len(pairs)})
+    raw = 1
+    for j in range(d.J):
+        raw *= _vectors_within(d.K, [d.kmax[c][j] for c in range(d.C)])
+    if raw > MAX_EVEN_PLACEMENTS:
+        return Result(problem="throughput", method=method, status=Status.UNKNOWN,
+                      message=f"too large for exhaustive search: about {raw:.3g} count matrices > {MAX_EVEN_PLACEMENTS:.0e}; use exact.cpsat")
+    return _bf_even(d, deadline)
+
+
+def _vectors_within(total: int, caps: list[int]) -> int:
+    """How many (x_c) with 0 <= x_c <= caps[c] and sum <= total (a small DP)."""
+    ways = [1] + [0] * total
+    for cap in caps:
+        new = [0] * (total + 1)
+        for s0, w in enumerate(ways):
+            if w:
+                for x in range(0, min(cap, total - s0) + 1):
+                    new[s0 + x] += w
+        ways = new
+    return sum(ways)
+
+
+def _bf_result(d, best, best_n, done, details) -> Result:
+    method = "exact.bruteforce"
+    if best_n is None or best < 0:
+        if not done:
+            return Result(problem="throughput", method=method, status=Status.UNKNOWN, message="time limit reached before any placement")
+        return _infeasible(method, "exhaustive search: no placement fits the overheads and caps")
+    details["rate"] = best
+    return Result(problem="throughput", method=method, status=Status.OPTIMAL if done else Status.FEASIBLE,
+                  plan=make_plan(d, best_n, best), bound=best if done else None, details=details,
+                  message="" if done else "time limit reached; best placement so far")
+
+
+def _compositions(total: int, caps: list[int]):
+    """Every (x_0..x_{m-1}) with sum = total and 0 <= x_j <= caps[j]."""
+    if not caps:
+        if total == 0:
+            yield ()
+        return
+    rest = sum(caps[1:])
+    for x in range(max(0, total - rest), min(caps[0], total) + 1):
+        for tail in _compositions(total - x, caps[1:]):
+            yield (x,) + tail
+
+
+def _bf_even(d: TPData, deadline) -> Result:
+    """Count vectors N in order of total instances; for each, every split over the machines by
+    depth-first search over components. Pruning, all at the best rate R found so far (a better
+    placement must sustain more than R, and loads grow with the rate): a machine whose partial
+    load at R exceeds its capacity; and the components still to place, each at its cheapest
+    machine, not fitting in the machines' total room at R."""
+    C, J = d.C, d.J
+    nmax = [d.nmax(c) for c in range(C)]
+    total_cap = sum(min(d.K, sum(d.kmax[c][j] for c in range(C))) for j in range(J))
+    slope = [[d.a[c][j] * d.gain[c] if d.allowed(c, j) else 0.0 for j in range(J)] for c in range(C)]
+    amin = [min(slope[c][j] for j in range(J) if d.allowed(c, j)) for c in range(C)]
+    mmin = [min(d.met[c][j] for j in range(J) if d.allowed(c, j)) for c in range(C)]
+    inc_map: dict[int, list[int]] = {c: [] for c in range(C)}
+    for c1, c2 in d.incompatible:
+        inc_map[c1].append(c2)
+        inc_map[c2].append(c1)
+    st = {"best": -1.0, "n": None, "vectors": 0, "leaves": 0, "stopped": False}
+    fix = [0.0] * J
+    slo = [0.0] * J
+    used = [0] * J
+    cur = [[0] * J for _ in range(C)]
+    tail_min = [0.0] * (C + 1)  # per N: cheapest total load of components c.. at the best rate
+    tail_frac = [0.0] * (C + 1)  # the same in fractions of a machine's capacity
+    # heavy components first: their placements fail soonest
+    order = sorted(range(C), key=lambda c: -(amin[c] + mmin[c]))
+
+    def fits(j: int, R: float, have: bool) -> bool:
+        return fix[j] + (R * slo[j] if have else 0.0) <= d.cap[j] * (1 + 1e-12) + 1e-12
+
+    def place(pos: int, j: int, left: int, N: tuple) -> None:
+        """Choose n[c][j] for c = order[pos], machine j, with ``left`` instances of c to place."""
+        R = max(st["best"], 0.0)
+        have = st["n"] is not None
+        if pos == C:
+            st["leaves"] += 1
+            r = even_rate(d, cur)
+            if r >= 0 and r > st["best"] * (1 + 1e-12):
+                st["best"] = r
+                st["n"] = [row[:] for row in cur]
+            return
+        c = order[pos]
+        if j == J:
+            if left:
+                return
+            room = sum(d.cap[jj] - fix[jj] - (R * slo[jj] if have else 0.0) for jj in range(J))
+            frac = sum((d.cap[jj] - fix[jj] - (R * slo[jj] if have else 0.0)) / d.cap[jj] for jj in range(J) if d.cap[jj] > 0)
+            if have and (tail_min[pos + 1] > room * (1 + 1e-12) + 1e-12 or tail_frac[pos + 1] > frac + 1e-12):
+                return
+            place(pos + 1, 0, N[order[pos + 1]] if pos + 1 < C else 0, N)
+            return
+        cap = min(d.kmax[c][j], d.K - used[j], left)
+        if inc_map[c] and any(cur[o][j] for o in inc_map[c]):
+            cap = 0
+        rest = sum(min(d.kmax[c][jj], d.K - used[jj]) for jj in range(j + 1, J))
+        lo = max(0, left - rest)
+        per_fix, per_slo = d.met[c][j], slope[c][j] / N[c]
+        for x in range(lo, cap + 1):
+            if x:
+                fix[j] += x * per_fix
+                slo[j] += x * per_slo
+                used[j] += x
+                cur[c][j] = x
+            if x == 0 or fits(j, R, have):
+                place(pos, j + 1, left - x, N)
+            if x:
+                fix[j] -= x * per_fix
+                slo[j] -= x * per_slo
+                used[j] -= x
+                cur[c][j] = 0
+            if x and not fits_after(j, x, per_fix, per_slo, R, have):
+                break  # more instances of c on j only add load
+
+    def fits_after(j, x, per_fix, per_slo, R, have) -> bool:
+        return fix[j] + x * per_fix + ((slo[j] + x * per_slo) * R if have else 0.0) <= d.cap[j] * (1 + 1e-12) + 1e-12
+
+    vectors = [N for N in itertools.product(*[range(1, nmax[c] + 1) for c in range(C)]) if sum(N) <= total_cap]
+    vectors.sort(key=sum)
+    for N in vectors:
+        st["vectors"] += 1
+        if deadline is not None and st["vectors"] % 64 == 0 and time.monotonic() > deadline:
+            st["stopped"] = True
+            break
+        R = max(st["best"], 0.0)
+        for pos in range(C - 1, -1, -1):
+            c = order[pos]
+            tail_min[pos] = tail_min[pos + 1] + R * amin[c] + N[c] * mmin[c]
+            tail_frac[pos] = tail_frac[pos + 1] + min((R * slope[c][j] + N[c] * d.met[c][j]) / d.cap[j]
+                                                      for j in range(J) if d.allowed(c, j) and d.cap[j] > 0)
+        if st["n"] is not None and tail_min[0] > sum(d.cap) * (1 + 1e-12) + 1e-12:
+            continue  # spread ideally, these counts cannot beat the best rate
+        place(0, 0, N[order[0]], N)
+    return _bf_result(d, st["best"], st["n"], not st["stopped"],
+                      {"count_vectors": len(vectors), "count_vectors_searched": st["vectors"], "placements_rated": st["leaves"]})
+
+
+# --- registration --------------------------------------------------------------------------------
+
+def _make(backend: str, name: str):
+    def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10, **_other):
+        return solve_throughput(instance, backend, name, time_limit, seed, hint, max_instances)
+
+    method.__name__ = f"throughput_{backend}"
+    method.__doc__ = f"Exact throughput (Nasiri et al.) with {backend}: see the module docstring."
+    return method
+
+
+for _backend, _name in (("cpsat", "exact.cpsat"), ("cbc", "exact.milp-cbc"), ("highs", "exact.milp-highs")):
+    register(_name, ["throughput"], source=SOURCE, kind="exact", options=dict(OPTIONS))(_make(_backend, _name))
+
+
+@register("exact.bruteforce", ["throughput"], kind="exact", source="exhaustive enumeration (Nasiri et al.'s optimal scheduler)",
+          options={})
+def throughput_bruteforce(instance: Instance, problem: str, *, time_limit=None, seed=0, **_other) -> Result:
+    """Exhaustive search for ``throughput`` (see :func:`bruteforce_throughput`); instances are
+    capped at 10 per machine, as in the exact models' default."""
+    return bruteforce_throughput(instance, time_limit)

@@ -1,0 +1,159 @@
+"""Exact throughput models (CP-SAT, CBC, HiGHS) against brute force and the evaluator.
+
+Agreement tolerance: relative 1e-5 on the sustainable rate (the models' stated tolerance)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import planner
+from planner.model import InstanceError, parse_instance
+from planner.plan import Status
+
+REL = 1e-5
+EXACT = ["exact.cpsat", "exact.milp-cbc", "exact.milp-highs"]
+
+
+def tiny(seed: int, routing: str = "even", comps: int = 3, machines: int = 3, per_node: int = 2) -> dict:
+    """A seeded random throughput instance small enough for brute force."""
+    rnd = random.Random(seed)
+    types = ["A", "B", "C"]
+    cs = [{"id": "s", "kind": "spout", "max_per_node": per_node}]
+    cs += [{"id": f"b{i}", "max_per_node": per_node} for i in range(1, comps)]
+    streams = [{"source": cs[i - 1]["id"] if (i == 1 or rnd.random() < 0.7) else "s", "target": cs[i]["id"],
+                "selectivity": rnd.choice([0.5, 1, 2])} for i in range(1, comps)]
+    nodes = [{"id": f"n{j}", "type": rnd.choice(types), "cpu": rnd.choice([100, 200, 400]), "slots": 1}
+             for j in range(machines)]
+    profs = [{"profile": c["id"], "machine_type": t, "exec_ms": round(rnd.uniform(0.1, 2), 3),
+              "overhead": rnd.choice([0, 1, 5])} for c in cs for t in types]
+    return {"topologies": [{"id": "t", "routing": routing, "components": cs, "streams": streams}],
+            "cluster": {"racks": [{"id": "r", "nodes": nodes}]}, "machine_profiles": profs}
+
+
+def agree(inst: dict, methods=EXACT) -> float:
+    ref = planner.solve(inst, "throughput", "exact.bruteforce")
+    assert ref.status == Status.OPTIMAL, ref.message
+    assert ref.metrics["feasible"]
+    for m in methods:
+        r = planner.solve(inst, "throughput", m)
+        assert r.status == Status.OPTIMAL, (m, r.message)
+        assert r.metrics["feasible"], (m, r.metrics["violations"])
+        assert r.objective == pytest.approx(ref.objective, rel=REL), m
+        assert r.bound >= r.objective * (1 - 1e-9)
+        assert r.plan.input_rate <= r.objective * (1 + 1e-9)
+    return ref.objective
+
+
+@pytest.mark.parametrize("routing", ["even", "weighted"])
+@pytest.mark.parametrize("seed", range(4))
+def test_small_random_agree(seed, routing):
+    agree(tiny(seed, routing))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("routing", ["even", "weighted"])
+def test_hundreds_random_agree(routing):
+    for seed in range(100, 250):
+        agree(tiny(seed, routing, comps=random.Random(seed).choice([2, 3]), machines=random.Random(seed + 1).choice([2, 3])))
+
+
+def test_weighted_at_least_even():
+    """Weighted routing can split as even routing does, so its optimum is never lower."""
+    for seed in range(3):
+        e = planner.solve(tiny(seed, "even"), "throughput", "exact.milp-highs").objective
+        w = planner.solve(tiny(seed, "weighted"), "throughput", "exact.milp-highs").objective
+        assert w >= e * (1 - 1e-7)
+
+
+def test_nasiri_search_space_milp_and_bruteforce():
+    """4 components, 3 machines, <= 10 instances per machine: brute force goes through all
+    C(30, 4) = 27,405 instance-count vectors and confirms the MILP's proven optimum."""
+    inst = planner.load_instance("nasiri-search-space")
+    bf = planner.solve(inst, "throughput", "exact.bruteforce")
+    assert bf.status == Status.OPTIMAL and bf.metrics["feasible"]
+    assert bf.details["count_vectors"] == 27405
+    r = planner.solve(inst, "throughput", "exact.milp-highs")
+    assert r.status == Status.OPTIMAL and r.metrics["feasible"]
+    assert r.objective == pytest.approx(bf.objective, rel=REL)
+
+
+@pytest.mark.slow
+def test_nasiri_search_space_cpsat_cbc():
+    inst = planner.load_instance("nasiri-search-space")
+    bf = planner.solve(inst, "throughput", "exact.bruteforce")
+    for m in ["exact.cpsat", "exact.milp-cbc"]:
+        r = planner.solve(inst, "throughput", m)
+        assert r.status == Status.OPTIMAL and r.metrics["feasible"], m
+        assert r.objective == pytest.approx(bf.objective, rel=REL), m
+
+
+def test_nasiri_small_cap_cpsat():
+    """The same example with at most 4 instances per machine (495 count vectors), CP-SAT."""
+    from formulations.throughput import bruteforce_throughput
+
+    inst = planner.load_instance("nasiri-search-space")
+    bf = planner.api.judge(inst, bruteforce_throughput(inst, max_instances=4), "exact")
+    assert bf.details["count_vectors"] == 495
+    r = planner.solve(inst, "throughput", "exact.cpsat", max_instances=4)
+    assert r.status == Status.OPTIMAL and r.metrics["feasible"]
+    assert r.objective == pytest.approx(bf.objective, rel=REL)
+    assert all(sum(1 for p in r.plan.placements if p.node == n) <= 4 for n in ("m1", "m2", "m3"))
+
+
+def big(seed: int = 7, comps: int = 8, machines: int = 10) -> dict:
+    inst = tiny(seed, "even", comps, machines, per_node=10)
+    for c in inst["topologies"][0]["components"]:
+        c.pop("max_per_node")
+    return inst
+
+
+@pytest.mark.parametrize("method", ["exact.cpsat", "exact.milp-highs"])
+def test_time_limit_gives_feasible_with_bound(method):
+    r = planner.solve(big(), "throughput", method, time_limit=2)
+    assert r.status in (Status.FEASIBLE, Status.OPTIMAL), r.message
+    assert r.metrics["feasible"]
+    assert r.bound is not None and r.bound >= r.objective * (1 - 1e-9)
+    if r.status == Status.FEASIBLE:
+        assert "time limit" in r.message
+    assert r.seconds < 30
+
+
+def test_hint_seeds_the_search():
+    inst = tiny(2, "even")
+    plain = planner.solve(inst, "throughput", "exact.cpsat")
+    for m in EXACT:
+        r = planner.solve(inst, "throughput", m, hint="nasiri")
+        assert r.details["hint"]["method"] == "nasiri"
+        assert r.status == Status.OPTIMAL and r.metrics["feasible"]
+        assert r.objective == pytest.approx(plain.objective, rel=REL)
+    r = planner.solve(inst, "throughput", "exact.cpsat", hint="exact.milp-highs")
+    assert r.details["hint"]["used"] and r.details["hint_rate"] == pytest.approx(plain.objective, rel=REL)
+
+
+def test_bad_input_and_infeasible():
+    inst = tiny(1)
+    with pytest.raises(InstanceError) as e:
+        planner.solve(inst, "throughput", "exact.cpsat", hint="exact.cpsat")
+    assert e.value.path == "options.hint"
+    with pytest.raises(InstanceError) as e:
+        planner.solve(inst, "throughput", "exact.cpsat", max_instances=0)
+    assert e.value.path == "options.max_instances"
+    two = dict(inst)
+    two["topologies"] = inst["topologies"] + [dict(inst["topologies"][0], id="u")]
+    with pytest.raises(InstanceError) as e:
+        planner.solve(two, "throughput", "exact.milp-cbc")
+    assert e.value.path == "topologies"
+    heavy = tiny(1)
+    for p in heavy["machine_profiles"]:
+        p["overhead"] = 1000
+    for m in EXACT + ["exact.bruteforce"]:
+        r = planner.solve(heavy, "throughput", m)
+        assert r.status == Status.INFEASIBLE, (m, r.status, r.message)
+        assert "overhead" in r.message.lower() or "fits" in r.message, (m, r.message)
+
+
+def test_bruteforce_refuses_large():
+    r = planner.solve(big(1, 8, 10), "throughput", "exact.bruteforce")
+    assert r.status == Status.UNKNOWN and "too large" in r.message
