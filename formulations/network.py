@@ -19,6 +19,7 @@ from planner import rates
 from planner.plan import Result
 from planner.registry import register
 
+from . import _patterns as patterns
 from ._rasmodel import OPTIONS, SOURCE, PlacementModel, Run, component_groups, method_runner
 
 
@@ -96,9 +97,27 @@ def _reward(m, expr: dict[int, float], e_t: float) -> None:
 
 
 def solve_network(run: Run) -> Result:
-    """Minimise the RAS network metric (component counts per worker/node/rack; exact linearisation)."""
-    hint = run.hint_plan()
+    """Minimise the RAS network metric: the configuration model (node and rack contents as
+    columns, docs/formulations.md), falling back to the compact count model when it does not
+    apply or cannot finish its proof."""
     groups = [g for ti, t in enumerate(run.instance.topologies) for g in component_groups(ti, t)]
+    base = PlacementModel(run.instance, run.problem, groups, sense="min", symmetry=run.symmetry, build=False)
+    why = None if run.pattern_off else patterns.applicable(base, "network")
+    incumbent = None
+    if why is None:
+        pat, info, const = patterns.build_network(base, run.deadline(), run.threads)
+        out = patterns.run_patterns(pat, run.backend, run.threads)
+        det = {"model": "configuration", **out.get("stats", {})}
+        if out["chosen"] is not None:
+            plan = patterns.network_plan(base, pat, out["chosen"])
+            if out["status"] == "optimal" or run.expired():
+                return run.pattern_result(out, plan, bound=const - out["bound"], details=det)
+            incumbent = plan
+        elif run.expired():
+            return run.pattern_result(out, None, bound=None, details=det)
+        if out["status"] != "infeasible":  # infeasible: the compact model proves and explains it
+            run.notes.append(f"configuration model did not finish its proof ({det}); compact model")
+    hint = incumbent or run.hint_plan()
     pm = PlacementModel(run.instance, run.problem, groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
     network_objective(pm)
     return run.result(pm, run.solve(pm))
