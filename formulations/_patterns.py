@@ -97,11 +97,11 @@ class Pricer:
         payload = self.decode(val)
         return Column(fam, value, coefs, payload, self.key(payload))
 
-    def rc_terms(self, duals: dict[Any, float]) -> tuple[dict[int, float], dict[int, Any]]:
+    def rc_terms(self, duals: dict[Any, float], with_value: bool = True) -> tuple[dict[int, float], dict[int, Any]]:
         """Reduced cost rc = sum_v a_v v (the convexity dual is added by the caller)."""
         a: dict[int, float] = defaultdict(float)
         var: dict[int, Any] = {}
-        for v, c in self.value:
+        for v, c in (self.value if with_value else []):
             a[v.Index()] += c
             var[v.Index()] = v
         for r, terms in self.rows.items():
@@ -138,6 +138,11 @@ def _solve_cp(cm, time_limit: float, threads: int, enumerate_all: bool = False, 
         s.parameters.num_workers = 1
     else:
         s.parameters.num_workers = threads
+        import os
+        for kv in os.environ.get("PAT_CP", "").split(","):
+            if kv:
+                k, v = kv.split("=")
+                setattr(s.parameters, k, type(getattr(s.parameters, k))(eval(v)))
     st = s.Solve(cm, cb) if cb is not None else s.Solve(cm)
     return s, st
 
@@ -168,13 +173,15 @@ class PatternModel:
         return True
 
     # --- step 1: column generation ----------------------------------------------------------
-    def solve_lp(self) -> tuple[float, dict[Any, float], bool]:
+    def solve_lp(self, phase1: bool = False):
+        """Master LP over the columns so far (artificials on every row, penalised); phase1:
+        only the artificials count (a feasibility test). Returns (objective, duals, artificials used)."""
         from ortools.linear_solver import pywraplp
 
         s = pywraplp.Solver.CreateSolver("GLOP")
         inf = s.infinity()
         lam = [s.NumVar(0.0, inf, "") for _ in self.cols]
-        big = 100.0 * (1.0 + max((abs(c.value) for c in self.cols), default=0.0))
+        big = 1.0 if phase1 else 100.0 * (1.0 + max((abs(c.value) for c in self.cols), default=0.0))
         cons = {}
         obj = s.Objective()
         for r, rhs in self.rows.items():
@@ -186,22 +193,26 @@ class PatternModel:
             obj.SetCoefficient(ap, -big)
             obj.SetCoefficient(am, -big)
         for v, c in zip(lam, self.cols):
-            obj.SetCoefficient(v, c.value)
+            obj.SetCoefficient(v, 0.0 if phase1 else c.value)
             for r, x in c.coefs.items():
                 cons[r].SetCoefficient(v, x)
         obj.SetMaximization()
         st = s.Solve()
         if st != pywraplp.Solver.OPTIMAL:
             return None
-        used_art = obj.Value() < sum(c.value * v.solution_value() for v, c in zip(lam, self.cols)) - 1e-6
+        if phase1:
+            used_art = obj.Value() < -1e-7
+        else:
+            used_art = obj.Value() < sum(c.value * v.solution_value() for v, c in zip(lam, self.cols)) - 1e-6
         return obj.Value(), {r: con.dual_value() for r, con in cons.items()}, used_art
 
-    def price(self, fi: int, duals: dict[Any, float], want: int = 8) -> tuple[float, list[Column], bool]:
+    def price(self, fi: int, duals: dict[Any, float], want: int = 8, quick: float | None = None,
+              phase1: bool = False) -> tuple[float, list[Column], bool]:
         """Best reduced cost of family fi (an upper bound, rigorous) and improving columns."""
         fam = self.families[fi]
         pr = fam.pricer or fam.build()
         fam.pricer = pr
-        a, var = pr.rc_terms(duals)
+        a, var = pr.rc_terms(duals, with_value=not phase1)
         const = -duals.get(fam.conv_row, 0.0)
         if not a:
             col = pr.column(fi, lambda v: 0)
@@ -221,14 +232,14 @@ class PatternModel:
                     cols.append(pr.column(fi, self.Value))
 
         cb = CB()
-        s, st = _solve_cp(cm, min(self.left(), 30.0), self.threads, cb=cb)
+        s, st = _solve_cp(cm, min(self.left(), quick or 30.0), self.threads, cb=cb)
         if st not in (cp.OPTIMAL, cp.FEASIBLE):
             return math.inf, [], False
         ub = s.BestObjectiveBound() / scale + err + const
         cols.append(pr.column(fi, s.Value))
 
         def rc(c: Column) -> float:
-            return c.value - sum(duals.get(r, 0.0) * x for r, x in c.coefs.items())
+            return (0.0 if phase1 else c.value) - sum(duals.get(r, 0.0) * x for r, x in c.coefs.items())
 
         cols.sort(key=lambda c: -rc(c))
         return ub, [c for c in cols[:want]], st == cp.OPTIMAL
@@ -249,6 +260,15 @@ class PatternModel:
             lp, duals, used_art = lp_out
             self.stats["lp_iterations"] += 1
             added = 0
+            # cheap pricing first (short CP-SAT runs); the exact round only when it finds nothing
+            for fi in range(len(self.families)):
+                _, cols, _ = self.price(fi, duals, quick=0.1)
+                for c in cols:
+                    if self.rc(c, duals) > 1e-7 * max(1.0, abs(c.value)) and self.add(c):
+                        added += 1
+            if added:
+                self.stats["columns_generated"] += added
+                continue
             maxrc: list[float] = []
             exact = True
             for fi in range(len(self.families)):
@@ -265,11 +285,38 @@ class PatternModel:
                 if ub < best_ub:
                     best_ub, best = ub, (duals, maxrc)
             if added == 0:
-                # artificials still in use: the LP (hence the problem) looks infeasible; the
-                # compact model proves and explains that, so no claim is made here
+                if used_art:  # the LP looks infeasible: prove it (phase 1) or go on with its columns
+                    if self.infeasible():
+                        return -math.inf, None, None
+                    continue
                 return (None, None, None) if best is None else (best_ub, *best)
             if best is not None and best_ub - lp <= 1e-9 * max(1.0, abs(lp)):
                 return best_ub, *best
+
+    def infeasible(self) -> bool:
+        """Phase 1: minimise the artificials with exact pricing; True only if the LP master is
+        proven infeasible (then so is every integer plan). Columns found are kept."""
+        while self.left() > 0:
+            out = self.solve_lp(phase1=True)
+            if out is None:
+                return False
+            _, duals, used = out
+            if not used:
+                return False
+            added = 0
+            bound = sum(duals.get(r, 0.0) * rhs for r, rhs in self.rows.items())
+            for fi, fam in enumerate(self.families):
+                ub, cols, _ = self.price(fi, duals, phase1=True)
+                bound += fam.count * ub  # ub: a rigorous upper bound on the phase-1 reduced cost
+                for c in cols:
+                    if -sum(duals.get(r, 0.0) * x for r, x in c.coefs.items()) > 1e-7 and self.add(c):
+                        added += 1
+            # Lagrangian bound on -(artificials) for any integer plan: below 0 means none exists
+            if bound < -1e-6:
+                return True
+            if added == 0:
+                return False
+        return False
 
     # --- step 3: enumeration ---------------------------------------------------------------
     def enumerate(self, fi: int, duals: dict[Any, float], threshold: float, cap: int) -> bool:
@@ -335,6 +382,9 @@ def run_patterns(pm: PatternModel, backend: str, threads: int | None, cap: int =
     ub, duals, maxrc = pm.generate()
     out["stats"] = pm.stats
     if ub is None:
+        return out
+    if ub == -math.inf:
+        out["status"] = "infeasible"
         return out
     ub += pm.value_const
     out["bound"] = ub
@@ -473,6 +523,16 @@ def _node_pricer(pm, nodes: list[int], edges, with_workers: bool, traffic: bool)
                     for d in cl[i + 1:]:
                         if d in t.component(c).incompatible or c in t.component(d).incompatible:
                             cm.Add(used[c] + used[d] <= 1)
+                # two workers of t on one node that could merge (heap) are never better than the
+                # merged worker (every pair between them gains): keep only unmergeable splits
+                if pm.ras and ks and not any(c.incompatible for c in t.components) and t.max_heap_mb > 0 and \
+                        all(float(G[k].comp.memory_onheap_mb * 1000).is_integer() for k in ks):
+                    hw = sum(int(round(G[k].comp.memory_onheap_mb * 1000)) * x[(k, w)] for k in ks)
+                    for w0 in range(w):
+                        k0 = [k for k in y if G[k].ti == ti and (k, w0) in x]
+                        h0 = sum(int(round(G[k].comp.memory_onheap_mb * 1000)) * x[(k, w0)] for k in k0)
+                        big = int(math.floor(t.max_heap_mb * 1000 + 1e-6)) + 1
+                        cm.Add(hw + h0 >= big * (own[(ti, w)] + own[(ti, w0)] - 1))
             if w > 0:  # interchangeable ports: non-increasing totals
                 cm.Add(sum(x[(k, w)] for k in y if (k, w) in x) <= sum(x[(k, w - 1)] for k in y if (k, w - 1) in x))
         for k in y:
@@ -590,7 +650,7 @@ def build_network(pm, deadline, threads) -> tuple[PatternModel, dict, float]:
 
             fams.append(Family(f"rack{ri}", 1, conv, build))
     # value = const_reward; the master maximises co-location, the metric is const - value
-    return PatternModel(rows, fams, one_rack_const, deadline, threads or 2), {"edges": edges, "const": const}, const
+    return PatternModel(rows, fams, one_rack_const, deadline, 1), {"edges": edges, "const": const, "racks": racks}, const
 
 
 def _with_conv(pr: Pricer, conv) -> Pricer:
@@ -623,25 +683,161 @@ def build_traffic(pm, pairs, deadline, threads) -> tuple[PatternModel, float]:
             return _with_conv(pr, conv)
 
         fams.append(Family(f"node{cls[0]}", len(cls), conv, build))
-    return PatternModel(rows, fams, 0.0, deadline, threads or 2), const
+    return PatternModel(rows, fams, 0.0, deadline, 1), const
+
+
+def _rack_sub(pm, ri: int, z: dict[int, int], edges, deadline, seed: list[Column]) -> PatternModel:
+    """Rack ri holding exactly z: its node classes as families (single-rack configuration
+    model), seeded with node columns already generated for that rack."""
+    G = pm.groups
+    rows: dict[Any, float] = {("cover", k): float(z.get(k, 0)) for k in range(len(G))}
+    fams = []
+    fam_of = {}
+    for cls in node_classes(pm, with_rack=True):
+        if pm.node_rack[cls[0]] != ri:
+            continue
+        conv = ("conv", "node", cls[0])
+        rows[conv] = float(len(cls))
+
+        def build(cls=cls, conv=conv):
+            return _with_conv(_node_pricer(pm, cls, edges, with_workers=True, traffic=False), conv)
+
+        fam_of[conv] = len(fams)
+        fams.append(Family(f"node{cls[0]}", len(cls), conv, build))
+    sub = PatternModel(rows, fams, 0.0, deadline, 1)
+    for c in seed:
+        conv = next(r for r in c.coefs if r[0] == "conv")
+        if conv in fam_of:
+            coefs = {("cover", r[2]) if r[0] == "link" else r: x for r, x in c.coefs.items()}
+            if all(x <= z.get(r[1], 0) for r, x in coefs.items() if r[0] == "cover"):
+                sub.add(Column(fam_of[conv], c.value, coefs, c.payload, c.key))
+    return sub
+
+
+def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, cap: int = 20000) -> dict[str, Any]:
+    """Several racks: the configuration LP mixes rack contents, so its bound alone is loose.
+    Search the rack contents (z_r, one per rack, summing to the executor counts) whose
+    Lagrangian bound UB + sum_r (rc(z_r) - maxrc_r) beats the incumbent, best bound first;
+    for each, solve every rack's node problem exactly (single-rack configuration model, whose
+    LP is tight). The margin delta of the enumerated rack contents grows until it covers the gap."""
+    out: dict[str, Any] = {"status": "unknown", "value": None, "bound": None, "chosen": None}
+    ub, duals, maxrc = model.generate()
+    out["stats"] = st = model.stats
+    if ub is None:
+        return out
+    if ub == -math.inf:
+        out["status"] = "infeasible"
+        return out
+    G = pm.groups
+    n = [g.size for g in G]
+    out["bound"] = ub
+    scale = max(1.0, abs(ub))
+    rack_f = [fi for fi, f in enumerate(model.families) if f.name.startswith("rack")]
+    node_seed = [c for c in model.cols if not model.families[c.family].name.startswith("rack")]
+    racks = info["racks"]
+    # racks with the same node classes (capacities, counts) are interchangeable: z_1 >= z_2 lexicographically
+    sig = {ri: tuple(sorted((len(c), pm.nodes[c[0]].cpu, pm.nodes[c[0]].memory_mb, len(pm.nodes[c[0]].slots))
+                            for c in node_classes(pm, True) if pm.node_rack[c[0]] == ri)) for ri in racks}
+    z_best = -math.inf
+    best: list | None = None
+    cache: dict[Any, tuple[float, list] | None] = {}
+    done: set = set()
+    st["rack_tuples"] = 0
+
+    def rack_value(c: Column) -> float:
+        return c.value
+
+    def solve_rack(ri: int, zc: Column) -> tuple[float, list] | None | str:
+        z = dict(zc.payload)
+        key = (sig[ri], zc.key) if list(sig.values()).count(sig[ri]) > 1 else (ri, zc.key)
+        if key in cache:
+            return cache[key]
+        sub = _rack_sub(pm, ri, z, info["edges"], model.deadline, node_seed)
+        o = run_patterns(sub, backend, threads, cap)
+        if o["status"] == "infeasible":
+            cache[key] = None
+            return None
+        if o["status"] != "optimal":
+            return "incomplete"
+        res = (o["value"], [(sub.families[c.family].name, c, v) for c, v in o["chosen"]])
+        cache[key] = res
+        st["rack_subproblems"] = st.get("rack_subproblems", 0) + 1
+        return res
+
+    delta = max(1e-6 * scale, 1e-3 * scale)
+    while True:
+        for fi in rack_f:
+            if not model.enumerate(fi, duals, maxrc[fi] - delta - 1e-7 * scale, cap):
+                st["enumeration"] = f"rack contents incomplete at margin {delta:.4g}"
+                return out
+        cols = {fi: [c for c in model.cols if c.family == fi] for fi in rack_f}
+        rcs = {id(c): model.rc(c, duals) for fi in rack_f for c in cols[fi]}
+        # tuples: one rack column per rack, summing to n (depth-first over racks)
+        tuples: list[tuple[float, list[Column]]] = []
+
+        def dfs(i: int, left: list[int], slack: float, chosen: list[Column]) -> None:
+            if i == len(rack_f):
+                if not any(left):
+                    tuples.append((ub - slack, list(chosen)))
+                return
+            fi = rack_f[i]
+            for c in cols[fi]:
+                loss = maxrc[fi] - rcs[id(c)]
+                if loss > slack + 1e-7 * scale:
+                    continue
+                zz = dict(c.payload)
+                if any(zz.get(k, 0) > left[k] for k in range(len(n))):
+                    continue
+                if i > 0 and sig[racks[i]] == sig[racks[i - 1]] and c.key > chosen[-1].key:
+                    continue  # identical racks: non-increasing contents
+                dfs(i + 1, [left[k] - zz.get(k, 0) for k in range(len(n))], slack - loss, chosen + [c])
+
+        dfs(0, list(n), delta, [])
+        tuples.sort(key=lambda t: -t[0])
+        for tub, tup in tuples:
+            if time.monotonic() > (model.deadline or math.inf):
+                st["enumeration"] = "time limit in the rack search"
+                return out
+            tk = tuple(c.key for c in tup)
+            if tk in done or tub <= z_best + 1e-7 * scale:
+                continue
+            done.add(tk)
+            st["rack_tuples"] += 1
+            total = sum(rack_value(c) for c in tup)
+            parts = []
+            for ri, c in zip(racks, tup):
+                r = solve_rack(ri, c)
+                if r == "incomplete":
+                    st["enumeration"] = "rack subproblem not proven"
+                    return out
+                if r is None:
+                    total = -math.inf
+                    break
+                total += r[0]
+                parts.extend(r[1])
+            if total > z_best:
+                z_best, best = total, parts
+                out.update(status="feasible", value=z_best, chosen=best)
+        st["margin"] = delta
+        if z_best > -math.inf and ub - z_best <= delta + 1e-7 * scale:
+            out.update(status="optimal", bound=z_best)
+            return out
+        delta = 4 * delta if z_best == -math.inf else min(4 * delta, ub - z_best)
 
 
 # --- plans --------------------------------------------------------------------------------------
 
-def network_plan(pm, model: PatternModel, chosen: list[tuple[Column, int]]) -> Plan:
-    """Node columns dealt to the nodes of their class (rack columns only fix the bound)."""
+def network_plan(pm, chosen: list[tuple[str, Column, int]]) -> Plan:
+    """Node columns (family name = node{first node of the class}) dealt to their class's nodes."""
     G = pm.groups
-    free = {}
-    for fi, fam in enumerate(model.families):
-        if fam.name.startswith("node"):
-            free[fi] = list(next(c for c in node_classes(pm, True) if f"node{c[0]}" == fam.name))
+    free = {f"node{c[0]}": list(c) for c in node_classes(pm, True)}
     nxt = {k: iter(g.members) for k, g in enumerate(G)}
     out = []
-    for col, cnt in chosen:
-        if col.family not in free:
-            continue
+    for name, col, cnt in chosen:
+        if name not in free:
+            continue  # rack columns carry no placement
         for _ in range(cnt):
-            ni = free[col.family].pop(0)
+            ni = free[name].pop(0)
             ports = list(pm.nodes[ni].slots)
             for w, content in enumerate(col.payload[1]):
                 for k, q in content:

@@ -106,10 +106,15 @@ def solve_network(run: Run) -> Result:
     incumbent = None
     if why is None:
         pat, info, const = patterns.build_network(base, run.deadline(), run.threads)
-        out = patterns.run_patterns(pat, run.backend, run.threads)
+        if len(info["racks"]) > 1:
+            out = patterns.network_racks(base, pat, info, run.backend, run.threads)
+        else:
+            out = patterns.run_patterns(pat, run.backend, run.threads)
+            if out["chosen"] is not None:
+                out["chosen"] = [(pat.families[c.family].name, c, v) for c, v in out["chosen"]]
         det = {"model": "configuration", **out.get("stats", {})}
         if out["chosen"] is not None:
-            plan = patterns.network_plan(base, pat, out["chosen"])
+            plan = patterns.network_plan(base, out["chosen"])
             if out["status"] == "optimal" or run.expired():
                 return run.pattern_result(out, plan, bound=const - out["bound"], details=det)
             incumbent = plan
