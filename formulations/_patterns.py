@@ -60,6 +60,7 @@ class Family:
     conv_row: Any
     build: Callable[[], "Pricer"]  # a fresh CP-SAT pricing model
     pricer: "Pricer | None" = None
+    heuristic: Callable[[dict], list["Column"]] | None = None  # fast pricing without proof
 
 
 class Pricer:
@@ -159,6 +160,7 @@ class PatternModel:
         self.threads = threads
         self.cols: list[Column] = []
         self.seen: set[tuple[int, Any]] = set()
+        self.exact_cap = 10.0  # seconds per exact pricing; past it, CP-SAT's bound is used (valid, looser)
         self.stats: dict[str, Any] = {"lp_iterations": 0, "columns_generated": 0, "columns_enumerated": 0}
 
     def left(self) -> float:
@@ -260,19 +262,27 @@ class PatternModel:
             lp, duals, used_art = lp_out
             self.stats["lp_iterations"] += 1
             added = 0
-            # cheap pricing first (short CP-SAT runs); the exact round only when it finds nothing
-            for fi in range(len(self.families)):
-                _, cols, _ = self.price(fi, duals, quick=0.1)
-                for c in cols:
-                    if self.rc(c, duals) > 1e-7 * max(1.0, abs(c.value)) and self.add(c):
-                        added += 1
+            # cheap pricing first: the numpy heuristics, then short CP-SAT runs; the exact
+            # round only when neither finds an improving column
+            for quick in ("heuristic", 0.5):
+                for fi in range(len(self.families)):
+                    if quick == "heuristic":
+                        h = self.families[fi].heuristic
+                        cols = h(duals) if h is not None else []
+                    else:
+                        _, cols, _ = self.price(fi, duals, quick=quick)
+                    for c in cols:
+                        if self.rc(c, duals) > 1e-7 * max(1.0, abs(c.value)) and self.add(c):
+                            added += 1
+                if added:
+                    break
             if added:
                 self.stats["columns_generated"] += added
                 continue
             maxrc: list[float] = []
             exact = True
             for fi in range(len(self.families)):
-                ub, cols, ok = self.price(fi, duals)
+                ub, cols, ok = self.price(fi, duals, quick=self.exact_cap)
                 exact &= ok
                 maxrc.append(ub)
                 for c in cols:
@@ -461,7 +471,7 @@ def applicable(pm, problem: str) -> str | None:
     return None
 
 
-def _node_pricer(pm, nodes: list[int], edges, with_workers: bool, traffic: bool) -> Pricer:
+def _node_pricer(pm, nodes: list[int], edges, with_workers: bool, traffic: bool, ybound: dict[int, int] | None = None) -> Pricer:
     """One node of class ``nodes``: counts y[g] (and x[g,w] per worker when needed)."""
     pr = Pricer()
     cm = pr.cm
@@ -472,7 +482,7 @@ def _node_pricer(pm, nodes: list[int], edges, with_workers: bool, traffic: bool)
     y = {}
     x = {}
     for k, g in enumerate(G):
-        cap = pm.node_cap(g, ni)
+        cap = pm.node_cap(g, ni) if ybound is None else min(pm.node_cap(g, ni), ybound.get(k, 0))
         if cap > 0:
             y[k] = pr.int_var(0, cap, f"y{k}")
     # node resources
@@ -556,13 +566,20 @@ def _node_pricer(pm, nodes: list[int], edges, with_workers: bool, traffic: bool)
     for k in y:
         pr.rows[("cover", k)].append((y[k], 1.0))
     # value: node-level (and worker-level) co-location, weighted
+    prods: dict[Any, list] = defaultdict(list)  # place -> product vars (for the density cuts)
     for (ka, kb), wgt in edges.items():
         if ka in y and kb in y:
-            pr.value.append((pr.product(y[ka], y[kb], f"Y{ka},{kb}"), wgt))
+            p = pr.product(y[ka], y[kb], f"Y{ka},{kb}")
+            pr.value.append((p, wgt))
+            prods[(G[ka].ti, "node")].append(p)
             if with_workers:
                 for w in range(nw):
                     if (ka, w) in x and (kb, w) in x:
-                        pr.value.append((pr.product(x[(ka, w)], x[(kb, w)], f"X{ka},{kb},{w}"), wgt))
+                        q = pr.product(x[(ka, w)], x[(kb, w)], f"X{ka},{kb},{w}")
+                        pr.value.append((q, wgt))
+                        prods[(G[ka].ti, w)].append(q)
+    if not traffic:
+        _density(pr, pm, prods, y, x)
 
     def decode(val):
         if with_workers:
@@ -574,6 +591,245 @@ def _node_pricer(pm, nodes: list[int], edges, with_workers: bool, traffic: bool)
     pr.decode = decode
     pr.key = lambda p: p
     return pr
+
+
+def worker_patterns(pm, ni: int, ti: int, cap: int = 20000) -> list[tuple[tuple[int, int], ...]] | None:
+    """Every non-empty content of one worker of topology ti on node ni: counts within the
+    worker caps, heap <= max_heap, fitting the node alone, no incompatible pair. None if more
+    than ``cap``."""
+    G = pm.groups
+    t = dict(pm.topos)[ti]
+    n = pm.nodes[ni]
+    ks = [k for k, g in enumerate(G) if g.ti == ti and pm.worker_cap(g, ni) > 0]
+    out: list = []
+
+    def ok_pair(c: str, d: str) -> bool:
+        return not (d in t.component(c).incompatible or c in t.component(d).incompatible)
+
+    def rec(i: int, cur: list, heap: float, cpu: float, mem: float, comps: list) -> bool:
+        if i == len(ks):
+            if cur:
+                out.append(tuple(cur))
+            return len(out) <= cap
+        k = ks[i]
+        c = G[k].comp
+        if not rec(i + 1, cur, heap, cpu, mem, comps):
+            return False
+        if any(not ok_pair(c.id, d) for d in comps if d != c.id):
+            return True
+        for q in range(1, pm.worker_cap(G[k], ni) + 1):
+            h, cp, mm = heap + q * c.memory_onheap_mb, cpu + q * c.cpu, mem + q * c.memory_mb
+            if h > t.max_heap_mb + 1e-9 or cp > n.cpu + 1e-9 or mm > n.memory_mb + 1e-9:
+                break
+            if not rec(i + 1, cur + [(k, q)], h, cp, mm, comps + [c.id]):
+                return False
+        return True
+
+    if not rec(0, [], 0.0, 0.0, 0.0, []):
+        return None
+    return out
+
+
+def _node_pricer_patterns(pm, nodes: list[int], edges, pats: dict[int, list], ybound: dict[int, int] | None) -> Pricer:
+    """One node as a multiset of worker contents: u[p] workers with content p. The worker
+    level is then linear (sum_p u[p] co(p)); only the node level keeps products of y."""
+    pr = Pricer()
+    cm = pr.cm
+    G = pm.groups
+    ni = nodes[0]
+    n = pm.nodes[ni]
+    nw = len(n.slots)
+    y = {}
+    for k, g in enumerate(G):
+        cap = pm.node_cap(g, ni) if ybound is None else min(pm.node_cap(g, ni), ybound.get(k, 0))
+        if cap > 0:
+            y[k] = pr.int_var(0, cap, f"y{k}")
+    u = {}
+    terms: dict[int, list] = defaultdict(list)
+    for ti, plist in pats.items():
+        t = dict(pm.topos)[ti]
+        small = []
+        for i, pat in enumerate(plist):
+            if any(q > (pr.ubs[y[k].Index()] if k in y else 0) for k, q in pat):
+                continue
+            v = pr.int_var(0, nw, f"u{ti},{i}")
+            u[(ti, i)] = (v, pat)
+            for k, q in pat:
+                terms[k].append((v, q))
+            co = sum(wgt * dict(pat).get(a, 0) * dict(pat).get(b, 0) for (a, b), wgt in edges.items())
+            if co:
+                pr.value.append((v, co))
+            heap = sum(G[k].comp.memory_onheap_mb * q for k, q in pat)
+            if not any(c.incompatible for c in t.components) and 2 * heap <= t.max_heap_mb + 1e-9:
+                small.append(v)
+        if small:  # two workers that fit in one are never better than the merged one
+            cm.Add(sum(small) <= 1)
+    cm.Add(sum(v for v, _ in u.values()) <= nw)
+    for k in y:
+        cm.Add(y[k] == sum(q * v for v, q in terms[k]))
+    cm.Add(sum(int(round(G[k].comp.cpu * 1000)) * y[k] for k in y) <= int(math.floor(n.cpu * 1000 + 1e-6)))
+    cm.Add(sum(int(round(G[k].comp.memory_mb * 1000)) * y[k] for k in y) <= int(math.floor(n.memory_mb * 1000 + 1e-6)))
+    for r in sorted({r for k in y for r in G[k].comp.resources}):
+        cm.Add(sum(int(round(G[k].comp.resources.get(r, 0.0) * 1000)) * y[k] for k in y)
+               <= int(math.floor(n.resources.get(r, 0.0) * 1000 + 1e-6)))
+    by_comp: dict[tuple[int, str], list[int]] = defaultdict(list)
+    for k in y:
+        by_comp[(G[k].ti, G[k].comp.id)].append(k)
+    for (ti, cid), kk in by_comp.items():
+        lim = G[kk[0]].comp.max_per_node
+        if lim is not None and len(kk) > 1:
+            cm.Add(sum(y[k] for k in kk) <= lim)
+    for k in y:
+        pr.rows[("cover", k)].append((y[k], 1.0))
+    prods: dict[Any, list] = defaultdict(list)
+    for (ka, kb), wgt in edges.items():
+        if ka in y and kb in y:
+            p = pr.product(y[ka], y[kb], f"Y{ka},{kb}")
+            pr.value.append((p, wgt))
+            prods[(G[ka].ti, "node")].append(p)
+    _density(pr, pm, prods, y, {})
+
+    def decode(val):
+        ws = []
+        for (ti, i), (v, pat) in u.items():
+            ws.extend([tuple(sorted(pat))] * val(v))
+        return ("x", tuple(sorted(ws, reverse=True)))
+
+    pr.decode = decode
+    pr.key = lambda p: p
+    return pr
+
+
+def node_pricer(pm, nodes: list[int], edges, ybound: dict[int, int] | None = None) -> Pricer:
+    """Network node pricing: worker-content form when the contents are few, else per-worker counts."""
+    pats = {}
+    cache = pm.__dict__.setdefault("_worker_patterns", {})
+    for ti, _ in pm.topos:
+        if (nodes[0], ti) not in cache:
+            cache[(nodes[0], ti)] = worker_patterns(pm, nodes[0], ti)
+        pl = cache[(nodes[0], ti)]
+        if pl is None:
+            return _node_pricer(pm, nodes, edges, with_workers=True, traffic=False, ybound=ybound)
+        pats[ti] = pl
+    return _node_pricer_patterns(pm, nodes, edges, pats, ybound)
+
+
+class NodeHeuristic:
+    """Fast pricing for a network node class from its worker contents (numpy): the best
+    single-worker and two-worker nodes by reduced cost, then greedy third/fourth workers.
+    Exact values; no optimality claim (the CP-SAT pricer gives the proof)."""
+
+    def __init__(self, pm, nodes, edges, fi: int, conv, rowkey, ybound=None):
+        import numpy as np
+
+        self.np = np
+        G = pm.groups
+        ni = nodes[0]
+        self.n = pm.nodes[ni]
+        self.nw = len(self.n.slots)
+        self.fi, self.conv, self.rowkey = fi, conv, rowkey
+        K = len(G)
+        pats = []
+        for ti, _ in pm.topos:
+            pl = pm.__dict__.setdefault("_worker_patterns", {}).get((ni, ti))
+            if pl is None:
+                pl = worker_patterns(pm, ni, ti)
+                pm.__dict__["_worker_patterns"][(ni, ti)] = pl
+            pats.extend(pl or [])
+        self.pats = pats
+        P = np.zeros((len(pats), K))
+        for i, pat in enumerate(pats):
+            for k, q in pat:
+                P[i, k] = q
+        cap = np.array([pm.node_cap(g, ni) if ybound is None else min(pm.node_cap(g, ni), ybound.get(k, 0))
+                        for k, g in enumerate(G)], dtype=float)
+        keep = (P <= cap).all(axis=1)
+        self.P = P[keep]
+        self.pats = [p for p, k in zip(pats, keep) if k]
+        self.cap = cap
+        A = np.zeros((K, K))
+        for (a, b), w in edges.items():
+            A[a, b] += w
+            A[b, a] += w
+        self.A = A
+        self.cpu = np.array([g.comp.cpu for g in G])
+        self.mem = np.array([g.comp.memory_mb for g in G])
+        self.co = 0.5 * np.einsum("ik,kl,il->i", self.P, A, self.P)  # co(p) per worker content
+        self.cross = self.P @ A @ self.P.T if len(self.P) <= 6000 else None
+        self.edges = edges
+
+    def column(self, ws: list[int]) -> "Column":
+        np = self.np
+        y = self.P[ws].sum(axis=0)
+        val = 0.5 * float(y @ self.A @ y) + float(self.co[ws].sum())
+        contents = tuple(sorted((self.pats[i] for i in ws), reverse=True))
+        coefs = {self.rowkey(k): float(q) for k, q in enumerate(y) if q}
+        coefs[self.conv] = 1.0
+        return Column(self.fi, val, coefs, ("x", contents), ("x", contents))
+
+    def fits(self, y) -> bool:
+        return bool((y <= self.cap).all() and y @ self.cpu <= self.n.cpu + 1e-9 and y @ self.mem <= self.n.memory_mb + 1e-9)
+
+    def __call__(self, duals: dict) -> list["Column"]:
+        np = self.np
+        if self.cross is None or not len(self.P):
+            return []
+        pi = np.array([duals.get(self.rowkey(k), 0.0) for k in range(self.P.shape[1])])
+        a = 2.0 * self.co - self.P @ pi  # a single worker: node and worker pairs both count
+        order = np.argsort(-a)[:400]
+        best: list[tuple[float, list[int]]] = [(float(a[i]), [int(i)]) for i in order[:5]]
+        if self.nw >= 2:
+            sub = order
+            M = a[sub][:, None] + a[sub][None, :] + self.cross[np.ix_(sub, sub)]
+            flat = np.argsort(-M, axis=None)[:200]
+            for f in flat:
+                i, j = divmod(int(f), len(sub))
+                if i > j:
+                    continue
+                ws = [int(sub[i]), int(sub[j])]
+                if self.fits(self.P[ws].sum(axis=0)):
+                    best.append((float(M[i, j]), ws))
+        # greedy: extend the best few by more workers
+        ext = []
+        for val, ws in sorted(best, key=lambda t: -t[0])[:10]:
+            ws = list(ws)
+            while len(ws) < self.nw:
+                gain = a[order] + self.cross[np.ix_(order, ws)].sum(axis=1)
+                j = int(np.argmax(gain))
+                if gain[j] <= 0:
+                    break
+                cand = ws + [int(order[j])]
+                if not self.fits(self.P[cand].sum(axis=0)):
+                    break
+                ws, val = cand, val + float(gain[j])
+            ext.append((val, ws))
+        cols = [self.column(ws) for _, ws in sorted(best + ext, key=lambda t: -t[0])[:12]]
+        return cols
+
+
+def _density(pr: Pricer, pm, prods, y, x) -> None:
+    """Motzkin-Straus inside the pricing model (it tightens CP-SAT's LP): the pairs (u, d) of
+    one topology's stream graph at one place holding k of its executors number at most
+    (omega - 1) / (2 omega) k^2 in products, omega = the graph's clique number."""
+    import networkx as nx
+
+    G = pm.groups
+    cm = pr.cm
+    for (ti, place), ps in prods.items():
+        t = dict(pm.topos)[ti]
+        g = nx.Graph()
+        for u, downs in rates.downstream(t).items():
+            for d in downs:
+                g.add_edge(u, d)
+        omega = max((len(c) for c in nx.find_cliques(g)), default=2)
+        ks = [k for k in y if G[k].ti == ti]
+        cnt = [y[k] for k in ks] if place == "node" else [x[(k, place)] for k in ks if (k, place) in x]
+        ub = sum(pr.ubs[v.Index()] for v in cnt)
+        tot = pr.int_var(0, ub, "")
+        cm.Add(tot == sum(cnt))
+        sq = pr.int_var(0, ub * ub, "")
+        cm.AddMultiplicationEquality(sq, [tot, tot])
+        cm.Add(2 * omega * sum(ps) <= (omega - 1) * sq)
 
 
 def _rack_pricer(pm, ri: int, edges) -> Pricer:
@@ -629,7 +885,7 @@ def build_network(pm, deadline, threads) -> tuple[PatternModel, dict, float]:
         rows[conv] = float(len(cls))
 
         def build(cls=cls, ri=ri, conv=conv):
-            pr = _node_pricer(pm, cls, edges, with_workers=True, traffic=False)
+            pr = node_pricer(pm, cls, edges)
             if multi_rack:
                 for k in list(pr.rows):
                     if k[0] == "cover":
@@ -637,7 +893,10 @@ def build_network(pm, deadline, threads) -> tuple[PatternModel, dict, float]:
             pr.rows[conv] = []
             return _with_conv(pr, conv)
 
-        fams.append(Family(f"node{cls[0]}", len(cls), conv, build))
+        fam = Family(f"node{cls[0]}", len(cls), conv, build)
+        rk = (lambda k, ri=ri: ("link", ri, k)) if multi_rack else (lambda k: ("cover", k))
+        fam.heuristic = NodeHeuristic(pm, cls, edges, len(fams), conv, rk)
+        fams.append(fam)
     if multi_rack:
         for ri in racks:
             for k in range(len(G)):
@@ -700,10 +959,12 @@ def _rack_sub(pm, ri: int, z: dict[int, int], edges, deadline, seed: list[Column
         rows[conv] = float(len(cls))
 
         def build(cls=cls, conv=conv):
-            return _with_conv(_node_pricer(pm, cls, edges, with_workers=True, traffic=False), conv)
+            return _with_conv(node_pricer(pm, cls, edges, ybound=z), conv)
 
         fam_of[conv] = len(fams)
-        fams.append(Family(f"node{cls[0]}", len(cls), conv, build))
+        fam = Family(f"node{cls[0]}", len(cls), conv, build)
+        fam.heuristic = NodeHeuristic(pm, cls, edges, len(fams), conv, lambda k: ("cover", k), ybound=z)
+        fams.append(fam)
     sub = PatternModel(rows, fams, 0.0, deadline, 1)
     for c in seed:
         conv = next(r for r in c.coefs if r[0] == "conv")
@@ -714,7 +975,8 @@ def _rack_sub(pm, ri: int, z: dict[int, int], edges, deadline, seed: list[Column
     return sub
 
 
-def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, cap: int = 20000) -> dict[str, Any]:
+def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, cap: int = 20000,
+                  incumbent: tuple[float, Any] | None = None) -> dict[str, Any]:
     """Several racks: the configuration LP mixes rack contents, so its bound alone is loose.
     Search the rack contents (z_r, one per rack, summing to the executor counts) whose
     Lagrangian bound UB + sum_r (rc(z_r) - maxrc_r) beats the incumbent, best bound first;
@@ -734,12 +996,16 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
     scale = max(1.0, abs(ub))
     rack_f = [fi for fi, f in enumerate(model.families) if f.name.startswith("rack")]
     node_seed = [c for c in model.cols if not model.families[c.family].name.startswith("rack")]
+    seen_seed = {(model.families[c.family].conv_row, c.key) for c in node_seed}
     racks = info["racks"]
     # racks with the same node classes (capacities, counts) are interchangeable: z_1 >= z_2 lexicographically
     sig = {ri: tuple(sorted((len(c), pm.nodes[c[0]].cpu, pm.nodes[c[0]].memory_mb, len(pm.nodes[c[0]].slots))
                             for c in node_classes(pm, True) if pm.node_rack[c[0]] == ri)) for ri in racks}
     z_best = -math.inf
     best: list | None = None
+    if incumbent is not None:  # (value, plan) of a known plan
+        z_best = incumbent[0]
+        out.update(status="feasible", value=z_best, chosen=incumbent[1])
     cache: dict[Any, tuple[float, list] | None] = {}
     done: set = set()
     st["rack_tuples"] = 0
@@ -760,6 +1026,13 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
         if o["status"] != "optimal":
             return "incomplete"
         res = (o["value"], [(sub.families[c.family].name, c, v) for c, v in o["chosen"]])
+        # node columns found here are valid for any rack content that covers them: reuse them
+        for c in sub.cols:
+            conv = sub.families[c.family].conv_row
+            coefs = {("link", ri, r[1]) if r[0] == "cover" else r: x for r, x in c.coefs.items()}
+            if (conv, c.key) not in seen_seed:
+                seen_seed.add((conv, c.key))
+                node_seed.append(Column(-1, c.value, coefs, c.payload, c.key))
         cache[key] = res
         st["rack_subproblems"] = st.get("rack_subproblems", 0) + 1
         return res
@@ -823,6 +1096,56 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
             out.update(status="optimal", bound=z_best)
             return out
         delta = 4 * delta if z_best == -math.inf else min(4 * delta, ub - z_best)
+
+
+def seed_network(pm, model: PatternModel, info: dict, plan: Plan) -> float | None:
+    """Add a plan's node and rack contents as columns (a start for the LP and an incumbent);
+    returns the plan's co-location value (the master's objective), or None if it does not fit."""
+    G = pm.groups
+    gidx = {(g.topo.id, g.comp.id, i): k for k, g in enumerate(G) for i in g.members}
+    nidx = {n.id: ni for ni, n in enumerate(pm.nodes)}
+    fam_of = {f.conv_row: fi for fi, f in enumerate(model.families)}
+    multi = len(info["racks"]) > 1
+    edges = info["edges"]
+    workers: dict[int, dict[Any, dict[int, int]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
+    for pl in plan.placements:
+        k = gidx.get((pl.topology, pl.component, pl.executor))
+        if k is None or pl.node not in nidx:
+            return None
+        workers[nidx[pl.node]][pl.slot][k] += 1
+
+    def co(v: dict[int, int]) -> float:
+        return sum(w * v.get(a, 0) * v.get(b, 0) for (a, b), w in edges.items())
+
+    total = model.value_const
+    rack_z: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    for cls in node_classes(pm, True):
+        conv = ("conv", "node", cls[0])
+        fi = fam_of[conv]
+        ri = pm.node_rack[cls[0]]
+        for ni in cls:
+            ws = tuple(sorted((tuple(sorted(c.items())) for c in workers[ni].values() if c), reverse=True))
+            yv: dict[int, int] = defaultdict(int)
+            for c in workers[ni].values():
+                for k, q in c.items():
+                    yv[k] += q
+                    rack_z[ri][k] += q
+            val = co(yv) + sum(co(dict(w)) for w in ws)
+            total += val
+            coefs = {(("link", ri, k) if multi else ("cover", k)): float(q) for k, q in yv.items()}
+            coefs[conv] = 1.0
+            model.add(Column(fi, val, coefs, ("x", ws), ("x", ws)))
+    if multi:
+        for ri in info["racks"]:
+            z = {k: q for k, q in rack_z[ri].items() if q}
+            val = co(z)
+            total += val
+            coefs = {("cover", k): float(q) for k, q in z.items()}
+            coefs.update({("link", ri, k): -float(q) for k, q in z.items()})
+            coefs[("conv", "rack", ri)] = 1.0
+            key = tuple(sorted(z.items()))
+            model.add(Column(fam_of[("conv", "rack", ri)], val, coefs, key, key))
+    return total
 
 
 # --- plans --------------------------------------------------------------------------------------

@@ -433,6 +433,23 @@ class Run:
         return Result(problem=self.problem, method=self.method, status=Status.UNKNOWN,
                       message="; ".join(x for x in (msg, "time limit reached before a plan was found") if x), details=d)
 
+    def merge_bound(self, res: Result, bound: float | None) -> Result:
+        """A feasible result keeps the better (higher, minimisation) of its bound and ``bound``."""
+        if res.status == Status.FEASIBLE and bound is not None and (res.bound is None or bound > res.bound):
+            res.bound = bound
+            res.details["bound_from"] = "configuration model"
+        return res
+
+    def heuristic_plan(self, method: str) -> Plan | None:
+        """A quick start plan (judged by the evaluator), or None; not a user-visible hint."""
+        from planner.api import solve
+
+        try:
+            res = solve(self.instance, self.problem, method, seed=self.seed)
+        except Exception:  # noqa: BLE001 - a start plan is optional
+            return None
+        return res.plan if res.ok and res.plan is not None else None
+
     def hint_plan(self) -> Plan | None:
         """The plan of method ``hint`` for the same problem, when it passes the evaluator."""
         if not self.hint:

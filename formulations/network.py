@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from planner import rates
-from planner.plan import Result
+from planner.plan import Plan, Result
 from planner.registry import register
 
 from . import _patterns as patterns
@@ -104,28 +104,34 @@ def solve_network(run: Run) -> Result:
     base = PlacementModel(run.instance, run.problem, groups, sense="min", symmetry=run.symmetry, build=False)
     why = None if run.pattern_off else patterns.applicable(base, "network")
     incumbent = None
+    pat_bound = None
     if why is None:
         pat, info, const = patterns.build_network(base, run.deadline(), run.threads)
+        seed = run.hint_plan() if run.hint else run.heuristic_plan("storm.ras")
+        seed_value = None if seed is None else patterns.seed_network(base, pat, info, seed)
         if len(info["racks"]) > 1:
-            out = patterns.network_racks(base, pat, info, run.backend, run.threads)
+            out = patterns.network_racks(base, pat, info, run.backend, run.threads,
+                                         incumbent=None if seed_value is None else (seed_value, seed))
         else:
             out = patterns.run_patterns(pat, run.backend, run.threads)
             if out["chosen"] is not None:
                 out["chosen"] = [(pat.families[c.family].name, c, v) for c, v in out["chosen"]]
         det = {"model": "configuration", **out.get("stats", {})}
         if out["chosen"] is not None:
-            plan = patterns.network_plan(base, out["chosen"])
+            plan = out["chosen"] if isinstance(out["chosen"], Plan) else patterns.network_plan(base, out["chosen"])
             if out["status"] == "optimal" or run.expired():
                 return run.pattern_result(out, plan, bound=const - out["bound"], details=det)
             incumbent = plan
-        elif run.expired():
+        if out.get("bound") is not None and out["status"] != "infeasible":
+            pat_bound = const - out["bound"]
+        if out["chosen"] is None and run.expired():
             return run.pattern_result(out, None, bound=None, details=det)
         if out["status"] != "infeasible":  # infeasible: the compact model proves and explains it
             run.notes.append(f"configuration model did not finish its proof ({det}); compact model")
     hint = incumbent or run.hint_plan()
     pm = PlacementModel(run.instance, run.problem, groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
     network_objective(pm)
-    return run.result(pm, run.solve(pm))
+    return run.merge_bound(run.result(pm, run.solve(pm)), pat_bound)
 
 
 _make = method_runner(solve_network)

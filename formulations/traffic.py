@@ -66,21 +66,27 @@ def solve_traffic(run: Run) -> Result:
     base = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, build=False)
     why = None if run.pattern_off else patterns.applicable(base, "traffic")
     hint = None
+    pat_bound = None
+    hint_fallback = None
     if why is None:
         pat, const = patterns.build_traffic(base, pairs, run.deadline(), run.threads)
         out = patterns.run_patterns(pat, run.backend, run.threads)
         details.update({"model": "configuration", **out.get("stats", {})})
         if out["chosen"] is not None:
             plan = patterns.traffic_plan(base, pat, out["chosen"])
-            if out["status"] != "optimal" or run.expired() or not pairs:
+            if (out["status"] == "optimal" and not pairs) or (out["status"] != "optimal" and run.expired()):
                 return run.pattern_result(out, plan, bound=const - out["bound"], details=details)
-            hint = plan  # phase 1 proven: phase 2 (inter-worker) starts from it
-            details["phase1_seconds"] = round(time.monotonic() - run.t0, 3)
-            primary_value = const - out["value"]
+            if out["status"] == "optimal":
+                hint = plan  # phase 1 proven: phase 2 (inter-worker) starts from it
+                details["phase1_seconds"] = round(time.monotonic() - run.t0, 3)
+                primary_value = const - out["value"]
         elif run.expired():
             return run.pattern_result(out, None, bound=None, details=details)
-        elif out["status"] != "infeasible":
+        if out["status"] not in ("optimal", "infeasible"):
             run.notes.append("configuration model did not finish its proof; compact model")
+            if out.get("bound") is not None:
+                pat_bound = const - out["bound"]
+            hint_fallback = plan if out["chosen"] is not None else None
     if hint is not None:
         pm = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
         m = pm.m
@@ -94,7 +100,7 @@ def solve_traffic(run: Run) -> Result:
             details["inter_worker_bound"] = sol2.bound
             best = pm.plan(sol2.values)
         return run.pattern_result(out, best, bound=primary_value, details=details)
-    hint = run.hint_plan()
+    hint = hint_fallback or run.hint_plan()
     pm = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
     m = pm.m
     m.objective, m.obj_const = _level_expr(pm, pairs, "node")
@@ -110,7 +116,7 @@ def solve_traffic(run: Run) -> Result:
         if sol2.status in ("optimal", "feasible") and sol2.values is not None:
             details["inter_worker_bound"] = sol2.bound
             return run.result(pm, sol, plan=pm.plan(sol2.values), details=details)
-    return run.result(pm, sol, details=details)
+    return run.merge_bound(run.result(pm, sol, details=details), pat_bound)
 
 
 _make = method_runner(solve_traffic)
