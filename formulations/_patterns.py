@@ -983,12 +983,14 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
     for each, solve every rack's node problem exactly (single-rack configuration model, whose
     LP is tight). The margin delta of the enumerated rack contents grows until it covers the gap."""
     out: dict[str, Any] = {"status": "unknown", "value": None, "bound": None, "chosen": None}
+    if incumbent is not None:  # (value, plan) of a known plan
+        out.update(status="feasible", value=incumbent[0], chosen=incumbent[1])
     ub, duals, maxrc = model.generate()
     out["stats"] = st = model.stats
     if ub is None:
         return out
     if ub == -math.inf:
-        out["status"] = "infeasible"
+        out.update(status="infeasible", chosen=None)
         return out
     G = pm.groups
     n = [g.size for g in G]
@@ -1001,11 +1003,8 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
     # racks with the same node classes (capacities, counts) are interchangeable: z_1 >= z_2 lexicographically
     sig = {ri: tuple(sorted((len(c), pm.nodes[c[0]].cpu, pm.nodes[c[0]].memory_mb, len(pm.nodes[c[0]].slots))
                             for c in node_classes(pm, True) if pm.node_rack[c[0]] == ri)) for ri in racks}
-    z_best = -math.inf
+    z_best = -math.inf if incumbent is None else incumbent[0]
     best: list | None = None
-    if incumbent is not None:  # (value, plan) of a known plan
-        z_best = incumbent[0]
-        out.update(status="feasible", value=z_best, chosen=incumbent[1])
     cache: dict[Any, tuple[float, list] | None] = {}
     done: set = set()
     st["rack_tuples"] = 0

@@ -410,9 +410,19 @@ class Run:
             return None
         return max(self.time_limit - (time.monotonic() - self.t0), 0.05)
 
-    def deadline(self) -> float | None:
-        """The monotonic time by which the method must return (model building counts)."""
-        return None if self.time_limit is None else self.t0 + self.time_limit
+    def deadline(self, share: float = 1.0) -> float | None:
+        """The monotonic time by which (a ``share`` of) the method's work must end; model
+        building counts."""
+        return None if self.time_limit is None else self.t0 + share * self.time_limit
+
+    def compact_affordable(self, pm: "PlacementModel", streams: int) -> bool:
+        """Whether the time left can build the compact model (about 20,000 product terms a
+        second here) and still solve; without a limit, always."""
+        if self.time_limit is None:
+            return True
+        left = self.time_limit - (time.monotonic() - self.t0)
+        terms = streams * (len(pm.workers) + len(pm.nodes) + len(pm.racks)) + len(pm.groups) * len(pm.workers)
+        return left > 0.2 + 2.0 * terms / 20000.0
 
     def expired(self) -> bool:
         return self.time_limit is not None and time.monotonic() - self.t0 >= self.time_limit
@@ -425,7 +435,7 @@ class Run:
         """A Result from the configuration model's outcome (status optimal only when proven)."""
         d = {"backend": self.backend, **details}
         msg = "; ".join(self.notes)
-        if plan is not None and out["status"] in ("optimal", "feasible"):
+        if plan is not None and out["status"] in ("optimal", "feasible", "unknown"):
             st = Status.OPTIMAL if out["status"] == "optimal" else Status.FEASIBLE
             if st == Status.FEASIBLE:
                 msg = "; ".join(x for x in (msg, "time limit reached: best plan so far, optimality not proven") if x)

@@ -69,13 +69,15 @@ def solve_traffic(run: Run) -> Result:
     pat_bound = None
     hint_fallback = None
     if why is None:
-        pat, const = patterns.build_traffic(base, pairs, run.deadline(), run.threads)
+        pat, const = patterns.build_traffic(base, pairs, run.deadline(0.75), run.threads)
         out = patterns.run_patterns(pat, run.backend, run.threads)
         details.update({"model": "configuration", **out.get("stats", {})})
         if out["chosen"] is not None:
             plan = patterns.traffic_plan(base, pat, out["chosen"])
-            if (out["status"] == "optimal" and not pairs) or (out["status"] != "optimal" and run.expired()):
-                return run.pattern_result(out, plan, bound=const - out["bound"], details=details)
+            if (out["status"] == "optimal" and not pairs) or (out["status"] != "optimal" and (
+                    run.expired() or not run.compact_affordable(base, len(pairs)))):
+                return run.pattern_result(out, plan, bound=None if out["bound"] is None else const - out["bound"],
+                                          details=details)
             if out["status"] == "optimal":
                 hint = plan  # phase 1 proven: phase 2 (inter-worker) starts from it
                 details["phase1_seconds"] = round(time.monotonic() - run.t0, 3)
