@@ -200,7 +200,11 @@ class PatternModel:
                 cons[r].SetCoefficient(v, x)
         obj.SetMaximization()
         st = s.Solve()
+        if st != pywraplp.Solver.OPTIMAL:  # GLOP's presolve occasionally gives up: retry without it
+            s.SetSolverSpecificParametersAsString("use_preprocessing: false")
+            st = s.Solve()
         if st != pywraplp.Solver.OPTIMAL:
+            self.stats["lp_status"] = st
             return None
         if phase1:
             used_art = obj.Value() < -1e-7

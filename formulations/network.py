@@ -106,6 +106,7 @@ def solve_network(run: Run) -> Result:
     why = None if run.pattern_off else patterns.applicable(base, "network")
     incumbent = None
     pat_bound = None
+    det: dict = {}
     if why is None:
         pat, info, const = patterns.build_network(base, run.deadline(0.75), run.threads)
         seed = run.hint_plan() if run.hint else run.heuristic_plan("storm.ras")
@@ -136,6 +137,8 @@ def solve_network(run: Run) -> Result:
     pm = PlacementModel(run.instance, run.problem, groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
     network_objective(pm)
     res = run.merge_bound(run.result(pm, run.solve(pm)), pat_bound)
+    if det:
+        res.details["configuration"] = det
     if not res.ok and incumbent is not None and res.status.value == "unknown":
         return run.pattern_result({"status": "feasible"}, incumbent, bound=pat_bound, details={"model": "configuration"})
     return res

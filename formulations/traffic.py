@@ -118,7 +118,7 @@ def solve_traffic(run: Run) -> Result:
         if sol2.status in ("optimal", "feasible") and sol2.values is not None:
             details["inter_worker_bound"] = sol2.bound
             return run.result(pm, sol, plan=pm.plan(sol2.values), details=details)
-    return run.merge_bound(run.result(pm, sol, details=details), pat_bound)
+    return run.merge_bound(run.result(pm, sol, details=details), pat_bound)  # details hold the configuration stats
 
 
 _make = method_runner(solve_traffic)
