@@ -103,7 +103,7 @@ def solve_network(run: Run) -> Result:
     bound of the two is reported)."""
     groups = [g for ti, t in enumerate(run.instance.topologies) for g in component_groups(ti, t)]
     base = PlacementModel(run.instance, run.problem, groups, sense="min", symmetry=run.symmetry, build=False)
-    why = None if run.pattern_off else patterns.applicable(base, "network")
+    why = "model=compact" if run.pattern_off else patterns.applicable(base, "network")
     incumbent = None
     pat_bound = None
     det: dict = {}
