@@ -9,6 +9,10 @@ topology's sum by its executor count E_t. With counts per worker x, node y and r
 because a pair in one worker is also in one node and one rack. The products are rewarded,
 so :meth:`LinModel.product_upper` linearises each exactly (binary expansion of the factor with
 the smaller bound). The same LinModel goes to CP-SAT, CBC and HiGHS (docs/formulations.md).
+
+That compact model is the fall-back. :func:`solve_network` first runs the configuration model
+of :mod:`formulations._patterns` (node contents as columns, proven by reduced-cost
+enumeration), whose LP bound does not suffer from fractional spreading.
 """
 
 from __future__ import annotations

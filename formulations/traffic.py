@@ -14,6 +14,9 @@ The products are rewarded, so they are linearised exactly by binary expansion
 (:meth:`LinModel.product_upper`). The tie-breaker is lexicographic: phase 1 minimises
 inter-node traffic; phase 2 (in the time left) fixes it at its optimum and minimises
 inter-worker traffic. Status and bound are phase 1's; the reported objective is inter-node.
+
+Phase 1 first runs the configuration model of :mod:`formulations._patterns` (a node's group
+counts and worker count as one column); the compact model above is the fall-back and phase 2.
 """
 
 from __future__ import annotations
