@@ -123,12 +123,6 @@ def _scaled(a: dict[int, float], ubs: dict[int, int]) -> tuple[dict[int, int], f
     return ia, scale, err
 
 
-class _Collect:
-    def __init__(self, pricer: Pricer, fam: int, limit: int):
-        self.pricer, self.fam, self.limit = pricer, fam, limit
-        self.cols: list[Column] = []
-
-
 def _solve_cp(cm, time_limit: float, threads: int, enumerate_all: bool = False, cb=None):
     from ortools.sat.python import cp_model
 
@@ -139,11 +133,6 @@ def _solve_cp(cm, time_limit: float, threads: int, enumerate_all: bool = False, 
         s.parameters.num_workers = 1
     else:
         s.parameters.num_workers = threads
-        import os
-        for kv in os.environ.get("PAT_CP", "").split(","):
-            if kv:
-                k, v = kv.split("=")
-                setattr(s.parameters, k, type(getattr(s.parameters, k))(eval(v)))
     st = s.Solve(cm, cb) if cb is not None else s.Solve(cm)
     return s, st
 
@@ -1013,9 +1002,6 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
     done: set = set()
     st["rack_tuples"] = 0
 
-    def rack_value(c: Column) -> float:
-        return c.value
-
     def solve_rack(ri: int, zc: Column) -> tuple[float, list] | None | str:
         z = dict(zc.payload)
         key = (sig[ri], zc.key) if list(sig.values()).count(sig[ri]) > 1 else (ri, zc.key)
@@ -1079,7 +1065,7 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
                 continue
             done.add(tk)
             st["rack_tuples"] += 1
-            total = sum(rack_value(c) for c in tup)
+            total = sum(c.value for c in tup)
             parts = []
             for ri, c in zip(racks, tup):
                 r = solve_rack(ri, c)
