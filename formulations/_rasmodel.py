@@ -29,7 +29,7 @@ from planner.plan import Placement, Plan, Result, Status
 from ._linmodel import LinModel, Solution, solve_model
 
 BACKENDS = {"exact.cpsat": "cpsat", "exact.milp-cbc": "cbc", "exact.milp-highs": "highs"}
-OPTIONS = {"hint": None, "symmetry": True, "threads": None}
+OPTIONS = {"hint": None, "symmetry": True, "threads": None, "model": "auto"}
 SOURCE = "docs/formulations.md (component-count placement models; Storm RAS document, Aniello et al. 2013 section 3.2.2)"
 RAS_PROBLEMS = ("network", "feasibility", "admission")
 EPS = 1e-9
@@ -119,7 +119,7 @@ class PlacementModel:
     """
 
     def __init__(self, instance: Instance, problem: str, groups: list[Group], *, sense: str = "min",
-                 symmetry: bool = True, hint_plan: Plan | None = None):
+                 symmetry: bool = True, hint_plan: Plan | None = None, build: bool = True):
         self.inst = instance
         self.problem = problem
         self.groups = groups
@@ -145,7 +145,8 @@ class PlacementModel:
         self.z: dict[tuple[int, int], int] = {}
         self.a: dict[int, int] = {}
         self.o: dict[tuple[int, int], int] = {}
-        self._build()
+        if build:  # build=False: only the sets and capacities (the pattern models use them)
+            self._build()
 
     # --- capacities ------------------------------------------------------------------------
     def node_cap(self, g: Group, ni: int) -> int:
@@ -396,6 +397,7 @@ class Run:
     hint: str | None
     symmetry: bool
     seed: int
+    model: str = "auto"  # "auto": configuration model where it applies; "compact": never
     t0: float = field(default_factory=time.monotonic)
     notes: list[str] = field(default_factory=list)
 
@@ -407,6 +409,56 @@ class Run:
         if self.time_limit is None:
             return None
         return max(self.time_limit - (time.monotonic() - self.t0), 0.05)
+
+    def deadline(self, share: float = 1.0) -> float | None:
+        """The monotonic time by which (a ``share`` of) the method's work must end; model
+        building counts."""
+        return None if self.time_limit is None else self.t0 + share * self.time_limit
+
+    def compact_affordable(self, pm: "PlacementModel", streams: int) -> bool:
+        """Whether the time left can build the compact model (about 20,000 product terms a
+        second here) and still solve; without a limit, always."""
+        if self.time_limit is None:
+            return True
+        left = self.time_limit - (time.monotonic() - self.t0)
+        terms = streams * (len(pm.workers) + len(pm.nodes) + len(pm.racks)) + len(pm.groups) * len(pm.workers)
+        return left > 0.2 + 2.0 * terms / 20000.0
+
+    def expired(self) -> bool:
+        return self.time_limit is not None and time.monotonic() - self.t0 >= self.time_limit
+
+    @property
+    def pattern_off(self) -> bool:
+        return self.model == "compact"
+
+    def pattern_result(self, out: dict, plan: Plan | None, bound: float | None, details: dict) -> Result:
+        """A Result from the configuration model's outcome (status optimal only when proven)."""
+        d = {"backend": self.backend, **details}
+        msg = "; ".join(self.notes)
+        if plan is not None and out["status"] in ("optimal", "feasible", "unknown"):
+            st = Status.OPTIMAL if out["status"] == "optimal" else Status.FEASIBLE
+            if st == Status.FEASIBLE:
+                msg = "; ".join(x for x in (msg, "time limit reached: best plan so far, optimality not proven") if x)
+            return Result(problem=self.problem, method=self.method, status=st, plan=plan, bound=bound, message=msg, details=d)
+        return Result(problem=self.problem, method=self.method, status=Status.UNKNOWN,
+                      message="; ".join(x for x in (msg, "time limit reached before a plan was found") if x), details=d)
+
+    def merge_bound(self, res: Result, bound: float | None) -> Result:
+        """A feasible result keeps the better (higher, minimisation) of its bound and ``bound``."""
+        if res.status == Status.FEASIBLE and bound is not None and (res.bound is None or bound > res.bound):
+            res.bound = bound
+            res.details["bound_from"] = "configuration model"
+        return res
+
+    def heuristic_plan(self, method: str) -> Plan | None:
+        """A quick start plan (judged by the evaluator), or None; not a user-visible hint."""
+        from planner.api import solve
+
+        try:
+            res = solve(self.instance, self.problem, method, seed=self.seed)
+        except Exception:  # noqa: BLE001 - a start plan is optional
+            return None
+        return res.plan if res.ok and res.plan is not None else None
 
     def hint_plan(self) -> Plan | None:
         """The plan of method ``hint`` for the same problem, when it passes the evaluator."""
@@ -423,6 +475,8 @@ class Run:
         return None
 
     def solve(self, pm: PlacementModel) -> Solution:
+        if self.expired():  # building used the whole budget: do not start the solver
+            return Solution("unknown", message="time limit reached while building the model")
         return solve_model(pm.m, self.backend, self.remaining(), self.threads, use_hint=True, seed=self.seed)
 
     def result(self, pm: PlacementModel, sol: Solution, plan: Plan | None = None, details: dict | None = None) -> Result:
@@ -506,8 +560,13 @@ def method_runner(problem_fn: Callable[[Run], Result]) -> Callable:
     """Wrap a problem function as a registered method body (options checked by the API)."""
 
     def make(method: str) -> Callable:
-        def run(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, symmetry=True, threads=None) -> Result:
-            r = Run(instance, problem, method, time_limit, threads, hint, bool(symmetry), seed)
+        def run(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, symmetry=True, threads=None,
+                model="auto") -> Result:
+            if model not in ("auto", "compact"):
+                from planner.model import InstanceError
+
+                raise InstanceError("options.model", f"must be 'auto' or 'compact', not {model!r}")
+            r = Run(instance, problem, method, time_limit, threads, hint, bool(symmetry), seed, model)
             return problem_fn(r)
 
         run.__name__ = f"{problem_fn.__name__}_{BACKENDS[method]}"

@@ -9,6 +9,10 @@ topology's sum by its executor count E_t. With counts per worker x, node y and r
 because a pair in one worker is also in one node and one rack. The products are rewarded,
 so :meth:`LinModel.product_upper` linearises each exactly (binary expansion of the factor with
 the smaller bound). The same LinModel goes to CP-SAT, CBC and HiGHS (docs/formulations.md).
+
+That compact model is the fall-back. :func:`solve_network` first runs the configuration model
+of :mod:`formulations._patterns` (node contents as columns, proven by reduced-cost
+enumeration), whose LP bound does not suffer from fractional spreading.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ from __future__ import annotations
 import math
 
 from planner import rates
-from planner.plan import Result
+from planner.plan import Plan, Result
 from planner.registry import register
 
+from . import _patterns as patterns
 from ._rasmodel import OPTIONS, SOURCE, PlacementModel, Run, component_groups, method_runner
 
 
@@ -96,12 +101,51 @@ def _reward(m, expr: dict[int, float], e_t: float) -> None:
 
 
 def solve_network(run: Run) -> Result:
-    """Minimise the RAS network metric (component counts per worker/node/rack; exact linearisation)."""
-    hint = run.hint_plan()
+    """Minimise the RAS network metric: the configuration model (node and rack contents as
+    columns, docs/formulations.md) in the first 3/4 of the time limit, then, if it has not
+    proven its plan optimal, the compact count model seeded with its best plan (the better
+    bound of the two is reported)."""
     groups = [g for ti, t in enumerate(run.instance.topologies) for g in component_groups(ti, t)]
+    base = PlacementModel(run.instance, run.problem, groups, sense="min", symmetry=run.symmetry, build=False)
+    why = "model=compact" if run.pattern_off else patterns.applicable(base, "network")
+    incumbent = None
+    pat_bound = None
+    det: dict = {}
+    if why is None:
+        pat, info, const = patterns.build_network(base, run.deadline(0.75), run.threads)
+        seed = run.hint_plan() if run.hint else run.heuristic_plan("storm.ras")
+        seed_value = None if seed is None else patterns.seed_network(base, pat, info, seed)
+        start = None if seed_value is None else (seed_value, seed)
+        if len(info["racks"]) > 1:
+            out = patterns.network_racks(base, pat, info, run.backend, run.threads, incumbent=start)
+        else:
+            out = patterns.run_patterns(pat, run.backend, run.threads)
+            if out["chosen"] is not None:
+                out["chosen"] = [(pat.families[c.family].name, c, v) for c, v in out["chosen"]]
+            elif start is not None and out["status"] != "infeasible":
+                out.update(status="feasible", value=start[0], chosen=start[1])
+        det = {"model": "configuration", **out.get("stats", {})}
+        plan = None
+        if out["chosen"] is not None:
+            plan = out["chosen"] if isinstance(out["chosen"], Plan) else patterns.network_plan(base, out["chosen"])
+        if out.get("bound") is not None and out["status"] != "infeasible":
+            pat_bound = const - out["bound"]
+        if out["status"] == "optimal":
+            return run.pattern_result(out, plan, bound=pat_bound, details=det)
+        incumbent = plan
+        if out["status"] != "infeasible":  # infeasible: the compact model proves and explains it
+            run.notes.append("configuration model did not finish its proof; compact model")
+            if not run.compact_affordable(base, sum(len(d) for _, t in base.topos for d in rates.downstream(t).values())):
+                return run.pattern_result(out, plan, bound=pat_bound, details=det)
+    hint = incumbent or run.hint_plan()
     pm = PlacementModel(run.instance, run.problem, groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
     network_objective(pm)
-    return run.result(pm, run.solve(pm))
+    res = run.merge_bound(run.result(pm, run.solve(pm)), pat_bound)
+    if det:
+        res.details["configuration"] = det
+    if not res.ok and incumbent is not None and res.status.value == "unknown":
+        return run.pattern_result({"status": "feasible"}, incumbent, bound=pat_bound, details={"model": "configuration"})
+    return res
 
 
 _make = method_runner(solve_network)

@@ -14,13 +14,19 @@ The products are rewarded, so they are linearised exactly by binary expansion
 (:meth:`LinModel.product_upper`). The tie-breaker is lexicographic: phase 1 minimises
 inter-node traffic; phase 2 (in the time left) fixes it at its optimum and minimises
 inter-worker traffic. Status and bound are phase 1's; the reported objective is inter-node.
+
+Phase 1 first runs the configuration model of :mod:`formulations._patterns` (a node's group
+counts and worker count as one column); the compact model above is the fall-back and phase 2.
 """
 
 from __future__ import annotations
 
+import time
+
 from planner.plan import Result
 from planner.registry import register
 
+from . import _patterns as patterns
 from ._rasmodel import OPTIONS, SOURCE, Group, PlacementModel, Run, method_runner, traffic_groups
 
 
@@ -58,13 +64,52 @@ def _level_expr(pm: PlacementModel, pairs, level: str) -> tuple[dict[int, float]
 
 def solve_traffic(run: Run) -> Result:
     """Minimise inter-node traffic (then inter-worker) with exactly min(W,E) workers per topology."""
-    hint = run.hint_plan()
     groups, pairs = traffic_pairs(run)
+    details: dict = {"groups": len(groups), "phase2": "not run"}
+    base = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, build=False)
+    why = "model=compact" if run.pattern_off else patterns.applicable(base, "traffic")
+    hint = None
+    pat_bound = None
+    hint_fallback = None
+    if why is None:
+        pat, const = patterns.build_traffic(base, pairs, run.deadline(0.75), run.threads)
+        out = patterns.run_patterns(pat, run.backend, run.threads)
+        details.update({"model": "configuration", **out.get("stats", {})})
+        if out["chosen"] is not None:
+            plan = patterns.traffic_plan(base, pat, out["chosen"])
+            if (out["status"] == "optimal" and not pairs) or (out["status"] != "optimal" and (
+                    run.expired() or not run.compact_affordable(base, len(pairs)))):
+                return run.pattern_result(out, plan, bound=None if out["bound"] is None else const - out["bound"],
+                                          details=details)
+            if out["status"] == "optimal":
+                hint = plan  # phase 1 proven: phase 2 (inter-worker) starts from it
+                details["phase1_seconds"] = round(time.monotonic() - run.t0, 3)
+                primary_value = const - out["value"]
+        elif run.expired():
+            return run.pattern_result(out, None, bound=None, details=details)
+        if out["status"] not in ("optimal", "infeasible"):
+            run.notes.append("configuration model did not finish its proof; compact model")
+            if out.get("bound") is not None:
+                pat_bound = const - out["bound"]
+            hint_fallback = plan if out["chosen"] is not None else None
+    if hint is not None:
+        pm = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
+        m = pm.m
+        primary, pconst = _level_expr(pm, pairs, "node")
+        m.add(primary, hi=primary_value - pconst + 1e-9 * max(1.0, abs(primary_value)), family="lexicographic")
+        m.objective, m.obj_const = _level_expr(pm, pairs, "worker")
+        sol2 = run.solve(pm)
+        details["phase2"] = sol2.status
+        best = hint
+        if sol2.status in ("optimal", "feasible") and sol2.values is not None:
+            details["inter_worker_bound"] = sol2.bound
+            best = pm.plan(sol2.values)
+        return run.pattern_result(out, best, bound=primary_value, details=details)
+    hint = hint_fallback or run.hint_plan()
     pm = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
     m = pm.m
     m.objective, m.obj_const = _level_expr(pm, pairs, "node")
     sol = run.solve(pm)
-    details = {"groups": len(groups), "phase2": "not run"}
     if sol.status == "optimal" and sol.values is not None and pairs:
         # phase 2: keep inter-node traffic at its optimum, minimise inter-worker traffic
         primary, pconst = dict(m.objective), m.obj_const
@@ -76,7 +121,7 @@ def solve_traffic(run: Run) -> Result:
         if sol2.status in ("optimal", "feasible") and sol2.values is not None:
             details["inter_worker_bound"] = sol2.bound
             return run.result(pm, sol, plan=pm.plan(sol2.values), details=details)
-    return run.result(pm, sol, details=details)
+    return run.merge_bound(run.result(pm, sol, details=details), pat_bound)  # details hold the configuration stats
 
 
 _make = method_runner(solve_traffic)

@@ -1,0 +1,1186 @@
+"""Configuration (pattern) models for ``network`` and ``traffic``: Dantzig-Wolfe master over
+node (and rack) contents, column generation, and reduced-cost column enumeration for proofs.
+
+Why: the compact count model's LP bound lets every count spread thinly over every place (a
+linear over-estimator of a product cannot charge for spreading), so branch and bound has to
+close a large gap on its own. Here a *column* is one place's whole content (a node's counts,
+with its split into workers; a rack's counts), priced with its exact co-location value, so
+spreading a column thinly does not raise the bound: this is the configuration LP, as in
+cutting stock versus assignment. docs/formulations.md ("Configuration models") writes it down.
+
+The method, exact end to end:
+
+1. Column generation on the LP master (GLOP), pricing by CP-SAT (each pricing problem is one
+   place: a small quadratic knapsack). At convergence the Lagrangian bound
+   UB = pi.b + sum_f count_f * maxrc_f is valid for any duals pi (every master row is an
+   equality and each family f has a convexity row sum_p lambda_p = count_f that includes the
+   empty content).
+2. The integer master over the generated columns gives an incumbent z_inc (any backend:
+   CP-SAT, CBC or HiGHS solve this LinModel).
+3. A column p of family f can be in a plan worth >= z_inc only if
+   rc_p >= maxrc_f - (UB - z_inc) (the other places lose at most their maxrc). All such
+   columns are enumerated (CP-SAT, all solutions) and the integer master is solved again over
+   them: its optimum is the problem's optimum.
+
+Not applicable (the caller falls back to the compact model): feasibility/admission,
+self-streams, and for traffic components that may not share a worker.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from planner import rates
+from planner.plan import Placement, Plan
+
+from ._linmodel import LinModel, Solution, solve_model
+
+EPS = 1e-9
+
+
+@dataclass
+class Column:
+    family: int
+    value: float  # co-location value (the master maximises sum value * lambda)
+    coefs: dict[Any, float]  # master row -> coefficient (convexity row included)
+    payload: Any  # what the plan needs (counts per worker, ...)
+    key: Any = None
+
+
+@dataclass
+class Family:
+    """Places of one kind (a class of identical nodes, or one rack) and their pricing model."""
+
+    name: str
+    count: int
+    conv_row: Any
+    build: Callable[[], "Pricer"]  # a fresh CP-SAT pricing model
+    pricer: "Pricer | None" = None
+    heuristic: Callable[[dict], list["Column"]] | None = None  # fast pricing without proof
+
+
+class Pricer:
+    """A CP-SAT model of one place: value and row coefficients as linear terms over its vars."""
+
+    def __init__(self):
+        from ortools.sat.python import cp_model
+
+        self.cp_model = cp_model
+        self.cm = cp_model.CpModel()
+        self.value: list[tuple[Any, float]] = []
+        self.rows: dict[Any, list[tuple[Any, float]]] = defaultdict(list)
+        self.ubs: dict[Any, int] = {}
+        self.decode: Callable[[Callable[[Any], int]], Any] = lambda val: None
+        self.key: Callable[[Any], Any] = lambda payload: repr(payload)
+
+    def int_var(self, lb: int, ub: int, name: str):
+        v = self.cm.NewIntVar(lb, ub, name)
+        self.ubs[v.Index()] = max(abs(lb), abs(ub))
+        return v
+
+    def product(self, a, b, name: str):
+        ua, ub_ = self.ubs[a.Index()], self.ubs[b.Index()]
+        p = self.int_var(0, ua * ub_, name)
+        self.cm.AddMultiplicationEquality(p, [a, b])
+        return p
+
+    def column(self, fam: int, val: Callable[[Any], int]) -> Column:
+        value = sum(c * val(v) for v, c in self.value)
+        coefs: dict[Any, float] = {}
+        for r, terms in self.rows.items():
+            x = sum(c * val(v) for v, c in terms)
+            if abs(x) > EPS:
+                coefs[r] = x
+        payload = self.decode(val)
+        return Column(fam, value, coefs, payload, self.key(payload))
+
+    def rc_terms(self, duals: dict[Any, float], with_value: bool = True) -> tuple[dict[int, float], dict[int, Any]]:
+        """Reduced cost rc = sum_v a_v v (the convexity dual is added by the caller)."""
+        a: dict[int, float] = defaultdict(float)
+        var: dict[int, Any] = {}
+        for v, c in (self.value if with_value else []):
+            a[v.Index()] += c
+            var[v.Index()] = v
+        for r, terms in self.rows.items():
+            d = duals.get(r, 0.0)
+            if d:
+                for v, c in terms:
+                    a[v.Index()] -= d * c
+                    var[v.Index()] = v
+        return {k: x for k, x in a.items() if abs(x) > 1e-12}, var
+
+
+def _scaled(a: dict[int, float], ubs: dict[int, int]) -> tuple[dict[int, int], float, float]:
+    """Integer coefficients round(a S), the scale S and the worst rounding error / S."""
+    span = sum(abs(x) * ubs[k] for k, x in a.items()) or 1.0
+    scale = min(1e7 / max(abs(x) for x in a.values()) if a else 1.0, 2.0 ** 52 / span)
+    ia = {k: int(round(x * scale)) for k, x in a.items()}
+    err = sum(abs(ia[k] / scale - x) * ubs[k] for k, x in a.items())
+    return ia, scale, err
+
+
+def _solve_cp(cm, time_limit: float, threads: int, enumerate_all: bool = False, cb=None):
+    from ortools.sat.python import cp_model
+
+    s = cp_model.CpSolver()
+    s.parameters.max_time_in_seconds = max(time_limit, 0.01)
+    if enumerate_all:
+        s.parameters.enumerate_all_solutions = True
+        s.parameters.num_workers = 1
+    else:
+        s.parameters.num_workers = threads
+    st = s.Solve(cm, cb) if cb is not None else s.Solve(cm)
+    return s, st
+
+
+class PatternModel:
+    """Master rows, families of places, columns; the three steps of the module docstring."""
+
+    def __init__(self, rows: dict[Any, float], families: list[Family], value_const: float, deadline: float | None,
+                 threads: int = 2):
+        self.rows = rows  # equality rows: name -> right-hand side
+        self.families = families
+        self.value_const = value_const
+        self.deadline = deadline
+        self.threads = threads
+        self.cols: list[Column] = []
+        self.seen: set[tuple[int, Any]] = set()
+        self.exact_cap = 10.0  # seconds per exact pricing; past it, CP-SAT's bound is used (valid, looser)
+        self.stats: dict[str, Any] = {"lp_iterations": 0, "columns_generated": 0, "columns_enumerated": 0}
+
+    def left(self) -> float:
+        return math.inf if self.deadline is None else self.deadline - time.monotonic()
+
+    def add(self, col: Column) -> bool:
+        k = (col.family, col.key)
+        if k in self.seen:
+            return False
+        self.seen.add(k)
+        self.cols.append(col)
+        return True
+
+    # --- step 1: column generation ----------------------------------------------------------
+    def solve_lp(self, phase1: bool = False):
+        """Master LP over the columns so far (artificials on every row, penalised); phase1:
+        only the artificials count (a feasibility test). Returns (objective, duals, artificials used)."""
+        from ortools.linear_solver import pywraplp
+
+        s = pywraplp.Solver.CreateSolver("GLOP")
+        inf = s.infinity()
+        lam = [s.NumVar(0.0, inf, "") for _ in self.cols]
+        big = 1.0 if phase1 else 100.0 * (1.0 + max((abs(c.value) for c in self.cols), default=0.0))
+        cons = {}
+        obj = s.Objective()
+        for r, rhs in self.rows.items():
+            cons[r] = s.Constraint(rhs, rhs)
+            ap = s.NumVar(0.0, inf, "")
+            am = s.NumVar(0.0, inf, "")
+            cons[r].SetCoefficient(ap, 1.0)
+            cons[r].SetCoefficient(am, -1.0)
+            obj.SetCoefficient(ap, -big)
+            obj.SetCoefficient(am, -big)
+        for v, c in zip(lam, self.cols):
+            obj.SetCoefficient(v, 0.0 if phase1 else c.value)
+            for r, x in c.coefs.items():
+                cons[r].SetCoefficient(v, x)
+        obj.SetMaximization()
+        st = s.Solve()
+        if st != pywraplp.Solver.OPTIMAL:  # GLOP's presolve occasionally gives up: retry without it
+            s.SetSolverSpecificParametersAsString("use_preprocessing: false")
+            st = s.Solve()
+        if st != pywraplp.Solver.OPTIMAL:
+            self.stats["lp_status"] = st
+            return None
+        if phase1:
+            used_art = obj.Value() < -1e-7
+        else:
+            used_art = obj.Value() < sum(c.value * v.solution_value() for v, c in zip(lam, self.cols)) - 1e-6
+        return obj.Value(), {r: con.dual_value() for r, con in cons.items()}, used_art
+
+    def price(self, fi: int, duals: dict[Any, float], want: int = 8, quick: float | None = None,
+              phase1: bool = False) -> tuple[float, list[Column], bool]:
+        """Best reduced cost of family fi (an upper bound, rigorous) and improving columns."""
+        fam = self.families[fi]
+        pr = fam.pricer or fam.build()
+        fam.pricer = pr
+        a, var = pr.rc_terms(duals, with_value=not phase1)
+        const = -duals.get(fam.conv_row, 0.0)
+        if not a:
+            col = pr.column(fi, lambda v: 0)
+            return const, [col], True
+        ia, scale, err = _scaled(a, pr.ubs)
+        cm = pr.cm
+        cm.Maximize(sum(ia[k] * var[k] for k in ia))
+        cols: list[Column] = []
+        cp = pr.cp_model
+
+        class CB(cp.CpSolverSolutionCallback):
+            def __init__(self):
+                super().__init__()
+
+            def on_solution_callback(self):
+                if len(cols) < 50:
+                    cols.append(pr.column(fi, self.Value))
+
+        cb = CB()
+        s, st = _solve_cp(cm, min(self.left(), quick or 30.0), self.threads, cb=cb)
+        if st not in (cp.OPTIMAL, cp.FEASIBLE):
+            return math.inf, [], False
+        ub = s.BestObjectiveBound() / scale + err + const
+        cols.append(pr.column(fi, s.Value))
+
+        def rc(c: Column) -> float:
+            return (0.0 if phase1 else c.value) - sum(duals.get(r, 0.0) * x for r, x in c.coefs.items())
+
+        cols.sort(key=lambda c: -rc(c))
+        return ub, [c for c in cols[:want]], st == cp.OPTIMAL
+
+    def rc(self, c: Column, duals) -> float:
+        return c.value - sum(duals.get(r, 0.0) * x for r, x in c.coefs.items())
+
+    def generate(self) -> tuple[float | None, dict[Any, float] | None, list[float] | None]:
+        """Column generation to convergence; returns (Lagrangian UB, duals, maxrc per family)."""
+        best_ub, best = math.inf, None
+        while True:
+            if self.left() <= 0:
+                return (None, None, None) if best is None else (best_ub, *best)
+            lp_out = self.solve_lp()
+            if lp_out is None:  # GLOP gave up: no bound from this model
+                self.stats["lp"] = "failed"
+                return (None, None, None) if best is None else (best_ub, *best)
+            lp, duals, used_art = lp_out
+            self.stats["lp_iterations"] += 1
+            added = 0
+            # cheap pricing first: the numpy heuristics, then short CP-SAT runs; the exact
+            # round only when neither finds an improving column
+            for quick in ("heuristic", 0.5):
+                for fi in range(len(self.families)):
+                    if quick == "heuristic":
+                        h = self.families[fi].heuristic
+                        cols = h(duals) if h is not None else []
+                    else:
+                        _, cols, _ = self.price(fi, duals, quick=quick)
+                    for c in cols:
+                        if self.rc(c, duals) > 1e-7 * max(1.0, abs(c.value)) and self.add(c):
+                            added += 1
+                if added:
+                    break
+            if added:
+                self.stats["columns_generated"] += added
+                continue
+            maxrc: list[float] = []
+            exact = True
+            for fi in range(len(self.families)):
+                ub, cols, ok = self.price(fi, duals, quick=self.exact_cap)
+                exact &= ok
+                maxrc.append(ub)
+                for c in cols:
+                    if self.rc(c, duals) > 1e-7 * max(1.0, abs(c.value)) and self.add(c):
+                        added += 1
+            self.stats["columns_generated"] += added
+            if exact and not used_art:
+                ub = sum(duals.get(r, 0.0) * rhs for r, rhs in self.rows.items()) + \
+                    sum(f.count * m for f, m in zip(self.families, maxrc))
+                if ub < best_ub:
+                    best_ub, best = ub, (duals, maxrc)
+            if added == 0:
+                if used_art:  # the LP looks infeasible: prove it (phase 1) or go on with its columns
+                    if self.infeasible():
+                        return -math.inf, None, None
+                    continue
+                return (None, None, None) if best is None else (best_ub, *best)
+            if best is not None and best_ub - lp <= 1e-9 * max(1.0, abs(lp)):
+                return best_ub, *best
+
+    def infeasible(self) -> bool:
+        """Phase 1: minimise the artificials with exact pricing; True only if the LP master is
+        proven infeasible (then so is every integer plan). Columns found are kept."""
+        while self.left() > 0:
+            out = self.solve_lp(phase1=True)
+            if out is None:
+                return False
+            _, duals, used = out
+            if not used:
+                return False
+            added = 0
+            bound = sum(duals.get(r, 0.0) * rhs for r, rhs in self.rows.items())
+            for fi, fam in enumerate(self.families):
+                ub, cols, _ = self.price(fi, duals, phase1=True)
+                bound += fam.count * ub  # ub: a rigorous upper bound on the phase-1 reduced cost
+                for c in cols:
+                    if -sum(duals.get(r, 0.0) * x for r, x in c.coefs.items()) > 1e-7 and self.add(c):
+                        added += 1
+            # Lagrangian bound on -(artificials) for any integer plan: below 0 means none exists
+            if bound < -1e-6:
+                return True
+            if added == 0:
+                return False
+        return False
+
+    # --- step 3: enumeration ---------------------------------------------------------------
+    def enumerate(self, fi: int, duals: dict[Any, float], threshold: float, cap: int) -> bool:
+        """Add every column of family fi with reduced cost >= threshold; False if over ``cap``
+        columns or out of time (then the proof is incomplete)."""
+        fam = self.families[fi]
+        pr = fam.build()  # a fresh model: the enumeration adds a constraint
+        a, var = pr.rc_terms(duals)
+        const = -duals.get(fam.conv_row, 0.0)
+        if a:
+            ia, scale, err = _scaled(a, pr.ubs)
+            pr.cm.Add(sum(ia[k] * var[k] for k in ia) >= math.floor((threshold - const - err) * scale) - 1)
+        elif const < threshold:
+            return True
+        cp = pr.cp_model
+        found: list[Column] = []
+        over = [False]
+
+        class CB(cp.CpSolverSolutionCallback):
+            def on_solution_callback(self):
+                found.append(pr.column(fi, self.Value))
+                if len(found) > cap:
+                    over[0] = True
+                    self.StopSearch()
+
+        s, st = _solve_cp(pr.cm, self.left(), 1, enumerate_all=True, cb=CB())
+        if over[0] or st not in (cp.OPTIMAL, cp.INFEASIBLE):
+            return False
+        for c in found:
+            if self.add(c):
+                self.stats["columns_enumerated"] += 1
+        return True
+
+    # --- step 2: the integer master ----------------------------------------------------------
+    def master(self, backend: str, threads: int | None, hint: dict[int, int] | None = None,
+               bound: float | None = None) -> tuple[LinModel, Solution]:
+        m = LinModel("max")
+        lam = []
+        for i, c in enumerate(self.cols):
+            ub = self.families[c.family].count
+            lam.append(m.var(f"lambda[{self.families[c.family].name},{i}]", 0, ub,
+                             None if hint is None else hint.get(i, 0)))
+        by_row: dict[Any, dict[int, float]] = defaultdict(dict)
+        for v, c in zip(lam, self.cols):
+            for r, x in c.coefs.items():
+                by_row[r][v] = x
+        for r, rhs in self.rows.items():
+            m.add(by_row.get(r, {}), rhs, rhs, family="master")
+        m.objective = {v: c.value for v, c in zip(lam, self.cols) if c.value}
+        m.obj_const = self.value_const
+        lim = self.left()
+        sol = solve_model(m, backend, None if math.isinf(lim) else max(lim, 0.05), threads, use_hint=hint is not None)
+        return m, sol
+
+    def chosen(self, values: list[int]) -> list[tuple[Column, int]]:
+        return [(c, values[i]) for i, c in enumerate(self.cols) if values[i] > 0]
+
+
+def run_patterns(pm: PatternModel, backend: str, threads: int | None, cap: int = 20000) -> dict[str, Any]:
+    """Steps 1-3; returns status ('optimal', 'feasible', 'infeasible', 'unknown'), value, bound,
+    and the chosen columns."""
+    out: dict[str, Any] = {"status": "unknown", "value": None, "bound": None, "chosen": None}
+    ub, duals, maxrc = pm.generate()
+    out["stats"] = pm.stats
+    if ub is None:
+        return out
+    if ub == -math.inf:
+        out["status"] = "infeasible"
+        return out
+    ub += pm.value_const
+    out["bound"] = ub
+    m, sol = pm.master(backend, threads)
+    scale = max(1.0, abs(ub))
+    if sol.status in ("optimal", "feasible"):
+        z = sol.objective
+        out.update(status="feasible", value=z, chosen=pm.chosen(sol.values))
+        if sol.status == "optimal" and ub - z <= 1e-7 * scale:
+            out.update(status="optimal", bound=z)
+            return out
+    elif sol.status == "infeasible":
+        z = -math.inf  # the generated columns do not combine into a plan: enumerate more
+    else:
+        return out
+    # step 3 with a growing margin delta: columns with rc >= maxrc_f - delta; once the master's
+    # optimum z over them has ub - z <= delta, every column an optimal plan could use is present
+    delta = max(1e-6 * scale, min(ub - z, 1e-3 * scale))
+    while True:
+        delta = min(delta, ub - z)
+        for fi in range(len(pm.families)):
+            if not pm.enumerate(fi, duals, maxrc[fi] - delta - 1e-7 * scale, cap):
+                out["stats"]["enumeration"] = f"incomplete at margin {delta:.4g}"
+                return out
+        out["stats"]["columns"] = len(pm.cols)
+        out["stats"]["margin"] = delta
+        m, sol2 = pm.master(backend, threads, hint=None if out["chosen"] is None else _rehint(pm, out["chosen"]))
+        if sol2.status in ("optimal", "feasible"):
+            if sol2.objective >= z - 1e-9 * scale:
+                z = sol2.objective
+                out.update(status="feasible", value=z, chosen=pm.chosen(sol2.values))
+            if sol2.status != "optimal":
+                out["bound"] = min(ub, sol2.bound if sol2.bound is not None else ub)
+                return out
+            if ub - z <= delta + 1e-7 * scale:
+                out.update(status="optimal", bound=z)
+                return out
+        elif sol2.status != "infeasible":
+            return out
+        elif delta >= ub - z:  # z = -inf here: every column is present and no plan exists
+            out["status"] = "infeasible"
+            return out
+        delta *= 4
+
+
+def _rehint(pm: PatternModel, chosen) -> dict[int, int]:
+    """The incumbent's lambda values in the (grown) column list."""
+    pos = {(c.family, c.key): i for i, c in enumerate(pm.cols)}
+    return {pos[(c.family, c.key)]: v for c, v in chosen}
+
+
+# --- the two problems ---------------------------------------------------------------------------
+
+def node_classes(pm, with_rack: bool) -> list[list[int]]:
+    """Identical nodes (capacities, slots, site, resources, pin membership; and rack)."""
+    pins = [set(c.nodes) for _, t in pm.topos for c in t.components if c.nodes is not None]
+    cls: dict[Any, list[int]] = {}
+    for ni, n in enumerate(pm.nodes):
+        if not n.slots:
+            continue
+        key = (pm.node_rack[ni] if with_rack else 0, n.cpu, n.memory_mb if pm.ras else 0, len(n.slots),
+               tuple(sorted(n.resources.items())) if pm.ras else (), n.site, tuple(n.id in p for p in pins))
+        cls.setdefault(key, []).append(ni)
+    return list(cls.values())
+
+
+def applicable(pm, problem: str) -> str | None:
+    """Why the pattern model cannot be used here (None when it can)."""
+    for _, t in pm.topos:
+        if any(s.source == s.target for s in t.streams):
+            return "a component streams to itself"
+        if problem == "traffic" and any(c.incompatible for c in t.components):
+            return "incompatible components (worker-level constraint) in traffic"
+    return None
+
+
+def _node_pricer(pm, nodes: list[int], edges, with_workers: bool, traffic: bool, ybound: dict[int, int] | None = None) -> Pricer:
+    """One node of class ``nodes``: counts y[g] (and x[g,w] per worker when needed)."""
+    pr = Pricer()
+    cm = pr.cm
+    G = pm.groups
+    ni = nodes[0]
+    n = pm.nodes[ni]
+    nw = len(n.slots)
+    y = {}
+    x = {}
+    for k, g in enumerate(G):
+        cap = pm.node_cap(g, ni) if ybound is None else min(pm.node_cap(g, ni), ybound.get(k, 0))
+        if cap > 0:
+            y[k] = pr.int_var(0, cap, f"y{k}")
+    # node resources
+    cm.Add(sum(int(round(G[k].comp.cpu * 1000)) * y[k] for k in y) <= int(math.floor(n.cpu * 1000 + 1e-6)))
+    if pm.ras:
+        cm.Add(sum(int(round(G[k].comp.memory_mb * 1000)) * y[k] for k in y) <= int(math.floor(n.memory_mb * 1000 + 1e-6)))
+        for r in sorted({r for k in y for r in G[k].comp.resources}):
+            cm.Add(sum(int(round(G[k].comp.resources.get(r, 0.0) * 1000)) * y[k] for k in y)
+                   <= int(math.floor(n.resources.get(r, 0.0) * 1000 + 1e-6)))
+    by_comp: dict[tuple[int, str], list[int]] = defaultdict(list)
+    for k in y:
+        by_comp[(G[k].ti, G[k].comp.id)].append(k)
+    for (ti, cid), kk in by_comp.items():
+        lim = G[kk[0]].comp.max_per_node
+        if lim is not None and len(kk) > 1:
+            cm.Add(sum(y[k] for k in kk) <= lim)
+    topos = [ti for ti, _ in pm.topos]
+    own = {}
+    if with_workers:
+        for w in range(nw):
+            for ti in topos:
+                own[(ti, w)] = cm.NewBoolVar(f"o{ti},{w}")
+            cm.Add(sum(own[(ti, w)] for ti in topos) <= 1)
+            for k in y:
+                ub = pm.worker_cap(G[k], ni)
+                if ub > 0:
+                    x[(k, w)] = pr.int_var(0, ub, f"x{k},{w}")
+                    cm.Add(x[(k, w)] <= ub * own[(G[k].ti, w)])
+            for ti, t in pm.topos:
+                ks = [k for k in y if G[k].ti == ti and (k, w) in x]
+                if pm.ras and ks:
+                    cm.Add(sum(int(round(G[k].comp.memory_onheap_mb * 1000)) * x[(k, w)] for k in ks)
+                           <= int(math.floor(t.max_heap_mb * 1000 + 1e-6)))
+                # incompatibility inside a worker
+                comps = defaultdict(list)
+                for k in ks:
+                    comps[G[k].comp.id].append(k)
+                used = {}
+                for cid, kk in comps.items():
+                    b = cm.NewBoolVar("")
+                    cm.Add(sum(x[(k, w)] for k in kk) <= sum(pm.worker_cap(G[k], ni) for k in kk) * b)
+                    cm.Add(sum(x[(k, w)] for k in kk) >= b)  # b is determined (enumeration counts plans once)
+                    used[cid] = b
+                    if cid in t.component(cid).incompatible:
+                        cm.Add(sum(x[(k, w)] for k in kk) <= 1)
+                cl = sorted(comps)
+                for i, c in enumerate(cl):
+                    for d in cl[i + 1:]:
+                        if d in t.component(c).incompatible or c in t.component(d).incompatible:
+                            cm.Add(used[c] + used[d] <= 1)
+                # two workers of t on one node that could merge (heap) are never better than the
+                # merged worker (every pair between them gains): keep only unmergeable splits
+                if pm.ras and ks and not any(c.incompatible for c in t.components) and t.max_heap_mb > 0 and \
+                        all(float(G[k].comp.memory_onheap_mb * 1000).is_integer() for k in ks):
+                    hw = sum(int(round(G[k].comp.memory_onheap_mb * 1000)) * x[(k, w)] for k in ks)
+                    for w0 in range(w):
+                        k0 = [k for k in y if G[k].ti == ti and (k, w0) in x]
+                        h0 = sum(int(round(G[k].comp.memory_onheap_mb * 1000)) * x[(k, w0)] for k in k0)
+                        big = int(math.floor(t.max_heap_mb * 1000 + 1e-6)) + 1
+                        cm.Add(hw + h0 >= big * (own[(ti, w)] + own[(ti, w0)] - 1))
+            if w > 0:  # interchangeable ports: non-increasing totals
+                cm.Add(sum(x[(k, w)] for k in y if (k, w) in x) <= sum(x[(k, w - 1)] for k in y if (k, w - 1) in x))
+        for k in y:
+            cm.Add(y[k] == sum(x[(k, w)] for w in range(nw) if (k, w) in x))
+        ow = {}
+        for ti in topos:
+            ow[ti] = sum(own[(ti, w)] for w in range(nw))
+            for w in range(nw):  # an owned worker is non-empty (the plan has no empty workers)
+                cm.Add(sum(x[(k, w)] for k in y if G[k].ti == ti and (k, w) in x) >= own[(ti, w)])
+    if traffic:
+        # o[t] workers on this node, o <= executors <= M o, sum_t o <= slots
+        for ti, t in pm.topos:
+            ks = [k for k in y if G[k].ti == ti]
+            o = pr.int_var(0, nw, f"o{ti}")
+            tot = sum(y[k] for k in ks) if ks else 0
+            cm.Add(o <= tot)
+            cm.Add(tot <= pm.M[ti] * o)
+            own[ti] = o
+            pr.rows[("workers", ti)].append((o, 1.0))
+        cm.Add(sum(own[ti] for ti in topos) <= nw)
+    for k in y:
+        pr.rows[("cover", k)].append((y[k], 1.0))
+    # value: node-level (and worker-level) co-location, weighted
+    prods: dict[Any, list] = defaultdict(list)  # place -> product vars (for the density cuts)
+    for (ka, kb), wgt in edges.items():
+        if ka in y and kb in y:
+            p = pr.product(y[ka], y[kb], f"Y{ka},{kb}")
+            pr.value.append((p, wgt))
+            prods[(G[ka].ti, "node")].append(p)
+            if with_workers:
+                for w in range(nw):
+                    if (ka, w) in x and (kb, w) in x:
+                        q = pr.product(x[(ka, w)], x[(kb, w)], f"X{ka},{kb},{w}")
+                        pr.value.append((q, wgt))
+                        prods[(G[ka].ti, w)].append(q)
+    if not traffic:
+        _density(pr, pm, prods, y, x)
+
+    def decode(val):
+        if with_workers:
+            ws = [tuple(sorted((k, val(x[(k, w)])) for k in y if (k, w) in x and val(x[(k, w)]) > 0)) for w in range(nw)]
+            return ("x", tuple(sorted((w for w in ws if w), reverse=True)))
+        return ("y", tuple(sorted((k, val(y[k])) for k in y if val(y[k]) > 0)),
+                tuple(sorted((ti, val(own[ti])) for ti in topos)))
+
+    pr.decode = decode
+    pr.key = lambda p: p
+    return pr
+
+
+def worker_patterns(pm, ni: int, ti: int, cap: int = 20000) -> list[tuple[tuple[int, int], ...]] | None:
+    """Every non-empty content of one worker of topology ti on node ni: counts within the
+    worker caps, heap <= max_heap, fitting the node alone, no incompatible pair. None if more
+    than ``cap``."""
+    G = pm.groups
+    t = dict(pm.topos)[ti]
+    n = pm.nodes[ni]
+    ks = [k for k, g in enumerate(G) if g.ti == ti and pm.worker_cap(g, ni) > 0]
+    out: list = []
+
+    def ok_pair(c: str, d: str) -> bool:
+        return not (d in t.component(c).incompatible or c in t.component(d).incompatible)
+
+    def rec(i: int, cur: list, heap: float, cpu: float, mem: float, comps: list) -> bool:
+        if i == len(ks):
+            if cur:
+                out.append(tuple(cur))
+            return len(out) <= cap
+        k = ks[i]
+        c = G[k].comp
+        if not rec(i + 1, cur, heap, cpu, mem, comps):
+            return False
+        if any(not ok_pair(c.id, d) for d in comps if d != c.id):
+            return True
+        for q in range(1, pm.worker_cap(G[k], ni) + 1):
+            h, cp, mm = heap + q * c.memory_onheap_mb, cpu + q * c.cpu, mem + q * c.memory_mb
+            if h > t.max_heap_mb + 1e-9 or cp > n.cpu + 1e-9 or mm > n.memory_mb + 1e-9:
+                break
+            if not rec(i + 1, cur + [(k, q)], h, cp, mm, comps + [c.id]):
+                return False
+        return True
+
+    if not rec(0, [], 0.0, 0.0, 0.0, []):
+        return None
+    return out
+
+
+def _node_pricer_patterns(pm, nodes: list[int], edges, pats: dict[int, list], ybound: dict[int, int] | None) -> Pricer:
+    """One node as a multiset of worker contents: u[p] workers with content p. The worker
+    level is then linear (sum_p u[p] co(p)); only the node level keeps products of y."""
+    pr = Pricer()
+    cm = pr.cm
+    G = pm.groups
+    ni = nodes[0]
+    n = pm.nodes[ni]
+    nw = len(n.slots)
+    y = {}
+    for k, g in enumerate(G):
+        cap = pm.node_cap(g, ni) if ybound is None else min(pm.node_cap(g, ni), ybound.get(k, 0))
+        if cap > 0:
+            y[k] = pr.int_var(0, cap, f"y{k}")
+    u = {}
+    terms: dict[int, list] = defaultdict(list)
+    for ti, plist in pats.items():
+        t = dict(pm.topos)[ti]
+        small = []
+        for i, pat in enumerate(plist):
+            if any(q > (pr.ubs[y[k].Index()] if k in y else 0) for k, q in pat):
+                continue
+            v = pr.int_var(0, nw, f"u{ti},{i}")
+            u[(ti, i)] = (v, pat)
+            for k, q in pat:
+                terms[k].append((v, q))
+            co = sum(wgt * dict(pat).get(a, 0) * dict(pat).get(b, 0) for (a, b), wgt in edges.items())
+            if co:
+                pr.value.append((v, co))
+            heap = sum(G[k].comp.memory_onheap_mb * q for k, q in pat)
+            if not any(c.incompatible for c in t.components) and 2 * heap <= t.max_heap_mb + 1e-9:
+                small.append(v)
+        if small:  # two workers that fit in one are never better than the merged one
+            cm.Add(sum(small) <= 1)
+    cm.Add(sum(v for v, _ in u.values()) <= nw)
+    for k in y:
+        cm.Add(y[k] == sum(q * v for v, q in terms[k]))
+    cm.Add(sum(int(round(G[k].comp.cpu * 1000)) * y[k] for k in y) <= int(math.floor(n.cpu * 1000 + 1e-6)))
+    cm.Add(sum(int(round(G[k].comp.memory_mb * 1000)) * y[k] for k in y) <= int(math.floor(n.memory_mb * 1000 + 1e-6)))
+    for r in sorted({r for k in y for r in G[k].comp.resources}):
+        cm.Add(sum(int(round(G[k].comp.resources.get(r, 0.0) * 1000)) * y[k] for k in y)
+               <= int(math.floor(n.resources.get(r, 0.0) * 1000 + 1e-6)))
+    by_comp: dict[tuple[int, str], list[int]] = defaultdict(list)
+    for k in y:
+        by_comp[(G[k].ti, G[k].comp.id)].append(k)
+    for (ti, cid), kk in by_comp.items():
+        lim = G[kk[0]].comp.max_per_node
+        if lim is not None and len(kk) > 1:
+            cm.Add(sum(y[k] for k in kk) <= lim)
+    for k in y:
+        pr.rows[("cover", k)].append((y[k], 1.0))
+    prods: dict[Any, list] = defaultdict(list)
+    for (ka, kb), wgt in edges.items():
+        if ka in y and kb in y:
+            p = pr.product(y[ka], y[kb], f"Y{ka},{kb}")
+            pr.value.append((p, wgt))
+            prods[(G[ka].ti, "node")].append(p)
+    _density(pr, pm, prods, y, {})
+
+    def decode(val):
+        ws = []
+        for (ti, i), (v, pat) in u.items():
+            ws.extend([tuple(sorted(pat))] * val(v))
+        return ("x", tuple(sorted(ws, reverse=True)))
+
+    pr.decode = decode
+    pr.key = lambda p: p
+    return pr
+
+
+def node_pricer(pm, nodes: list[int], edges, ybound: dict[int, int] | None = None) -> Pricer:
+    """Network node pricing: worker-content form when the contents are few, else per-worker counts."""
+    pats = {}
+    cache = pm.__dict__.setdefault("_worker_patterns", {})
+    for ti, _ in pm.topos:
+        if (nodes[0], ti) not in cache:
+            cache[(nodes[0], ti)] = worker_patterns(pm, nodes[0], ti)
+        pl = cache[(nodes[0], ti)]
+        if pl is None:
+            return _node_pricer(pm, nodes, edges, with_workers=True, traffic=False, ybound=ybound)
+        pats[ti] = pl
+    return _node_pricer_patterns(pm, nodes, edges, pats, ybound)
+
+
+class NodeHeuristic:
+    """Fast pricing for a network node class from its worker contents (numpy): the best
+    single-worker and two-worker nodes by reduced cost, then greedy third/fourth workers.
+    Exact values; no optimality claim (the CP-SAT pricer gives the proof)."""
+
+    def __init__(self, pm, nodes, edges, fi: int, conv, rowkey, ybound=None):
+        import numpy as np
+
+        self.np = np
+        G = pm.groups
+        ni = nodes[0]
+        self.n = pm.nodes[ni]
+        self.nw = len(self.n.slots)
+        self.fi, self.conv, self.rowkey = fi, conv, rowkey
+        K = len(G)
+        pats = []
+        for ti, _ in pm.topos:
+            pl = pm.__dict__.setdefault("_worker_patterns", {}).get((ni, ti))
+            if pl is None:
+                pl = worker_patterns(pm, ni, ti)
+                pm.__dict__["_worker_patterns"][(ni, ti)] = pl
+            pats.extend(pl or [])
+        self.pats = pats
+        P = np.zeros((len(pats), K))
+        for i, pat in enumerate(pats):
+            for k, q in pat:
+                P[i, k] = q
+        cap = np.array([pm.node_cap(g, ni) if ybound is None else min(pm.node_cap(g, ni), ybound.get(k, 0))
+                        for k, g in enumerate(G)], dtype=float)
+        keep = (P <= cap).all(axis=1)
+        self.P = P[keep]
+        self.pats = [p for p, k in zip(pats, keep) if k]
+        self.cap = cap
+        A = np.zeros((K, K))
+        for (a, b), w in edges.items():
+            A[a, b] += w
+            A[b, a] += w
+        self.A = A
+        self.cpu = np.array([g.comp.cpu for g in G])
+        self.mem = np.array([g.comp.memory_mb for g in G])
+        self.co = 0.5 * np.einsum("ik,kl,il->i", self.P, A, self.P)  # co(p) per worker content
+        self.cross = self.P @ A @ self.P.T if len(self.P) <= 6000 else None
+        self.edges = edges
+
+    def column(self, ws: list[int]) -> "Column":
+        np = self.np
+        y = self.P[ws].sum(axis=0)
+        val = 0.5 * float(y @ self.A @ y) + float(self.co[ws].sum())
+        contents = tuple(sorted((self.pats[i] for i in ws), reverse=True))
+        coefs = {self.rowkey(k): float(q) for k, q in enumerate(y) if q}
+        coefs[self.conv] = 1.0
+        return Column(self.fi, val, coefs, ("x", contents), ("x", contents))
+
+    def fits(self, y) -> bool:
+        return bool((y <= self.cap).all() and y @ self.cpu <= self.n.cpu + 1e-9 and y @ self.mem <= self.n.memory_mb + 1e-9)
+
+    def __call__(self, duals: dict) -> list["Column"]:
+        np = self.np
+        if self.cross is None or not len(self.P):
+            return []
+        pi = np.array([duals.get(self.rowkey(k), 0.0) for k in range(self.P.shape[1])])
+        a = 2.0 * self.co - self.P @ pi  # a single worker: node and worker pairs both count
+        order = np.argsort(-a)[:400]
+        best: list[tuple[float, list[int]]] = [(float(a[i]), [int(i)]) for i in order[:5]]
+        if self.nw >= 2:
+            sub = order
+            M = a[sub][:, None] + a[sub][None, :] + self.cross[np.ix_(sub, sub)]
+            flat = np.argsort(-M, axis=None)[:200]
+            for f in flat:
+                i, j = divmod(int(f), len(sub))
+                if i > j:
+                    continue
+                ws = [int(sub[i]), int(sub[j])]
+                if self.fits(self.P[ws].sum(axis=0)):
+                    best.append((float(M[i, j]), ws))
+        # greedy: extend the best few by more workers
+        ext = []
+        for val, ws in sorted(best, key=lambda t: -t[0])[:10]:
+            ws = list(ws)
+            while len(ws) < self.nw:
+                gain = a[order] + self.cross[np.ix_(order, ws)].sum(axis=1)
+                j = int(np.argmax(gain))
+                if gain[j] <= 0:
+                    break
+                cand = ws + [int(order[j])]
+                if not self.fits(self.P[cand].sum(axis=0)):
+                    break
+                ws, val = cand, val + float(gain[j])
+            ext.append((val, ws))
+        cols = [self.column(ws) for _, ws in sorted(best + ext, key=lambda t: -t[0])[:12]]
+        return cols
+
+
+def _density(pr: Pricer, pm, prods, y, x) -> None:
+    """Motzkin-Straus inside the pricing model (it tightens CP-SAT's LP): the pairs (u, d) of
+    one topology's stream graph at one place holding k of its executors number at most
+    (omega - 1) / (2 omega) k^2 in products, omega = the graph's clique number."""
+    import networkx as nx
+
+    G = pm.groups
+    cm = pr.cm
+    for (ti, place), ps in prods.items():
+        t = dict(pm.topos)[ti]
+        g = nx.Graph()
+        for u, downs in rates.downstream(t).items():
+            for d in downs:
+                g.add_edge(u, d)
+        omega = max((len(c) for c in nx.find_cliques(g)), default=2)
+        ks = [k for k in y if G[k].ti == ti]
+        cnt = [y[k] for k in ks] if place == "node" else [x[(k, place)] for k in ks if (k, place) in x]
+        ub = sum(pr.ubs[v.Index()] for v in cnt)
+        tot = pr.int_var(0, ub, "")
+        cm.Add(tot == sum(cnt))
+        sq = pr.int_var(0, ub * ub, "")
+        cm.AddMultiplicationEquality(sq, [tot, tot])
+        cm.Add(2 * omega * sum(ps) <= (omega - 1) * sq)
+
+
+def _rack_pricer(pm, ri: int, edges) -> Pricer:
+    """One rack's counts z[g] (RAS): capacity of its nodes in total; linked to its nodes' columns."""
+    pr = Pricer()
+    cm = pr.cm
+    G = pm.groups
+    nodes = [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == ri and pm.nodes[ni].slots]
+    z = {}
+    for k, g in enumerate(G):
+        cap = min(g.size, sum(pm.node_cap(g, ni) for ni in nodes))
+        if cap > 0:
+            z[k] = pr.int_var(0, cap, f"z{k}")
+    cm.Add(sum(int(round(G[k].comp.cpu * 1000)) * z[k] for k in z) <= int(math.floor(sum(pm.nodes[ni].cpu for ni in nodes) * 1000 + 1e-6)))
+    cm.Add(sum(int(round(G[k].comp.memory_mb * 1000)) * z[k] for k in z)
+           <= int(math.floor(sum(pm.nodes[ni].memory_mb for ni in nodes) * 1000 + 1e-6)))
+    for k in z:
+        pr.rows[("cover", k)].append((z[k], 1.0))
+        pr.rows[("link", ri, k)].append((z[k], -1.0))
+    for (ka, kb), wgt in edges.items():
+        if ka in z and kb in z:
+            pr.value.append((pr.product(z[ka], z[kb], f"Z{ka},{kb}"), wgt))
+    pr.decode = lambda val: tuple(sorted((k, val(z[k])) for k in z if val(z[k]) > 0))
+    pr.key = lambda p: p
+    return pr
+
+
+def build_network(pm, deadline, threads) -> tuple[PatternModel, dict, float]:
+    """Network: maximise rack + node + worker co-location (each weighted 1/E_t per stream)."""
+    G = pm.groups
+    index = {(g.ti, g.comp.id): k for k, g in enumerate(G)}
+    edges: dict[tuple[int, int], float] = defaultdict(float)
+    const = 0.0
+    for ti, t in pm.topos:
+        e_t = float(t.executor_count)
+        for u, downs in rates.downstream(t).items():
+            for d in downs:
+                ku, kd = index[(ti, u)], index[(ti, d)]
+                edges[(min(ku, kd), max(ku, kd))] += 1.0 / e_t
+                const += 3.0 * G[ku].size * G[kd].size / e_t
+    racks = sorted({pm.node_rack[ni] for ni in range(len(pm.nodes)) if pm.nodes[ni].slots})
+    multi_rack = len(racks) > 1
+    rows: dict[Any, float] = {}
+    fams: list[Family] = []
+    one_rack_const = 0.0
+    for k, g in enumerate(G):
+        rows[("cover", k)] = float(g.size)
+    if not multi_rack:
+        one_rack_const = sum(w * G[a].size * G[b].size for (a, b), w in edges.items())
+    for cls in node_classes(pm, with_rack=True):
+        ri = pm.node_rack[cls[0]]
+        conv = ("conv", "node", cls[0])
+        rows[conv] = float(len(cls))
+
+        def build(cls=cls, ri=ri, conv=conv):
+            pr = node_pricer(pm, cls, edges)
+            if multi_rack:
+                for k in list(pr.rows):
+                    if k[0] == "cover":
+                        pr.rows[("link", ri, k[1])] = pr.rows.pop(k)
+            pr.rows[conv] = []
+            return _with_conv(pr, conv)
+
+        fam = Family(f"node{cls[0]}", len(cls), conv, build)
+        rk = (lambda k, ri=ri: ("link", ri, k)) if multi_rack else (lambda k: ("cover", k))
+        fam.heuristic = NodeHeuristic(pm, cls, edges, len(fams), conv, rk)
+        fams.append(fam)
+    if multi_rack:
+        for ri in racks:
+            for k in range(len(G)):
+                rows[("link", ri, k)] = 0.0
+            conv = ("conv", "rack", ri)
+            rows[conv] = 1.0
+
+            def build(ri=ri, conv=conv):
+                return _with_conv(_rack_pricer(pm, ri, edges), conv)
+
+            fams.append(Family(f"rack{ri}", 1, conv, build))
+    # value = const_reward; the master maximises co-location, the metric is const - value
+    return PatternModel(rows, fams, one_rack_const, deadline, 1), {"edges": edges, "const": const, "racks": racks}, const
+
+
+def _with_conv(pr: Pricer, conv) -> Pricer:
+    """The convexity row has coefficient 1 for every column (a constant term)."""
+    old = pr.column
+
+    def column(fam, val):
+        c = old(fam, val)
+        c.coefs[conv] = 1.0
+        return c
+
+    pr.column = column
+    return pr
+
+
+def build_traffic(pm, pairs, deadline, threads) -> tuple[PatternModel, float]:
+    """Traffic phase 1: maximise intra-node traffic; node columns carry worker counts."""
+    G = pm.groups
+    rows: dict[Any, float] = {("cover", k): float(g.size) for k, g in enumerate(G)}
+    for ti, _ in pm.topos:
+        rows[("workers", ti)] = float(pm.S[ti])
+    const = sum(r * G[a].size * G[b].size for (a, b), r in pairs.items())
+    fams = []
+    for cls in node_classes(pm, with_rack=False):
+        conv = ("conv", "node", cls[0])
+        rows[conv] = float(len(cls))
+
+        def build(cls=cls, conv=conv):
+            pr = _node_pricer(pm, cls, pairs, with_workers=False, traffic=True)
+            return _with_conv(pr, conv)
+
+        fams.append(Family(f"node{cls[0]}", len(cls), conv, build))
+    return PatternModel(rows, fams, 0.0, deadline, 1), const
+
+
+def _rack_sub(pm, ri: int, z: dict[int, int], edges, deadline, seed: list[Column]) -> PatternModel:
+    """Rack ri holding exactly z: its node classes as families (single-rack configuration
+    model), seeded with node columns already generated for that rack."""
+    G = pm.groups
+    rows: dict[Any, float] = {("cover", k): float(z.get(k, 0)) for k in range(len(G))}
+    fams = []
+    fam_of = {}
+    for cls in node_classes(pm, with_rack=True):
+        if pm.node_rack[cls[0]] != ri:
+            continue
+        conv = ("conv", "node", cls[0])
+        rows[conv] = float(len(cls))
+
+        def build(cls=cls, conv=conv):
+            return _with_conv(node_pricer(pm, cls, edges, ybound=z), conv)
+
+        fam_of[conv] = len(fams)
+        fam = Family(f"node{cls[0]}", len(cls), conv, build)
+        fam.heuristic = NodeHeuristic(pm, cls, edges, len(fams), conv, lambda k: ("cover", k), ybound=z)
+        fams.append(fam)
+    sub = PatternModel(rows, fams, 0.0, deadline, 1)
+    for c in seed:
+        conv = next(r for r in c.coefs if r[0] == "conv")
+        if conv in fam_of:
+            coefs = {("cover", r[2]) if r[0] == "link" else r: x for r, x in c.coefs.items()}
+            if all(x <= z.get(r[1], 0) for r, x in coefs.items() if r[0] == "cover"):
+                sub.add(Column(fam_of[conv], c.value, coefs, c.payload, c.key))
+    return sub
+
+
+def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, cap: int = 20000,
+                  incumbent: tuple[float, Any] | None = None) -> dict[str, Any]:
+    """Several racks: the configuration LP mixes rack contents, so its bound alone is loose.
+    Search the rack contents (z_r, one per rack, summing to the executor counts) whose
+    Lagrangian bound UB + sum_r (rc(z_r) - maxrc_r) beats the incumbent, best bound first;
+    for each, solve every rack's node problem exactly (single-rack configuration model, whose
+    LP is tight). The margin delta of the enumerated rack contents grows until it covers the gap."""
+    out: dict[str, Any] = {"status": "unknown", "value": None, "bound": None, "chosen": None}
+    if incumbent is not None:  # (value, plan) of a known plan
+        out.update(status="feasible", value=incumbent[0], chosen=incumbent[1])
+    ub, duals, maxrc = model.generate()
+    out["stats"] = st = model.stats
+    if ub is None:
+        return out
+    if ub == -math.inf:
+        out.update(status="infeasible", chosen=None)
+        return out
+    G = pm.groups
+    n = [g.size for g in G]
+    out["bound"] = ub
+    scale = max(1.0, abs(ub))
+    rack_f = [fi for fi, f in enumerate(model.families) if f.name.startswith("rack")]
+    node_seed = [c for c in model.cols if not model.families[c.family].name.startswith("rack")]
+    seen_seed = {(model.families[c.family].conv_row, c.key) for c in node_seed}
+    racks = info["racks"]
+    # racks with the same node classes (capacities, counts) are interchangeable: z_1 >= z_2 lexicographically
+    sig = {ri: tuple(sorted((len(c), pm.nodes[c[0]].cpu, pm.nodes[c[0]].memory_mb, len(pm.nodes[c[0]].slots))
+                            for c in node_classes(pm, True) if pm.node_rack[c[0]] == ri)) for ri in racks}
+    z_best = -math.inf if incumbent is None else incumbent[0]
+    best: list | None = None
+    cache: dict[Any, tuple[float, list] | None] = {}
+    done: set = set()
+    st["rack_tuples"] = 0
+
+    def solve_rack(ri: int, zc: Column) -> tuple[float, list] | None | str:
+        z = dict(zc.payload)
+        key = (sig[ri], zc.key) if list(sig.values()).count(sig[ri]) > 1 else (ri, zc.key)
+        if key in cache:
+            return cache[key]
+        sub = _rack_sub(pm, ri, z, info["edges"], model.deadline, node_seed)
+        o = run_patterns(sub, backend, threads, cap)
+        if o["status"] == "infeasible":
+            cache[key] = None
+            return None
+        if o["status"] != "optimal":
+            return "incomplete"
+        res = (o["value"], [(sub.families[c.family].name, c, v) for c, v in o["chosen"]])
+        # node columns found here are valid for any rack content that covers them: reuse them
+        for c in sub.cols:
+            conv = sub.families[c.family].conv_row
+            coefs = {("link", ri, r[1]) if r[0] == "cover" else r: x for r, x in c.coefs.items()}
+            if (conv, c.key) not in seen_seed:
+                seen_seed.add((conv, c.key))
+                node_seed.append(Column(-1, c.value, coefs, c.payload, c.key))
+        cache[key] = res
+        st["rack_subproblems"] = st.get("rack_subproblems", 0) + 1
+        return res
+
+    delta = max(1e-6 * scale, 1e-3 * scale)
+    while True:
+        for fi in rack_f:
+            if not model.enumerate(fi, duals, maxrc[fi] - delta - 1e-7 * scale, cap):
+                st["enumeration"] = f"rack contents incomplete at margin {delta:.4g}"
+                return out
+        cols = {fi: [c for c in model.cols if c.family == fi] for fi in rack_f}
+        rcs = {id(c): model.rc(c, duals) for fi in rack_f for c in cols[fi]}
+        # tuples: one rack column per rack, summing to n (depth-first over racks)
+        tuples: list[tuple[float, list[Column]]] = []
+
+        def dfs(i: int, left: list[int], slack: float, chosen: list[Column]) -> None:
+            if i == len(rack_f):
+                if not any(left):
+                    tuples.append((ub - slack, list(chosen)))
+                return
+            fi = rack_f[i]
+            for c in cols[fi]:
+                loss = maxrc[fi] - rcs[id(c)]
+                if loss > slack + 1e-7 * scale:
+                    continue
+                zz = dict(c.payload)
+                if any(zz.get(k, 0) > left[k] for k in range(len(n))):
+                    continue
+                if i > 0 and sig[racks[i]] == sig[racks[i - 1]] and c.key > chosen[-1].key:
+                    continue  # identical racks: non-increasing contents
+                dfs(i + 1, [left[k] - zz.get(k, 0) for k in range(len(n))], slack - loss, chosen + [c])
+
+        dfs(0, list(n), delta, [])
+        tuples.sort(key=lambda t: -t[0])
+        for tub, tup in tuples:
+            if time.monotonic() > (model.deadline or math.inf):
+                st["enumeration"] = "time limit in the rack search"
+                return out
+            tk = tuple(c.key for c in tup)
+            if tk in done or tub <= z_best + 1e-7 * scale:
+                continue
+            done.add(tk)
+            st["rack_tuples"] += 1
+            total = sum(c.value for c in tup)
+            parts = []
+            for ri, c in zip(racks, tup):
+                r = solve_rack(ri, c)
+                if r == "incomplete":
+                    st["enumeration"] = "rack subproblem not proven"
+                    return out
+                if r is None:
+                    total = -math.inf
+                    break
+                total += r[0]
+                parts.extend(r[1])
+            if total > z_best:
+                z_best, best = total, parts
+                out.update(status="feasible", value=z_best, chosen=best)
+        st["margin"] = delta
+        if z_best > -math.inf and ub - z_best <= delta + 1e-7 * scale:
+            out.update(status="optimal", bound=z_best)
+            return out
+        delta = 4 * delta if z_best == -math.inf else min(4 * delta, ub - z_best)
+
+
+def seed_network(pm, model: PatternModel, info: dict, plan: Plan) -> float | None:
+    """Add a plan's node and rack contents as columns (a start for the LP and an incumbent);
+    returns the plan's co-location value (the master's objective), or None if it does not fit."""
+    G = pm.groups
+    gidx = {(g.topo.id, g.comp.id, i): k for k, g in enumerate(G) for i in g.members}
+    nidx = {n.id: ni for ni, n in enumerate(pm.nodes)}
+    fam_of = {f.conv_row: fi for fi, f in enumerate(model.families)}
+    multi = len(info["racks"]) > 1
+    edges = info["edges"]
+    workers: dict[int, dict[Any, dict[int, int]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
+    for pl in plan.placements:
+        k = gidx.get((pl.topology, pl.component, pl.executor))
+        if k is None or pl.node not in nidx:
+            return None
+        workers[nidx[pl.node]][pl.slot][k] += 1
+
+    def co(v: dict[int, int]) -> float:
+        return sum(w * v.get(a, 0) * v.get(b, 0) for (a, b), w in edges.items())
+
+    total = model.value_const
+    rack_z: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    for cls in node_classes(pm, True):
+        conv = ("conv", "node", cls[0])
+        fi = fam_of[conv]
+        ri = pm.node_rack[cls[0]]
+        for ni in cls:
+            ws = tuple(sorted((tuple(sorted(c.items())) for c in workers[ni].values() if c), reverse=True))
+            yv: dict[int, int] = defaultdict(int)
+            for c in workers[ni].values():
+                for k, q in c.items():
+                    yv[k] += q
+                    rack_z[ri][k] += q
+            val = co(yv) + sum(co(dict(w)) for w in ws)
+            total += val
+            coefs = {(("link", ri, k) if multi else ("cover", k)): float(q) for k, q in yv.items()}
+            coefs[conv] = 1.0
+            model.add(Column(fi, val, coefs, ("x", ws), ("x", ws)))
+    if multi:
+        for ri in info["racks"]:
+            z = {k: q for k, q in rack_z[ri].items() if q}
+            val = co(z)
+            total += val
+            coefs = {("cover", k): float(q) for k, q in z.items()}
+            coefs.update({("link", ri, k): -float(q) for k, q in z.items()})
+            coefs[("conv", "rack", ri)] = 1.0
+            key = tuple(sorted(z.items()))
+            model.add(Column(fam_of[("conv", "rack", ri)], val, coefs, key, key))
+    return total
+
+
+# --- plans --------------------------------------------------------------------------------------
+
+def network_plan(pm, chosen: list[tuple[str, Column, int]]) -> Plan:
+    """Node columns (family name = node{first node of the class}) dealt to their class's nodes."""
+    G = pm.groups
+    free = {f"node{c[0]}": list(c) for c in node_classes(pm, True)}
+    nxt = {k: iter(g.members) for k, g in enumerate(G)}
+    out = []
+    for name, col, cnt in chosen:
+        if name not in free:
+            continue  # rack columns carry no placement
+        for _ in range(cnt):
+            ni = free[name].pop(0)
+            ports = list(pm.nodes[ni].slots)
+            for w, content in enumerate(col.payload[1]):
+                for k, q in content:
+                    for _ in range(q):
+                        out.append(Placement(topology=G[k].topo.id, component=G[k].comp.id, executor=next(nxt[k]),
+                                             node=pm.nodes[ni].id, slot=ports[w]))
+    return Plan(placements=out)
+
+
+def traffic_plan(pm, model: PatternModel, chosen: list[tuple[Column, int]]) -> Plan:
+    """Node columns dealt to nodes; each node's executors split evenly over its o[t] workers."""
+    G = pm.groups
+    classes = {f"node{c[0]}": list(c) for c in node_classes(pm, False)}
+    free = {fi: classes[f.name] for fi, f in enumerate(model.families)}
+    nxt = {k: iter(g.members) for k, g in enumerate(G)}
+    out = []
+    for col, cnt in chosen:
+        _, ys, os_ = col.payload
+        for _ in range(cnt):
+            ni = free[col.family].pop(0)
+            ports = iter(pm.nodes[ni].slots)
+            for ti, o in os_:
+                if o == 0:
+                    continue
+                execs = [(k, next(nxt[k])) for k, q in ys if G[k].ti == ti for _ in range(q)]
+                sizes = [len(execs) // o + (1 if i < len(execs) % o else 0) for i in range(o)]
+                pos = 0
+                for sz in sizes:
+                    port = next(ports)
+                    for k, e in execs[pos:pos + sz]:
+                        out.append(Placement(topology=G[k].topo.id, component=G[k].comp.id, executor=e,
+                                             node=pm.nodes[ni].id, slot=port))
+                    pos += sz
+    return Plan(placements=out)
