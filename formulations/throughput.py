@@ -586,6 +586,10 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
         if r >= 0:
             search.best_rate, search.best_n = r, hint_n
             details["hint_rate"] = r
+    if search.best_n is None:
+        g = _greedy_start(d)
+        if g is not None:
+            search.best_rate, search.best_n = rate_of(d, g), g
     finished = True
     if d.routing == "weighted" and backend != "cpsat":
         left = None if deadline is None else max(0.05, deadline - time.monotonic())
@@ -665,6 +669,29 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
     msg = "" if proven else "stopped by the time limit: best placement so far, with the proven upper bound on the rate"
     return Result(problem="throughput", method=method, status=status, plan=make_plan(d, search.best_n, search.best_rate),
                   bound=bound, message=msg, details=details)
+
+
+def _greedy_start(d: TPData) -> list[list[int]] | None:
+    """One instance per component on the allowed machine with the most room left (overheads,
+    caps and incompatibilities respected): a cheap first placement so that a time limit never
+    leaves an exact method without a plan when one is this easy to find."""
+    n = [[0] * d.J for _ in range(d.C)]
+    fixed = [0.0] * d.J
+    for c in sorted(range(d.C), key=lambda c: -d.gain[c]):
+        best = None
+        for j in range(d.J):
+            if not d.allowed(c, j) or sum(n[x][j] for x in range(d.C)) >= d.K:
+                continue
+            if any(n[o][j] for pair in d.incompatible if c in pair for o in pair if o != c):
+                continue
+            room = d.cap[j] - fixed[j] - d.met[c][j] - d.a[c][j] * d.gain[c] * 1e-9
+            if room >= 0 and (best is None or room > best[0]):
+                best = (room, j)
+        if best is None:
+            return None
+        n[c][best[1]] = 1
+        fixed[best[1]] += d.met[c][best[1]]
+    return n if structurally_ok(d, n) and even_rate(d, n) >= 0 else None
 
 
 def _infeasible(method: str, why: str) -> Result:
