@@ -246,6 +246,24 @@ def _symmetry(d: SlotsData, add, u, w) -> None:
 def _milp(d: SlotsData, hint, time_limit, solver):
     import pulp
 
+    started = time.monotonic()
+    if time_limit is not None:
+        try:
+            return _milp_build_and_solve(d, hint, time_limit, solver, started, pulp)
+        except _OutOfTime:
+            return core.Outcome("unknown", seconds=time.monotonic() - started), None, _price_weights(d)[1]
+    return _milp_build_and_solve(d, hint, time_limit, solver, started, pulp)
+
+
+class _OutOfTime(Exception):
+    """The time limit ran out while the MILP was being built."""
+
+
+def _milp_build_and_solve(d: SlotsData, hint, time_limit, solver, started, pulp):
+    def check() -> None:
+        if time_limit is not None and time.monotonic() - started > time_limit:
+            raise _OutOfTime
+
     p = pulp.LpProblem("slots", pulp.LpMinimize)
     v = {}
     u = [pulp.LpVariable(f"u_{s}", cat="Binary") for s in range(d.S)]
@@ -253,6 +271,7 @@ def _milp(d: SlotsData, hint, time_limit, solver):
     for c in range(d.C):
         terms = []
         for s in range(d.S):
+            check()
             if not d.allowed[c][s]:
                 continue
             for o in d.options[c]:
@@ -268,6 +287,7 @@ def _milp(d: SlotsData, hint, time_limit, solver):
                     if (c, s, o.q) in v:
                         p += Qc >= o.need * v[(c, s, o.q)]
     for s in range(d.S):
+        check()
         here = [(c, o) for c in range(d.C) for o in d.options[c] if (c, s, o.q) in v]
         p += pulp.lpSum(o.cpu * v[(c, s, o.q)] for c, o in here) <= 100 * u[s]
         p += pulp.lpSum(o.mem * v[(c, s, o.q)] for c, o in here) <= 100 * u[s]
@@ -299,6 +319,11 @@ def _milp(d: SlotsData, hint, time_limit, solver):
         else:  # HiGHS through SciPy takes no start: the hint's value becomes a cutoff
             hv = big * len({s for (_, s) in hint}) + sum(pw[k] for k in {d.slot_node[s] for (_, s) in hint})
             p += big * pulp.lpSum(u) + pulp.lpSum(pw[k] * w[k] for k in range(len(d.nodes))) <= hv
+    if time_limit is not None:
+        # building the PuLP model counts against the limit; a budget spent on it is honest "unknown"
+        time_limit = time_limit - (time.monotonic() - started)
+        if time_limit <= 0.05:
+            return core.Outcome("unknown", seconds=time.monotonic() - started), None, big
     out = core.run_pulp(p, solver, time_limit, warm=warm)
     q = None
     if out.status in ("optimal", "feasible"):
@@ -426,6 +451,11 @@ def _rate_mode_unknown(method: str, why: str) -> Result:
 MAX_LEAVES = 5_000_000
 
 
+def _approx(n: int) -> str:
+    """A count for a message: 3 significant digits, or a power of ten past float range."""
+    return f"{n:.3g}" if n < 10**300 else f"10^{len(str(n)) - 1}"
+
+
 def bruteforce_slots(instance: Instance, time_limit=None) -> Result:
     """Exhaustive search: every content of every slot (a thread count per component, within
     CPU and memory), slots of one node taken as a multiset; the rate check is done with
@@ -443,6 +473,10 @@ def bruteforce_slots(instance: Instance, time_limit=None) -> Result:
     import itertools
 
     ranges = [[0] + [o.q for o in d.options[c]] for c in range(d.C)]
+    combos = math.prod(len(r) for r in ranges)
+    if combos > MAX_LEAVES:
+        return Result(problem="slots", method=method, status=Status.UNKNOWN,
+                      message=f"too large for exhaustive search: {_approx(combos)} slot contents to enumerate > {MAX_LEAVES:,}; use exact.cpsat")
     opt = [{o.q: o for o in d.options[c]} for c in range(d.C)]
     for combo in itertools.product(*ranges):
         if not any(combo):
@@ -461,7 +495,7 @@ def bruteforce_slots(instance: Instance, time_limit=None) -> Result:
         est *= math.comb(len(contents) + per_node[k] - 1, per_node[k])
     if est > MAX_LEAVES:
         return Result(problem="slots", method=method, status=Status.UNKNOWN,
-                      message=f"too large for exhaustive search: about {est:.3g} allocations > {MAX_LEAVES:,}; use exact.cpsat")
+                      message=f"too large for exhaustive search: about {_approx(est)} allocations > {MAX_LEAVES:,}; use exact.cpsat")
     deadline = None if time_limit is None else time.monotonic() + time_limit
     best = {"key": None, "alloc": None, "stopped": False, "leaves": 0}
     alloc = [0] * d.S

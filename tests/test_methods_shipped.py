@@ -11,7 +11,7 @@ from planner.plan import Status
 from planner.registry import list_methods
 
 # methods too slow to run on every shipped instance in the default suite get a time limit
-TIME_LIMIT = 10.0
+TIME_LIMIT = 3.0
 
 CASES = [
     (inst["name"], problem, m.name)
