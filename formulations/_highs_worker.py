@@ -68,8 +68,13 @@ def main() -> None:
     """Serve requests on stdin/stdout until the parent closes the pipe."""
     from formulations._linmodel import Solution, _solve_pulp
 
-    inp, out = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # solver chatter must not corrupt the pipe
+    inp = sys.stdin.buffer
+    # The protocol gets a private copy of the pipe; fd 1 itself then points at stderr, so that
+    # chatter from HiGHS's C++ (which writes to fd 1, not sys.stdout) cannot corrupt the pipe.
+    sys.stdout.flush()
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     while True:
         try:
             model, time_limit, threads, use_hint = _recv(inp)
