@@ -56,13 +56,21 @@ def register(name: str, problems: list[str] | tuple[str, ...], source: str, kind
         opts = dict(options or {})
         if prev is not None and prev.func is not func:
             # one name may be served by several functions, one per problem
-            _METHODS[name] = MethodInfo(name, _dispatch(prev, func, probs), prev.problems + probs, source or prev.source,
+            _METHODS[name] = MethodInfo(name, _dispatch(prev, func, probs), _canonical(prev.problems + probs), source or prev.source,
                                         kind, {**prev.options, **opts}, summary or prev.summary)
         else:
             _METHODS[name] = MethodInfo(name, func, probs, source, kind, opts, summary or (func.__doc__ or "").strip().split("\n")[0])
         return func
 
     return deco
+
+
+def _canonical(problems: tuple[str, ...]) -> tuple[str, ...]:
+    """Problems in the order planner.problems lists them, whatever order modules registered in."""
+    from .problems import PROBLEMS
+
+    order = list(PROBLEMS)
+    return tuple(sorted(dict.fromkeys(problems), key=lambda p: order.index(p) if p in order else len(order)))
 
 
 def _dispatch(prev: MethodInfo, func: Callable, probs: tuple[str, ...]) -> Callable:
