@@ -56,8 +56,8 @@ def register(name: str, problems: list[str] | tuple[str, ...], source: str, kind
         opts = dict(options or {})
         if prev is not None and prev.func is not func:
             # one name may be served by several functions, one per problem
-            _METHODS[name] = MethodInfo(name, _dispatch(prev, func, probs), _canonical(prev.problems + probs), source or prev.source,
-                                        kind, {**prev.options, **opts}, summary or prev.summary)
+            _METHODS[name] = MethodInfo(name, _dispatch(prev, func, probs), _canonical(prev.problems + probs), prev.source or source,
+                                        kind, {**prev.options, **opts}, prev.summary or summary)
         else:
             _METHODS[name] = MethodInfo(name, func, probs, source, kind, opts, summary or (func.__doc__ or "").strip().split("\n")[0])
         return func
