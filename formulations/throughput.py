@@ -312,11 +312,11 @@ def _structure_cpsat(m, d: TPData, n) -> None:
             m.Add(sum(n[c][j] for c in range(d.C)) >= sum(n[c][j + 1] for c in range(d.C)))
 
 
-def _even_milp(d: TPData, R: float, hint, time_limit, solver: str):
-    """The same feasibility model with PuLP (float weights); returns (status, n)."""
+def _pulp_counts(p, d: "TPData"):
+    """Instance counts n[c][j] with one binary y[c,k] per total count k of component c (the
+    even-routing share 1/k becomes a constant per class); returns (n, classes, demand, upper, y)."""
     import pulp
 
-    p = pulp.LpProblem("tp_even", pulp.LpMinimize)
     n = [[pulp.LpVariable(f"n_{c}_{j}", 0, d.kmax[c][j], cat="Integer") for j in range(d.J)] for c in range(d.C)]
     classes, demand, upper, yv = [], [], [], {}
     for c in range(d.C):
@@ -329,6 +329,15 @@ def _even_milp(d: TPData, R: float, hint, time_limit, solver: str):
             classes.append((c, k))
             demand.append(k * yk)
             upper.append([min(d.kmax[c][j], k) for j in range(d.J)])
+    return n, classes, demand, upper, yv
+
+
+def _even_milp(d: TPData, R: float, hint, time_limit, solver: str):
+    """The same feasibility model with PuLP (float weights); returns (status, n)."""
+    import pulp
+
+    p = pulp.LpProblem("tp_even", pulp.LpMinimize)
+    n, classes, demand, upper, yv = _pulp_counts(p, d)
     weights = [[(R * d.a[c][j] * d.gain[c] / k + d.met[c][j]) if d.allowed(c, j) else 0.0 for j in range(d.J)]
                for (c, k) in classes]
     z = core.pulp_assignment(p, weights, list(d.cap), demand, upper, prefix="z")
@@ -360,18 +369,7 @@ def _even_milp_direct(d: TPData, r_lo: float, r_ub: float, hint, time_limit, sol
     tmax = r_ub / r_lo
     p = pulp.LpProblem("tp_even_direct", pulp.LpMinimize)
     T = pulp.LpVariable("T", 1.0, tmax)
-    n = [[pulp.LpVariable(f"n_{c}_{j}", 0, d.kmax[c][j], cat="Integer") for j in range(d.J)] for c in range(d.C)]
-    classes, demand, upper, yv = [], [], [], {}
-    for c in range(d.C):
-        ks = list(range(1, d.nmax(c) + 1))
-        ys = [pulp.LpVariable(f"y_{c}_{k}", cat="Binary") for k in ks]
-        p += pulp.lpSum(ys) == 1
-        p += pulp.lpSum(n[c]) == pulp.lpSum(k * yk for k, yk in zip(ks, ys))
-        for k, yk in zip(ks, ys):
-            yv[(c, k)] = yk
-            classes.append((c, k))
-            demand.append(k * yk)
-            upper.append([min(d.kmax[c][j], k) for j in range(d.J)])
+    n, classes, demand, upper, yv = _pulp_counts(p, d)
     # the core with zero weights and no capacity rows: the rows below carry the loads
     z = core.pulp_assignment(p, [[0.0] * d.J for _ in classes], [0.0] * d.J, demand, upper, prefix="z")
     for c in range(d.C):
