@@ -478,20 +478,7 @@ def _node_pricer(pm, nodes: list[int], edges, with_workers: bool, traffic: bool,
         cap = pm.node_cap(g, ni) if ybound is None else min(pm.node_cap(g, ni), ybound.get(k, 0))
         if cap > 0:
             y[k] = pr.int_var(0, cap, f"y{k}")
-    # node resources
-    cm.Add(sum(int(round(G[k].comp.cpu * 1000)) * y[k] for k in y) <= int(math.floor(n.cpu * 1000 + 1e-6)))
-    if pm.ras:
-        cm.Add(sum(int(round(G[k].comp.memory_mb * 1000)) * y[k] for k in y) <= int(math.floor(n.memory_mb * 1000 + 1e-6)))
-        for r in sorted({r for k in y for r in G[k].comp.resources}):
-            cm.Add(sum(int(round(G[k].comp.resources.get(r, 0.0) * 1000)) * y[k] for k in y)
-                   <= int(math.floor(n.resources.get(r, 0.0) * 1000 + 1e-6)))
-    by_comp: dict[tuple[int, str], list[int]] = defaultdict(list)
-    for k in y:
-        by_comp[(G[k].ti, G[k].comp.id)].append(k)
-    for (ti, cid), kk in by_comp.items():
-        lim = G[kk[0]].comp.max_per_node
-        if lim is not None and len(kk) > 1:
-            cm.Add(sum(y[k] for k in kk) <= lim)
+    _node_limits(cm, G, y, n, memory=pm.ras)
     topos = [ti for ti, _ in pm.topos]
     own = {}
     if with_workers:
@@ -660,18 +647,7 @@ def _node_pricer_patterns(pm, nodes: list[int], edges, pats: dict[int, list], yb
     cm.Add(sum(v for v, _ in u.values()) <= nw)
     for k in y:
         cm.Add(y[k] == sum(q * v for v, q in terms[k]))
-    cm.Add(sum(int(round(G[k].comp.cpu * 1000)) * y[k] for k in y) <= int(math.floor(n.cpu * 1000 + 1e-6)))
-    cm.Add(sum(int(round(G[k].comp.memory_mb * 1000)) * y[k] for k in y) <= int(math.floor(n.memory_mb * 1000 + 1e-6)))
-    for r in sorted({r for k in y for r in G[k].comp.resources}):
-        cm.Add(sum(int(round(G[k].comp.resources.get(r, 0.0) * 1000)) * y[k] for k in y)
-               <= int(math.floor(n.resources.get(r, 0.0) * 1000 + 1e-6)))
-    by_comp: dict[tuple[int, str], list[int]] = defaultdict(list)
-    for k in y:
-        by_comp[(G[k].ti, G[k].comp.id)].append(k)
-    for (ti, cid), kk in by_comp.items():
-        lim = G[kk[0]].comp.max_per_node
-        if lim is not None and len(kk) > 1:
-            cm.Add(sum(y[k] for k in kk) <= lim)
+    _node_limits(cm, G, y, n, memory=True)
     for k in y:
         pr.rows[("cover", k)].append((y[k], 1.0))
     prods: dict[Any, list] = defaultdict(list)
@@ -1184,3 +1160,21 @@ def traffic_plan(pm, model: PatternModel, chosen: list[tuple[Column, int]]) -> P
                                              node=pm.nodes[ni].id, slot=port))
                     pos += sz
     return Plan(placements=out)
+
+
+def _node_limits(cm, G, y, n, memory: bool) -> None:
+    """One node's hard limits on group counts y[k] (CP-SAT, scaled to integers): CPU, and with
+    ``memory`` also memory and generic resources; max_per_node per component."""
+    cm.Add(sum(int(round(G[k].comp.cpu * 1000)) * y[k] for k in y) <= int(math.floor(n.cpu * 1000 + 1e-6)))
+    if memory:
+        cm.Add(sum(int(round(G[k].comp.memory_mb * 1000)) * y[k] for k in y) <= int(math.floor(n.memory_mb * 1000 + 1e-6)))
+        for r in sorted({r for k in y for r in G[k].comp.resources}):
+            cm.Add(sum(int(round(G[k].comp.resources.get(r, 0.0) * 1000)) * y[k] for k in y)
+                   <= int(math.floor(n.resources.get(r, 0.0) * 1000 + 1e-6)))
+    by_comp: dict[tuple[int, str], list[int]] = defaultdict(list)
+    for k in y:
+        by_comp[(G[k].ti, G[k].comp.id)].append(k)
+    for kk in by_comp.values():
+        lim = G[kk[0]].comp.max_per_node
+        if lim is not None and len(kk) > 1:
+            cm.Add(sum(y[k] for k in kk) <= lim)
