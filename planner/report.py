@@ -74,6 +74,17 @@ def _plots(df, out: Path) -> list[tuple[str, str, str]]:
     import numpy as np
 
     made = []
+
+    def save(fig, ax, problem: str, kind: str, title: str, ylabel: str, caption: str) -> None:
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        name = f"{problem}-{kind}.png"
+        fig.tight_layout()
+        fig.savefig(out / name, dpi=100)
+        plt.close(fig)
+        made.append((problem, caption, name))
+
     for problem, g in df.groupby("problem", sort=True):
         methods = sorted(g["method"].unique())
         # CDF of the objective per method (solved runs)
@@ -83,15 +94,9 @@ def _plots(df, out: Path) -> list[tuple[str, str, str]]:
             if len(v):
                 ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=f"{m} ({len(v)})")
         ax.set_xlabel(f"objective ({problem})")
-        ax.set_ylabel("share of instances")
-        ax.set_title(f"CDF of the objective, {problem}")
         ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-        name = f"{problem}-objective-cdf.png"
-        fig.tight_layout()
-        fig.savefig(out / name, dpi=100)
-        plt.close(fig)
-        made.append((problem, "CDF of the objective per method", name))
+        save(fig, ax, problem, "objective-cdf", f"CDF of the objective, {problem}", "share of instances",
+             "CDF of the objective per method")
         # gap distribution per method
         fig, ax = plt.subplots(figsize=(6, 4))
         data = [g[(g["method"] == m)]["gap_to_optimal"].dropna().to_numpy() for m in methods]
@@ -100,14 +105,8 @@ def _plots(df, out: Path) -> list[tuple[str, str, str]]:
             ax.set_xticks(range(1, len(methods) + 1), [f"{m}\n(n={len(d)})" for m, d in zip(methods, data)], fontsize=8)
         else:
             ax.text(0.5, 0.5, "no instance with a proven reference optimum", ha="center", va="center", transform=ax.transAxes)
-        ax.set_ylabel("gap to the proven optimum (relative)")
-        ax.set_title(f"Gap to optimal, {problem}")
-        ax.grid(alpha=0.3)
-        name = f"{problem}-gap.png"
-        fig.tight_layout()
-        fig.savefig(out / name, dpi=100)
-        plt.close(fig)
-        made.append((problem, "Gap to the proven optimum per method", name))
+        save(fig, ax, problem, "gap", f"Gap to optimal, {problem}", "gap to the proven optimum (relative)",
+             "Gap to the proven optimum per method")
         # time against instance size
         fig, ax = plt.subplots(figsize=(6, 4))
         for m in methods:
@@ -115,15 +114,9 @@ def _plots(df, out: Path) -> list[tuple[str, str, str]]:
             ax.scatter(h["executors"], h["seconds"].clip(lower=1e-6), s=10, alpha=0.6, label=m)
         ax.set_yscale("log")
         ax.set_xlabel("executors")
-        ax.set_ylabel("solver seconds")
-        ax.set_title(f"Time against instance size, {problem}")
         ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-        name = f"{problem}-time-vs-size.png"
-        fig.tight_layout()
-        fig.savefig(out / name, dpi=100)
-        plt.close(fig)
-        made.append((problem, "Solver time against executors", name))
+        save(fig, ax, problem, "time-vs-size", f"Time against instance size, {problem}", "solver seconds",
+             "Solver time against executors")
     return made
 
 

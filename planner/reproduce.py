@@ -140,6 +140,23 @@ def _plt():
     return plt
 
 
+def _save(fig, path, ax=None, title: str | None = None, ylabel: str | None = None, legend: float | None = None,
+          grid: str | None = "both") -> None:
+    """Finish a figure (labels, legend, grid), save it at 100 dpi and close it."""
+    if ax is not None:
+        if ylabel:
+            ax.set_ylabel(ylabel)
+        if title:
+            ax.set_title(title)
+        if legend:
+            ax.legend(fontsize=legend)
+        if grid:
+            ax.grid(alpha=0.3, axis=grid)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    _plt().close(fig)
+
+
 def solved(df):
     """Rows with a plan the evaluator accepts (status optimal or feasible)."""
     return df[df["status"].isin(["optimal", "feasible"])]
@@ -253,25 +270,15 @@ def render_ras(run: StudyRun) -> list[str]:
                     linestyle="--" if m in RAS_EXACT[1:] else "-")
     ax.set_xscale("symlog", linthresh=0.01)
     ax.set_xlabel("network metric (symlog)")
-    ax.set_ylabel("share of instances")
-    ax.set_title("CDF of the network metric, RAS random protocol")
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(d / "network-metric-cdf.png", dpi=100)
-    plt.close(fig)
+    _save(fig, d / "network-metric-cdf.png", ax, "CDF of the network metric, RAS random protocol",
+          "share of instances", legend=7)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     ms = list(tab["method"])
     data = [df[df["method"] == m]["seconds"].dropna().clip(lower=1e-5).to_numpy() for m in ms]
     ax.boxplot(data, showfliers=True)
     ax.set_xticks(range(1, len(ms) + 1), ms, rotation=45, ha="right", fontsize=7)
     ax.set_yscale("log")
-    ax.set_ylabel("solver seconds (log)")
-    ax.set_title("Run time per strategy, RAS random protocol")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(d / "runtime.png", dpi=100)
-    plt.close(fig)
+    _save(fig, d / "runtime.png", ax, "Run time per strategy, RAS random protocol", "solver seconds (log)")
     # generated comparison sentences
     get = {r.method: r for r in tab.itertuples(index=False)}
     cmp_lines = []
@@ -430,13 +437,8 @@ def render_nasiri(run: StudyRun) -> list[str]:
     for i, (col, name) in enumerate((("baseline_rate", "round robin"), ("nasiri_rate", "nasiri"), ("optimum_rate", "optimum"))):
         ax.bar(x + (i - 1) * 0.27, tab[col].fillna(0).to_numpy(), width=0.27, label=name)
     ax.set_xticks(x, labels, rotation=60, fontsize=7)
-    ax.set_ylabel("sustainable input rate (tuples/s)")
-    ax.set_title("Throughput (scenario/shape/routing: even or weighted)")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3, axis="y")
-    fig.tight_layout()
-    fig.savefig(d / "throughput.png", dpi=100)
-    plt.close(fig)
+    _save(fig, d / "throughput.png", ax, "Throughput (scenario/shape/routing: even or weighted)",
+          "sustainable input rate (tuples/s)", legend=8, grid="y")
     exact_note = ("The optimum is `exact.cpsat` for `throughput`; where it did not prove optimality within the time "
                   "limit the cell says so and gives its best rate." if exact_ok else
                   "**The exact throughput model is not available in this build** (`exact.cpsat` does not solve "
@@ -618,12 +620,7 @@ def render_shukla(run: StudyRun) -> list[str]:
     ax.bar(xs - 0.2, ftab["planned_rate"].fillna(0), width=0.4, label="planned")
     ax.bar(xs + 0.2, ftab["predicted_rate"].fillna(0), width=0.4, label="predicted")
     ax.set_xticks(xs, [f"{r.dag[:3]} {r.method.removeprefix('shukla.')}" for r in ftab.itertuples(index=False)], rotation=70, fontsize=6)
-    ax.set_ylabel("tuples/s")
-    ax.set_title("20-slot pool: planned vs predicted rate")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(d / "slots.png", dpi=100)
-    plt.close(fig)
+    _save(fig, d / "slots.png", ax, "20-slot pool: planned vs predicted rate", "tuples/s", legend=7, grid=None)
     exact_note = ("" if exact_ok else " **The exact slots model is not available in this build**: the exact-minimum "
                   "column says so.")
     return [
@@ -722,13 +719,8 @@ def render_aniello(run: StudyRun) -> list[str]:
         ax.plot(t["executors"], t["exact_best"], marker="s", linestyle=ls, color="k", label=f"exact.cpsat best, headroom {h:g}")
         ax.plot(t["executors"], t["exact_bound"], linestyle=":", color="grey", label=f"exact.cpsat bound, headroom {h:g}")
     ax.set_xlabel("executors")
-    ax.set_ylabel("mean inter-node traffic (tuples/s)")
-    ax.set_title("Inter-node traffic on layered topologies")
-    ax.legend(fontsize=6)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(d / "traffic.png", dpi=100)
-    plt.close(fig)
+    _save(fig, d / "traffic.png", ax, "Inter-node traffic on layered topologies", "mean inter-node traffic (tuples/s)",
+          legend=6)
     return [
         "Published (Aniello, Baldoni, Querzoni, DEBS 2013): the online scheduler improves event processing latency by "
         "20-30 % over Storm's default scheduler on the DEBS 2013 Grand Challenge workload, and both schedulers beat the "
@@ -805,9 +797,7 @@ def render_storm_large(run: StudyRun) -> list[str]:
         ax.set_ylabel(yl)
         ax.grid(alpha=0.3, axis="y")
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(d / "clusters.png", dpi=100)
-    plt.close(fig)
+    _save(fig, d / "clusters.png")
     return [
         "Source: Storm's TestLargeCluster data (real topologies of large clusters); the RAS document reports the network "
         "metric on Yahoo's topologies only as a graph (no number in the text), so there is no published figure here.", "",
