@@ -356,13 +356,24 @@ def _write_part(rows: list[dict[str, Any]], out_dir: str, tag: str) -> str:
     return name
 
 
-def run_partition(index: int, runs: Iterator[dict[str, Any]], ctx: dict[str, Any], instances: dict[str, str]
-                  ) -> Iterator[dict[str, Any]]:
-    """Solve the runs of one partition in order, flushing rows to Parquet as they finish;
-    yields every row (written or not) with ``_written`` telling whether a part file holds it."""
-    _import_all(ctx["imports"])
-    # Load the solver code here, once per (reused) Python worker, so that every forked solver
-    # process starts with it instead of importing it again.
+_LOADED: set[tuple[str, ...]] = set()
+
+
+def load_solver_code(imports: list[str]) -> int:
+    """Import the solver code into this (reused) Python worker, once per process, and freeze
+    what it loaded out of the garbage collector's reach; returns the process id.
+
+    Every forked solver process then starts with the code loaded, and the full collection
+    that PySpark's daemon runs in a reused worker after every task no longer rescans the
+    hundreds of thousands of objects OR-Tools, pandas and pydantic leave behind (measured at
+    about 0.1 s per task before; see docs/benchmarks.md). ``gc.freeze`` only exempts objects
+    that exist now; everything a run creates later is collected as usual."""
+    import gc
+
+    key = tuple(imports)
+    if key in _LOADED:
+        return os.getpid()
+    _import_all(imports)
     try:
         # OR-Tools first: `import pulp` loads highspy, whose HiGHS build then breaks a later
         # OR-Tools import in the same process (undefined symbol); the reverse order works, and
@@ -377,6 +388,34 @@ def run_partition(index: int, runs: Iterator[dict[str, Any]], ctx: dict[str, Any
         list_methods()
     except Exception:  # a broken method module: each run reports it as an error row instead
         pass
+    try:
+        import pyarrow.parquet  # noqa: F401  (the part-file writer)
+    except ImportError:
+        pass
+    gc.collect()
+    gc.freeze()
+    _LOADED.add(key)
+    return os.getpid()
+
+
+def warm_up(sc: Any, imports: list[str] | None = None) -> list[int]:
+    """Start the executors' Python workers with the solver code loaded (one task per core),
+    so that this fixed cost is paid at start-up rather than inside the first tasks of the
+    job; returns the workers' process ids. Any worker it missed loads the code in its first
+    task instead (slower, same result)."""
+    imports = list(imports or [])
+    n = max(1, sc.defaultParallelism)
+    return sc.parallelize(range(n), n).mapPartitions(lambda it: [load_solver_code(imports)]).collect()
+
+
+def run_partition(index: int, runs: Iterator[dict[str, Any]], ctx: dict[str, Any], instances: dict[str, str]
+                  ) -> Iterator[dict[str, Any] | tuple[str, str]]:
+    """Solve the runs of one partition in order, flushing rows to Parquet as they finish.
+
+    Yields, per run, the whole row when ``ctx["return_rows"]`` is set (executors whose disk the
+    driver may not see) or when its part file could not be written; otherwise only the
+    acknowledgement ``(run_key, status)``: the row is in a part file the driver reads."""
+    load_solver_code(ctx["imports"])
     sandbox = _Sandbox(ctx["imports"]) if ctx["isolation"] == "process" else None
     parsed: dict[str, Instance] = {}
     pending: list[dict[str, Any]] = []
@@ -391,13 +430,11 @@ def run_partition(index: int, runs: Iterator[dict[str, Any]], ctx: dict[str, Any
             return
         try:
             _write_part(pending, ctx["runs_dir"], f"{ctx['batch_id']}-{index:05d}-{seq:04d}")
-            for r in pending:
-                r["_written"] = True
-        except OSError as e:  # the driver writes these rows from the task results
-            for r in pending:
-                r["_write_error"] = str(e)
+        except OSError:  # the driver writes these rows from the task results
+            done.extend(pending)
+        else:
+            done.extend(pending if ctx["return_rows"] else [(r["run_key"], r["status"]) for r in pending])
         seq += 1
-        done.extend(pending)
         pending = []
         last_flush = time.monotonic()
 
@@ -421,7 +458,7 @@ def run_partition(index: int, runs: Iterator[dict[str, Any]], ctx: dict[str, Any
                     res = {"status": "error", "message": f"{type(e).__name__}: {e}"[:2000]}
             row = {**run, **res, "wall_seconds": time.perf_counter() - t0, "host": host, "pid": pid,
                    "isolation": ctx["isolation"], "finished_at": time.time(), "versions": ctx["versions"],
-                   "batch_id": ctx["batch_id"], "_written": False}
+                   "batch_id": ctx["batch_id"]}
             pending.append(row)
             if len(pending) >= ctx["flush_every"] or time.monotonic() - last_flush >= ctx["flush_seconds"]:
                 flush()
@@ -711,7 +748,7 @@ def validate_methods(problem: str, methods: list[str], reference: str | None) ->
 def run_batch(instances: str | Path | list[Instance], problem: str, methods: list[str], out: str | Path,
               reference: str | None = None, time_limit: float | None = 60.0, hard_limit: float | None = None,
               master: str = "local[*]", seed: int = 0, imports: list[str] | None = None,
-              isolation: str = "process", chunk: int | None = None, flush_every: int = 50,
+              isolation: str = "process", chunk: int | None = None, flush_every: int = 500,
               flush_seconds: float = 5.0, progress_interval: float = 5.0, spark_conf: dict[str, str] | None = None,
               sc: Any = None, stream: Any = None) -> BatchSummary:
     """Run every pending (instance, method) pair on Spark and write the results folder.
@@ -761,6 +798,10 @@ def run_batch(instances: str | Path | list[Instance], problem: str, methods: lis
             if not master.startswith("local"):
                 code_zip = _code_zip(imports)
                 sc.addPyFile(code_zip)
+        try:
+            warm_up(sc, imports)
+        except Exception:  # e.g. --import missing on the executors: the job reports it per run
+            pass
         summary.startup_seconds = time.monotonic() - t0
         try:
             _run_on_spark(sc, todo, batch_instances, out, batch_id, imports, isolation, chunk, flush_every,
@@ -787,24 +828,46 @@ def run_batch(instances: str | Path | list[Instance], problem: str, methods: lis
     return summary
 
 
+def partition_sizes(runs: int, cores: int, chunk: int | None = None, largest: int = 256) -> list[int]:
+    """How many runs each Spark task gets, in the order Spark starts them.
+
+    ``chunk`` given: that many each. Otherwise decreasing ("guided") sizes: each task takes
+    1/(2 x cores) of the runs still unassigned, at most ``largest`` and at least ``smallest``
+    (8, or fewer for small batches so that every core gets several tasks). Big tasks first
+    pay Spark's per-task cost (about 30 ms) rarely; small tasks last let the cores finish
+    together, since a core that ends early idles until the batch ends."""
+    if runs <= 0:
+        return []
+    if chunk:
+        return [chunk] * (runs // chunk) + ([runs % chunk] if runs % chunk else [])
+    smallest = max(1, min(8, runs // (8 * cores)))
+    sizes, left = [], runs
+    while left > 0:
+        n = min(left, largest, max(smallest, math.ceil(left / (2 * cores))))
+        sizes.append(n)
+        left -= n
+    return sizes
+
+
 def _run_on_spark(sc: Any, todo: list[dict[str, Any]], batch_instances: list[BatchInstance], out: Path, batch_id: str,
                   imports: list[str], isolation: str, chunk: int | None, flush_every: int, flush_seconds: float,
                   progress_interval: float, stream: Any, summary: BatchSummary) -> None:
     needed = {r["instance_digest"] for r in todo}
     texts = {b.digest: b.json for b in batch_instances if b.digest in needed}
     bc = sc.broadcast(texts)
-    par = max(1, sc.defaultParallelism)
-    # about four tasks per core for balance, at most 256 runs each; progress and what a kill
-    # can lose are bounded by the flush cadence, not by the task size
-    size = chunk or max(1, min(256, math.ceil(len(todo) / (par * 4))))
-    n_parts = math.ceil(len(todo) / size)
+    sizes = partition_sizes(len(todo), max(1, sc.defaultParallelism), chunk)
+    n_parts = len(sizes)
     ctx = {"runs_dir": str(runs_dir(out)), "batch_id": batch_id, "imports": imports, "isolation": isolation,
-           "flush_every": flush_every, "flush_seconds": flush_seconds, "versions": _versions()}
+           "flush_every": flush_every, "flush_seconds": flush_seconds, "versions": _versions(),
+           # on a local master the driver reads the part files the tasks write: only acknowledgements
+           # come back; elsewhere the executors' disk may be theirs alone, so whole rows come back
+           "return_rows": not str(sc.master).startswith("local")}
 
     def task(index: int, it: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         return run_partition(index, it, ctx, bc.value)
 
-    chunks = [todo[i * size:(i + 1) * size] for i in range(n_parts)]
+    starts = [sum(sizes[:i]) for i in range(n_parts)]
+    chunks = [todo[a:a + n] for a, n in zip(starts, sizes)]
     rdd = sc.parallelize(chunks, n_parts).flatMap(lambda c: c).mapPartitionsWithIndex(task)
     result: dict[str, Any] = {}
 
@@ -833,13 +896,17 @@ def _run_on_spark(sc: Any, todo: list[dict[str, Any]], batch_instances: list[Bat
         summary.complete = False
         summary.message = f"the Spark job failed ({type(e).__name__}: {first})"
         print(f"planner batch: {summary.message}; finished rows are kept", file=stream, flush=True)
-    # rows the tasks could not write where the driver can see them
-    seen = done_keys(out)
-    unseen = [r for r in rows if r["run_key"] not in seen]
-    if unseen:
-        _write_part(unseen, str(runs_dir(out)), f"{batch_id}-driver")
+    # whole rows come back when a task could not write them, or from executors whose disk the
+    # driver may not see: write those the driver cannot find
+    full = [r for r in rows if isinstance(r, dict)]
+    if full:
+        seen = done_keys(out)
+        unseen = [r for r in full if r["run_key"] not in seen]
+        if unseen:
+            _write_part(unseen, str(runs_dir(out)), f"{batch_id}-driver")
+    statuses = [r["status"] if isinstance(r, dict) else r[1] for r in rows]
     summary.ran = len(rows) if rows else len(done_keys(out) & {r["run_key"] for r in todo})
-    summary.failed = sum(r["status"] in ("error", "unknown") for r in rows)
+    summary.failed = sum(s in ("error", "unknown") for s in statuses)
 
 
 def _log_invocation(out: Path, batch_id: str, instances: Any, problem: str, methods: list[str], reference: str | None,
@@ -898,9 +965,9 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--isolation", choices=["process", "none"], default="process",
                    help="process: each partition solves in a forked process killed at the hard limit (default); "
                    "none: solve in the Spark worker, no wall-clock guard")
-    b.add_argument("--chunk", type=int, default=None, help="runs per Spark task (default: about 4 tasks per core, at most 256)")
-    b.add_argument("--flush-every", type=int, default=50, help="write a part file after this many rows")
-    b.add_argument("--flush-seconds", type=float, default=5.0, help="... or after this many seconds")
+    b.add_argument("--chunk", type=int, default=None, help="runs per Spark task (default: decreasing sizes, at most 256; see docs/batch.md)")
+    b.add_argument("--flush-every", type=int, default=500, help="write a part file after this many rows (default 500)")
+    b.add_argument("--flush-seconds", type=float, default=5.0, help="... or after this many seconds (default 5), and at the end of each task")
     b.add_argument("--progress-interval", type=float, default=5.0, help="seconds between progress lines")
     b.add_argument("--conf", action="append", metavar="KEY=VALUE", help="extra Spark configuration, repeatable")
     b.set_defaults(func=cmd_batch)
