@@ -596,8 +596,9 @@ def _code_zip(extra_modules: list[str]) -> str:
 
 def spark_context(master: str, app_name: str = "planner-batch", conf: dict[str, str] | None = None,
                   extra_paths: list[str] | None = None):
-    """A SparkContext for ``master`` with modest memory, no UI, Python workers reused, and the
-    executors' Python seeing this interpreter and the planner's code."""
+    """A SparkContext for ``master`` with modest memory, no UI, Python workers reused, a
+    driver JVM without the C2 JIT compiler, and the executors' Python seeing this interpreter
+    and the planner's code. ``conf`` overrides any of these."""
     from pyspark import SparkConf, SparkContext
 
     pypath = [*code_roots(), *(extra_paths or []), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
@@ -616,6 +617,10 @@ def spark_context(master: str, app_name: str = "planner-batch", conf: dict[str, 
         "spark.pyspark.driver.python": sys.executable,
         "spark.executorEnv.PYTHONPATH": os.pathsep.join(dict.fromkeys(pypath)),
         "spark.task.maxFailures": "2",
+        # the driver JVM schedules and moves bytes; its C2 JIT compiler kept compiling through
+        # the whole job (0.8-2 CPU s of a 4,000-run batch); C1 alone and the serial collector
+        # cost about 0.1 s (docs/benchmarks.md). On a local master this JVM is the executor too.
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
         "spark.driver.host": "127.0.0.1" if loopback else "",
         "spark.driver.bindAddress": "127.0.0.1" if loopback else "",
     }
