@@ -275,13 +275,17 @@ def _child_main(conn: Any, other_end: Any, imports: list[str]) -> None:
 
 
 class _Sandbox:
-    """A forked solver process, replaced after a crash or a kill."""
+    """A forked solver process, replaced after a crash or a kill.
+
+    One per Python worker (see ``_sandbox_for``), kept from task to task: it exits when its
+    pipe closes, i.e. when the worker closes it or dies."""
 
     def __init__(self, imports: list[str]):
         self.imports = imports
         self.proc = None
         self.conn = None
         self.cached_key: str | None = None
+        self.busy = False  # a run was sent and its answer not yet read
 
     def _start(self) -> None:
         import multiprocessing
@@ -309,10 +313,13 @@ class _Sandbox:
             self.proc.join(5)
         code = self.proc.exitcode
         self.proc = self.conn = None
+        self.busy = False
         return code
 
     def run(self, key: str, text: str, problem: str, method: str, limit: float | None, seed: int,
             hard_limit: float | None) -> dict[str, Any]:
+        if self.busy:  # a run abandoned by an interrupted task: its late answer is not this run's
+            self._stop(kill=True)
         if self.proc is None or not self.proc.is_alive():
             if self.proc is not None:
                 self._stop(kill=True)
@@ -320,6 +327,7 @@ class _Sandbox:
         try:
             self.conn.send((key, text if key != self.cached_key else None, problem, method, limit, seed))
             self.cached_key = key
+            self.busy = True
         except (BrokenPipeError, OSError) as e:
             code = self._stop(kill=True)
             return {"status": "error", "message": f"solver process unreachable ({e}; exit code {code})"}
@@ -329,7 +337,9 @@ class _Sandbox:
             return {"status": "unknown", "seconds": time.perf_counter() - t0,
                     "message": f"killed: no answer within the hard limit of {hard_limit:g} s (time limit {limit})"}
         try:
-            return self.conn.recv()
+            reply = self.conn.recv()
+            self.busy = False
+            return reply
         except (EOFError, OSError):
             code = self._stop(kill=False)
             return {"status": "error", "seconds": time.perf_counter() - t0,
@@ -337,7 +347,19 @@ class _Sandbox:
 
     def close(self) -> None:
         if self.proc is not None:
-            self._stop(kill=False)
+            self._stop(kill=self.busy)
+
+
+_SANDBOXES: dict[tuple[str, ...], _Sandbox] = {}
+
+
+def _sandbox_for(imports: list[str]) -> _Sandbox:
+    """This Python worker's solver process for these imports, kept across Spark tasks: a
+    reused worker forks once, not once per task."""
+    key = tuple(imports)
+    if key not in _SANDBOXES:
+        _SANDBOXES[key] = _Sandbox(list(imports))
+    return _SANDBOXES[key]
 
 
 def _write_part(rows: list[dict[str, Any]], out_dir: str, tag: str) -> str:
@@ -416,7 +438,7 @@ def run_partition(index: int, runs: Iterator[dict[str, Any]], ctx: dict[str, Any
     driver may not see) or when its part file could not be written; otherwise only the
     acknowledgement ``(run_key, status)``: the row is in a part file the driver reads."""
     load_solver_code(ctx["imports"])
-    sandbox = _Sandbox(ctx["imports"]) if ctx["isolation"] == "process" else None
+    sandbox = _sandbox_for(ctx["imports"]) if ctx["isolation"] == "process" else None
     parsed: dict[str, Instance] = {}
     pending: list[dict[str, Any]] = []
     done: list[dict[str, Any]] = []
@@ -463,9 +485,10 @@ def run_partition(index: int, runs: Iterator[dict[str, Any]], ctx: dict[str, Any
             if len(pending) >= ctx["flush_every"] or time.monotonic() - last_flush >= ctx["flush_seconds"]:
                 flush()
         flush()
-    finally:
+    except BaseException:  # an interrupted task: no half-finished run left in the solver process
         if sandbox is not None:
             sandbox.close()
+        raise
     yield from done
 
 

@@ -277,6 +277,45 @@ def test_failing_method_gives_error_rows_and_the_batch_finishes(tmp_path):
     assert (df["reference_status"] == "no reference").all()
 
 
+def test_solver_process_is_kept_and_an_abandoned_run_is_not_taken_for_the_next():
+    """The solver process outlives a run (and a Spark task); a run abandoned mid-way (the task
+    interrupted) must not hand its late answer to the next run."""
+    import signal as sig
+
+    import batch_methods  # noqa: F401
+    from planner.batch import _Sandbox, _batch_instance
+
+    a, b = generate("layered", 2, seed=3, executors=6, nodes=3)
+    ba, bb = _batch_instance(a, "a", "t"), _batch_instance(b, "b", "t")
+    want_a = planner.solve(a, "network", "storm.ras")
+    sb = _Sandbox(["batch_methods"])
+    try:
+        r1 = sb.run(ba.digest, ba.json, "network", "storm.ras", 10, 0, 30)
+        pid = sb.proc.pid
+        r2 = sb.run(bb.digest, bb.json, "network", "storm.even", 10, 0, 30)
+        assert sb.proc.pid == pid  # one process for both runs
+        assert r1["status"] == want_a.status.value and _same(r1["objective"], want_a.objective)
+
+        def interrupt(*_):
+            raise KeyboardInterrupt
+
+        old = sig.signal(sig.SIGALRM, interrupt)
+        sig.setitimer(sig.ITIMER_REAL, 0.1)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                sb.run(bb.digest, bb.json, "network", "test.sleepy", 10, 0, 30)  # answers after 0.3 s
+        finally:
+            sig.setitimer(sig.ITIMER_REAL, 0)
+            sig.signal(sig.SIGALRM, old)
+        time.sleep(0.5)  # the abandoned answer is in the pipe by now
+        r3 = sb.run(ba.digest, ba.json, "network", "storm.ras", 10, 0, 30)
+        assert r3 == {**r1, "seconds": r3["seconds"]}  # a's answer, not b's late one
+        assert sb.proc.pid != pid  # replaced, not asked again
+    finally:
+        sb.close()
+    assert sb.proc is None
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
