@@ -48,6 +48,7 @@ import sys
 import threading
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -318,32 +319,90 @@ class _Sandbox:
 
     def run(self, key: str, text: str, problem: str, method: str, limit: float | None, seed: int,
             hard_limit: float | None) -> dict[str, Any]:
-        if self.busy:  # a run abandoned by an interrupted task: its late answer is not this run's
+        """Solve one run (the instance's digest ``key`` and JSON ``text``); see ``solve_runs``."""
+        run = {"instance_digest": key, "problem": problem, "method": method, "time_limit": limit,
+               "method_seed": seed, "hard_limit": hard_limit}
+        for _, res, _ in self.solve_runs([run], {key: text}, window=1):
+            return res
+        raise AssertionError("unreachable")
+
+    def _send(self, run: dict[str, Any], texts: dict[str, str]) -> None:
+        key = run["instance_digest"]
+        self.conn.send((key, texts[key] if key != self.cached_key else None, run["problem"], run["method"],
+                        run["time_limit"], run["method_seed"]))
+        self.cached_key = key
+
+    def solve_runs(self, runs: Iterable[dict[str, Any]], texts: dict[str, str], window: int = 2
+                   ) -> Iterator[tuple[dict[str, Any], dict[str, Any], float]]:
+        """Solve runs in order in the solver process; yields (run, result fields, wall seconds).
+
+        Up to ``window`` runs are in the pipe at once, so the process starts the next run as
+        soon as it answers one instead of waiting for this side to read the answer and send
+        more. The process solves them one after another, so a run starts when the previous
+        answer arrives (or when it is sent, if the pipe was empty), and its hard limit counts
+        from then. A run with no answer by its hard limit: the process is killed, the run is
+        ``unknown``. The process dies while solving: the run is ``error``. Either way the runs
+        queued behind it are sent again to a fresh process."""
+        if self.busy:  # a run abandoned by an interrupted task: its late answer is not for us
             self._stop(kill=True)
-        if self.proc is None or not self.proc.is_alive():
-            if self.proc is not None:
+        todo = iter(runs)
+        resend: deque[dict[str, Any]] = deque()  # runs whose process died before answering
+        sent: deque[dict[str, Any]] = deque()  # in the pipe of the current process, in order
+        t_head = time.perf_counter()  # when the first run in ``sent`` started
+        try:
+            while True:
+                while len(sent) < window:
+                    run = resend.popleft() if resend else next(todo, None)
+                    if run is None:
+                        break
+                    if self.proc is None or not self.proc.is_alive():
+                        if self.proc is not None:
+                            if sent:  # the head run's answer will tell what happened
+                                resend.appendleft(run)
+                                break
+                            self._stop(kill=True)
+                        self._start()
+                    try:
+                        self._send(run, texts)
+                    except (BrokenPipeError, OSError) as e:
+                        if sent:
+                            resend.appendleft(run)
+                            break
+                        code = self._stop(kill=True)
+                        yield run, {"status": "error", "message": f"solver process unreachable ({e}; exit code {code})"}, 0.0
+                        continue
+                    if not sent:
+                        t_head = time.perf_counter()
+                    sent.append(run)
+                    self.busy = True
+                if not sent:
+                    return
+                run = sent[0]
+                hard = run["hard_limit"]
+                wait = None if hard is None else max(0.0, t_head + hard - time.perf_counter())
+                if not self.conn.poll(wait):
+                    self._stop(kill=True)
+                    res = {"status": "unknown", "seconds": time.perf_counter() - t_head,
+                           "message": f"killed: no answer within the hard limit of {hard:g} s "
+                                      f"(time limit {run['time_limit']})"}
+                else:
+                    try:
+                        res = self.conn.recv()
+                    except (EOFError, OSError):
+                        code = self._stop(kill=False)
+                        res = {"status": "error", "seconds": time.perf_counter() - t_head,
+                               "message": f"solver process died (exit code {code}) while solving"}
+                sent.popleft()
+                if self.proc is None:  # killed or dead: what was queued behind goes to a new process
+                    resend.extendleft(reversed(sent))
+                    sent.clear()
+                self.busy = bool(sent)
+                now = time.perf_counter()
+                wall, t_head = now - t_head, now
+                yield run, res, wall
+        finally:
+            if sent:  # abandoned mid-way (the task was interrupted)
                 self._stop(kill=True)
-            self._start()
-        try:
-            self.conn.send((key, text if key != self.cached_key else None, problem, method, limit, seed))
-            self.cached_key = key
-            self.busy = True
-        except (BrokenPipeError, OSError) as e:
-            code = self._stop(kill=True)
-            return {"status": "error", "message": f"solver process unreachable ({e}; exit code {code})"}
-        t0 = time.perf_counter()
-        if not self.conn.poll(hard_limit):
-            self._stop(kill=True)
-            return {"status": "unknown", "seconds": time.perf_counter() - t0,
-                    "message": f"killed: no answer within the hard limit of {hard_limit:g} s (time limit {limit})"}
-        try:
-            reply = self.conn.recv()
-            self.busy = False
-            return reply
-        except (EOFError, OSError):
-            code = self._stop(kill=False)
-            return {"status": "error", "seconds": time.perf_counter() - t0,
-                    "message": f"solver process died (exit code {code}) while solving"}
 
     def close(self) -> None:
         if self.proc is not None:
@@ -460,25 +519,27 @@ def run_partition(index: int, runs: Iterator[dict[str, Any]], ctx: dict[str, Any
         pending = []
         last_flush = time.monotonic()
 
-    try:
-        for run in runs:
-            text = instances[run["instance_digest"]]
-            t0 = time.perf_counter()
-            if sandbox is not None:
-                res = sandbox.run(run["instance_digest"], text, run["problem"], run["method"], run["time_limit"],
-                                  run["method_seed"], run["hard_limit"])
-            else:
-                try:
-                    from .model import parse_instance
+    def solved() -> Iterator[tuple[dict[str, Any], dict[str, Any], float]]:
+        if sandbox is not None:
+            yield from sandbox.solve_runs(runs, instances)
+            return
+        from .model import parse_instance
 
-                    if run["instance_digest"] not in parsed:
-                        parsed.clear()
-                        parsed[run["instance_digest"]] = parse_instance(json.loads(text))
-                    res = solve_to_dict(parsed[run["instance_digest"]], run["problem"], run["method"],
-                                        run["time_limit"], run["method_seed"])
-                except Exception as e:
-                    res = {"status": "error", "message": f"{type(e).__name__}: {e}"[:2000]}
-            row = {**run, **res, "wall_seconds": time.perf_counter() - t0, "host": host, "pid": pid,
+        for run in runs:
+            t0 = time.perf_counter()
+            try:
+                if run["instance_digest"] not in parsed:
+                    parsed.clear()
+                    parsed[run["instance_digest"]] = parse_instance(json.loads(instances[run["instance_digest"]]))
+                res = solve_to_dict(parsed[run["instance_digest"]], run["problem"], run["method"],
+                                    run["time_limit"], run["method_seed"])
+            except Exception as e:
+                res = {"status": "error", "message": f"{type(e).__name__}: {e}"[:2000]}
+            yield run, res, time.perf_counter() - t0
+
+    try:
+        for run, res, wall in solved():
+            row = {**run, **res, "wall_seconds": wall, "host": host, "pid": pid,
                    "isolation": ctx["isolation"], "finished_at": time.time(), "versions": ctx["versions"],
                    "batch_id": ctx["batch_id"]}
             pending.append(row)
