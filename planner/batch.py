@@ -4,22 +4,24 @@
 --time-limit S --out RESULTS [--master URL]``
 
 * **Work unit.** One run = one (instance, method) pair for the problem. Runs are grouped into
-  Spark partitions (``--chunk`` runs each; by default about four partitions per core, at
-  most 256 runs each) so that Spark's per-task cost is paid once per group and Python
-  workers are reused; inside a partition, runs go one after another and every solver object
-  is built there.
-* **Guard.** By default (``--isolation process``) each partition forks one solver process and
-  sends it the runs over a pipe; the partition waits at most the hard limit (``time limit x
-  1.5 + 10 s`` unless ``--hard-limit`` says otherwise; none without either) for each answer.
-  A run that overruns is killed (SIGKILL) and becomes a row with status ``unknown``; a run
-  whose process dies (a crash, ``os._exit``, the OOM killer) becomes a row with status
-  ``error``; an exception inside the method becomes an ``error`` row through
-  :func:`planner.solve`. A fresh solver process is forked for the next run. ``--isolation
-  none`` solves in the Spark worker itself (no wall-clock guard; exceptions are still
-  caught), for trusted fast methods.
+  Spark partitions (tasks) so that Spark's per-task cost is paid once per group and Python
+  workers are reused: by default of decreasing size (each 1/(2 x cores) of the runs left, at
+  most 256, at least 8), ``--chunk`` for a fixed size. Start-up loads the solver code into the
+  Python workers (:func:`warm_up`). Inside a partition, runs go one after another and every
+  solver object is built in the solver process.
+* **Guard.** By default (``--isolation process``) each Python worker keeps one forked solver
+  process (across its tasks) and sends it the runs over a pipe, two at a time; it waits at most
+  the hard limit (``time limit x 1.5 + 10 s`` unless ``--hard-limit`` says otherwise; none
+  without either) for each answer, counted from when the process started that run. A run that
+  overruns is killed (SIGKILL) and becomes a row with status ``unknown``; a run whose process
+  dies (a crash, ``os._exit``, the OOM killer) becomes a row with status ``error``; an
+  exception inside the method becomes an ``error`` row through :func:`planner.solve`. A fresh
+  solver process is forked for the runs queued behind. ``--isolation none`` solves in the
+  Spark worker itself (no wall-clock guard; exceptions are still caught), for trusted fast
+  methods.
 * **Results.** ``RESULTS/runs/part-*.parquet``: the raw rows, written by the tasks as they
-  finish (every ``--flush-every`` rows or ``--flush-seconds``), each file written under a
-  hidden name and renamed into place, so a reader never sees half a file. ``RESULTS/
+  finish (every ``--flush-every`` rows or ``--flush-seconds``, and at each task's end), each
+  file written under a hidden name and renamed into place, so a reader never sees half a file. ``RESULTS/
   results.parquet``: the rows de-duplicated by ``run_key`` with the gap-to-optimal columns,
   rewritten at the end of every invocation; :func:`load_results` recomputes it from the parts.
 * **Resumable.** A run's key is (instance id, instance content digest, problem, method).
@@ -29,8 +31,9 @@
   is ``optimal``; otherwise ``reference_status`` says why there is no gap.
 
 ``RESULTS`` must be a folder every executor can write (the local disk for ``local[*]`` and a
-cluster on one machine, a shared file system otherwise). Rows that tasks could not write
-where the driver sees them are written by the driver from the task results at the end.
+cluster on one machine, a shared file system otherwise). On a local master tasks return only
+(run key, status); elsewhere they return whole rows, and rows that tasks could not write where
+the driver sees them are written by the driver from the task results at the end.
 """
 
 from __future__ import annotations
