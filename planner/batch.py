@@ -640,12 +640,16 @@ def load_results(out: str | Path):
 
 def write_results(out: str | Path) -> int:
     """Rewrite ``out/results.parquet`` from the parts (atomically); returns its row count."""
+    return len(_write_results(out))
+
+
+def _write_results(out: str | Path):
     df = load_results(out)
     path = Path(out) / "results.parquet"
     tmp = Path(out) / ".results.parquet.tmp"
     df.to_parquet(tmp, index=False)
     os.replace(tmp, path)
-    return len(df)
+    return df
 
 
 # --------------------------------------------------------------------------------------------
@@ -904,8 +908,8 @@ def run_batch(instances: str | Path | list[Instance], problem: str, methods: lis
             if code_zip:
                 shutil.rmtree(Path(code_zip).parent, ignore_errors=True)
     summary.seconds = time.monotonic() - t0
-    n = write_results(out)
-    df = read_runs(out, columns=["run_key", "status"]).drop_duplicates("run_key")
+    df = _write_results(out)  # de-duplicated by run_key
+    n = len(df)
     keys = set(df["run_key"])
     missing = [r for r in all_runs if r["run_key"] not in keys]
     if missing:
