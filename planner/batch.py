@@ -278,6 +278,12 @@ def _child_main(conn: Any, other_end: Any, imports: list[str]) -> None:
             os._exit(0)
 
 
+# An instance longer than this is sent only when the solver process has nothing queued: a
+# send that fills the pipe's buffer (over 100 kB on Linux) would wait for the process to
+# finish its current run, and the hard limit could not be enforced meanwhile.
+PIPELINE_MAX_CHARS = 16_000
+
+
 class _Sandbox:
     """A forked solver process, replaced after a crash or a kill.
 
@@ -357,6 +363,12 @@ class _Sandbox:
                 while len(sent) < window:
                     run = resend.popleft() if resend else next(todo, None)
                     if run is None:
+                        break
+                    if sent and run["instance_digest"] != self.cached_key and \
+                            len(texts[run["instance_digest"]]) > PIPELINE_MAX_CHARS:
+                        # a big instance could fill the pipe: sending it now could block this
+                        # side, and with it the hard limit of the run being solved; wait
+                        resend.appendleft(run)
                         break
                     if self.proc is None or not self.proc.is_alive():
                         if self.proc is not None:

@@ -316,6 +316,40 @@ def test_solver_process_is_kept_and_an_abandoned_run_is_not_taken_for_the_next()
     assert sb.proc is None
 
 
+def test_a_big_instance_does_not_block_the_hard_limit_of_the_run_before_it():
+    """A run queued behind a hanging one must not stop the guard: an instance too big for the
+    pipe's buffer waits until the pipe is empty instead of blocking the send."""
+    import threading
+
+    import batch_methods  # noqa: F401
+    from planner.batch import PIPELINE_MAX_CHARS, _Sandbox, _batch_instance
+    from planner.model import parse_instance
+
+    data = generate("ras-random", 1, seed=5)[0].model_dump(mode="json")
+    data["meta"]["index"] = 2  # test.faulty hangs on it
+    hang = _batch_instance(parse_instance(data), "hang", "t")
+    big_inst = generate("layered", 1, seed=1, executors=3000, nodes=100, slots=4)[0]
+    big = _batch_instance(big_inst, "big", "t")
+    assert len(big.json) > 300_000 > PIPELINE_MAX_CHARS  # more than a socket buffer holds
+    runs = [{"instance_digest": hang.digest, "problem": "network", "method": "test.faulty", "time_limit": 1.0,
+             "method_seed": 0, "hard_limit": 2.0},
+            {"instance_digest": big.digest, "problem": "network", "method": "storm.even", "time_limit": 60.0,
+             "method_seed": 0, "hard_limit": 120.0}]
+    sb = _Sandbox(["batch_methods"])
+    got: list = []
+    th = threading.Thread(target=lambda: got.extend(sb.solve_runs(runs, {hang.digest: hang.json, big.digest: big.json})),
+                          daemon=True)
+    th.start()
+    th.join(90)
+    try:
+        assert not th.is_alive(), "the guard was blocked behind a send"
+        (r1, res1, wall1), (r2, res2, _) = got
+        assert res1["status"] == "unknown" and "killed" in res1["message"] and 2.0 <= wall1 < 30
+        assert res2["status"] == planner.solve(big_inst, "network", "storm.even").status.value
+    finally:
+        sb.close()
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
