@@ -10,7 +10,8 @@
   Python workers (:func:`warm_up`). Inside a partition, runs go one after another and every
   solver object is built in the solver process.
 * **Guard.** By default (``--isolation process``) each Python worker keeps one forked solver
-  process (across its tasks) and sends it the runs over a pipe, two at a time; it waits at most
+  process (across its tasks) and sends it the runs over a pipe, two at a time (a big instance
+  only when nothing is queued); it waits at most
   the hard limit (``time limit x 1.5 + 10 s`` unless ``--hard-limit`` says otherwise; none
   without either) for each answer, counted from when the process started that run. A run that
   overruns is killed (SIGKILL) and becomes a row with status ``unknown``; a run whose process
