@@ -4,22 +4,25 @@
 --time-limit S --out RESULTS [--master URL]``
 
 * **Work unit.** One run = one (instance, method) pair for the problem. Runs are grouped into
-  Spark partitions (``--chunk`` runs each; by default about four partitions per core, at
-  most 256 runs each) so that Spark's per-task cost is paid once per group and Python
-  workers are reused; inside a partition, runs go one after another and every solver object
-  is built there.
-* **Guard.** By default (``--isolation process``) each partition forks one solver process and
-  sends it the runs over a pipe; the partition waits at most the hard limit (``time limit x
-  1.5 + 10 s`` unless ``--hard-limit`` says otherwise; none without either) for each answer.
-  A run that overruns is killed (SIGKILL) and becomes a row with status ``unknown``; a run
-  whose process dies (a crash, ``os._exit``, the OOM killer) becomes a row with status
-  ``error``; an exception inside the method becomes an ``error`` row through
-  :func:`planner.solve`. A fresh solver process is forked for the next run. ``--isolation
-  none`` solves in the Spark worker itself (no wall-clock guard; exceptions are still
-  caught), for trusted fast methods.
+  Spark partitions (tasks) so that Spark's per-task cost is paid once per group and Python
+  workers are reused: by default of decreasing size (each 1/(2 x cores) of the runs left, at
+  most 256, at least 8), ``--chunk`` for a fixed size. Start-up loads the solver code into the
+  Python workers (:func:`warm_up`). Inside a partition, runs go one after another and every
+  solver object is built in the solver process.
+* **Guard.** By default (``--isolation process``) each Python worker keeps one forked solver
+  process (across its tasks) and sends it the runs over a pipe, two at a time (a big instance
+  only when nothing is queued); it waits at most
+  the hard limit (``time limit x 1.5 + 10 s`` unless ``--hard-limit`` says otherwise; none
+  without either) for each answer, counted from when the process started that run. A run that
+  overruns is killed (SIGKILL) and becomes a row with status ``unknown``; a run whose process
+  dies (a crash, ``os._exit``, the OOM killer) becomes a row with status ``error``; an
+  exception inside the method becomes an ``error`` row through :func:`planner.solve`. A fresh
+  solver process is forked for the runs queued behind. ``--isolation none`` solves in the
+  Spark worker itself (no wall-clock guard; exceptions are still caught), for trusted fast
+  methods.
 * **Results.** ``RESULTS/runs/part-*.parquet``: the raw rows, written by the tasks as they
-  finish (every ``--flush-every`` rows or ``--flush-seconds``), each file written under a
-  hidden name and renamed into place, so a reader never sees half a file. ``RESULTS/
+  finish (every ``--flush-every`` rows or ``--flush-seconds``, and at each task's end), each
+  file written under a hidden name and renamed into place, so a reader never sees half a file. ``RESULTS/
   results.parquet``: the rows de-duplicated by ``run_key`` with the gap-to-optimal columns,
   rewritten at the end of every invocation; :func:`load_results` recomputes it from the parts.
 * **Resumable.** A run's key is (instance id, instance content digest, problem, method).
@@ -29,8 +32,9 @@
   is ``optimal``; otherwise ``reference_status`` says why there is no gap.
 
 ``RESULTS`` must be a folder every executor can write (the local disk for ``local[*]`` and a
-cluster on one machine, a shared file system otherwise). Rows that tasks could not write
-where the driver sees them are written by the driver from the task results at the end.
+cluster on one machine, a shared file system otherwise). On a local master tasks return only
+(run key, status); elsewhere they return whole rows, and rows that tasks could not write where
+the driver sees them are written by the driver from the task results at the end.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ import sys
 import threading
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -274,14 +279,24 @@ def _child_main(conn: Any, other_end: Any, imports: list[str]) -> None:
             os._exit(0)
 
 
+# An instance longer than this is sent only when the solver process has nothing queued: a
+# send that fills the pipe's buffer (over 100 kB on Linux) would wait for the process to
+# finish its current run, and the hard limit could not be enforced meanwhile.
+PIPELINE_MAX_CHARS = 16_000
+
+
 class _Sandbox:
-    """A forked solver process, replaced after a crash or a kill."""
+    """A forked solver process, replaced after a crash or a kill.
+
+    One per Python worker (see ``_sandbox_for``), kept from task to task: it exits when its
+    pipe closes, i.e. when the worker closes it or dies."""
 
     def __init__(self, imports: list[str]):
         self.imports = imports
         self.proc = None
         self.conn = None
         self.cached_key: str | None = None
+        self.busy = False  # a run was sent and its answer not yet read
 
     def _start(self) -> None:
         import multiprocessing
@@ -309,35 +324,117 @@ class _Sandbox:
             self.proc.join(5)
         code = self.proc.exitcode
         self.proc = self.conn = None
+        self.busy = False
         return code
 
     def run(self, key: str, text: str, problem: str, method: str, limit: float | None, seed: int,
             hard_limit: float | None) -> dict[str, Any]:
-        if self.proc is None or not self.proc.is_alive():
-            if self.proc is not None:
-                self._stop(kill=True)
-            self._start()
-        try:
-            self.conn.send((key, text if key != self.cached_key else None, problem, method, limit, seed))
-            self.cached_key = key
-        except (BrokenPipeError, OSError) as e:
-            code = self._stop(kill=True)
-            return {"status": "error", "message": f"solver process unreachable ({e}; exit code {code})"}
-        t0 = time.perf_counter()
-        if not self.conn.poll(hard_limit):
+        """Solve one run (the instance's digest ``key`` and JSON ``text``); see ``solve_runs``."""
+        run = {"instance_digest": key, "problem": problem, "method": method, "time_limit": limit,
+               "method_seed": seed, "hard_limit": hard_limit}
+        for _, res, _ in self.solve_runs([run], {key: text}, window=1):
+            return res
+        raise AssertionError("unreachable")
+
+    def _send(self, run: dict[str, Any], texts: dict[str, str]) -> None:
+        key = run["instance_digest"]
+        self.conn.send((key, texts[key] if key != self.cached_key else None, run["problem"], run["method"],
+                        run["time_limit"], run["method_seed"]))
+        self.cached_key = key
+
+    def solve_runs(self, runs: Iterable[dict[str, Any]], texts: dict[str, str], window: int = 2
+                   ) -> Iterator[tuple[dict[str, Any], dict[str, Any], float]]:
+        """Solve runs in order in the solver process; yields (run, result fields, wall seconds).
+
+        Up to ``window`` runs are in the pipe at once, so the process starts the next run as
+        soon as it answers one instead of waiting for this side to read the answer and send
+        more. The process solves them one after another, so a run starts when the previous
+        answer arrives (or when it is sent, if the pipe was empty), and its hard limit counts
+        from then. A run with no answer by its hard limit: the process is killed, the run is
+        ``unknown``. The process dies while solving: the run is ``error``. Either way the runs
+        queued behind it are sent again to a fresh process."""
+        if self.busy:  # a run abandoned by an interrupted task: its late answer is not for us
             self._stop(kill=True)
-            return {"status": "unknown", "seconds": time.perf_counter() - t0,
-                    "message": f"killed: no answer within the hard limit of {hard_limit:g} s (time limit {limit})"}
+        todo = iter(runs)
+        resend: deque[dict[str, Any]] = deque()  # runs whose process died before answering
+        sent: deque[dict[str, Any]] = deque()  # in the pipe of the current process, in order
+        t_head = time.perf_counter()  # when the first run in ``sent`` started
         try:
-            return self.conn.recv()
-        except (EOFError, OSError):
-            code = self._stop(kill=False)
-            return {"status": "error", "seconds": time.perf_counter() - t0,
-                    "message": f"solver process died (exit code {code}) while solving"}
+            while True:
+                while len(sent) < window:
+                    run = resend.popleft() if resend else next(todo, None)
+                    if run is None:
+                        break
+                    if sent and run["instance_digest"] != self.cached_key and \
+                            len(texts[run["instance_digest"]]) > PIPELINE_MAX_CHARS:
+                        # a big instance could fill the pipe: sending it now could block this
+                        # side, and with it the hard limit of the run being solved; wait
+                        resend.appendleft(run)
+                        break
+                    if self.proc is None or not self.proc.is_alive():
+                        if self.proc is not None:
+                            if sent:  # the head run's answer will tell what happened
+                                resend.appendleft(run)
+                                break
+                            self._stop(kill=True)
+                        self._start()
+                    try:
+                        self._send(run, texts)
+                    except (BrokenPipeError, OSError) as e:
+                        if sent:
+                            resend.appendleft(run)
+                            break
+                        code = self._stop(kill=True)
+                        yield run, {"status": "error", "message": f"solver process unreachable ({e}; exit code {code})"}, 0.0
+                        continue
+                    if not sent:
+                        t_head = time.perf_counter()
+                    sent.append(run)
+                    self.busy = True
+                if not sent:
+                    return
+                run = sent[0]
+                hard = run["hard_limit"]
+                wait = None if hard is None else max(0.0, t_head + hard - time.perf_counter())
+                if not self.conn.poll(wait):
+                    self._stop(kill=True)
+                    res = {"status": "unknown", "seconds": time.perf_counter() - t_head,
+                           "message": f"killed: no answer within the hard limit of {hard:g} s "
+                                      f"(time limit {run['time_limit']})"}
+                else:
+                    try:
+                        res = self.conn.recv()
+                    except (EOFError, OSError):
+                        code = self._stop(kill=False)
+                        res = {"status": "error", "seconds": time.perf_counter() - t_head,
+                               "message": f"solver process died (exit code {code}) while solving"}
+                sent.popleft()
+                if self.proc is None:  # killed or dead: what was queued behind goes to a new process
+                    resend.extendleft(reversed(sent))
+                    sent.clear()
+                self.busy = bool(sent)
+                now = time.perf_counter()
+                wall, t_head = now - t_head, now
+                yield run, res, wall
+        finally:
+            if sent:  # abandoned mid-way (the task was interrupted)
+                self._stop(kill=True)
 
     def close(self) -> None:
         if self.proc is not None:
-            self._stop(kill=False)
+            self._stop(kill=self.busy)
+
+
+_SANDBOXES: dict[tuple[str, ...], _Sandbox] = {}
+
+
+def _sandbox_for(imports: list[str]) -> _Sandbox:
+    """This Python worker's solver process for these imports, kept across Spark tasks: a
+    reused worker forks once, not once per task."""
+    key = tuple(imports)
+    if key not in _SANDBOXES:
+        _SANDBOXES[key] = _Sandbox(list(imports))
+    return _SANDBOXES[key]
 
 
 def _write_part(rows: list[dict[str, Any]], out_dir: str, tag: str) -> str:
@@ -356,13 +453,24 @@ def _write_part(rows: list[dict[str, Any]], out_dir: str, tag: str) -> str:
     return name
 
 
-def run_partition(index: int, runs: Iterator[dict[str, Any]], ctx: dict[str, Any], instances: dict[str, str]
-                  ) -> Iterator[dict[str, Any]]:
-    """Solve the runs of one partition in order, flushing rows to Parquet as they finish;
-    yields every row (written or not) with ``_written`` telling whether a part file holds it."""
-    _import_all(ctx["imports"])
-    # Load the solver code here, once per (reused) Python worker, so that every forked solver
-    # process starts with it instead of importing it again.
+_LOADED: set[tuple[str, ...]] = set()
+
+
+def load_solver_code(imports: list[str]) -> int:
+    """Import the solver code into this (reused) Python worker, once per process, and freeze
+    what it loaded out of the garbage collector's reach; returns the process id.
+
+    Every forked solver process then starts with the code loaded, and the full collection
+    that PySpark's daemon runs in a reused worker after every task no longer rescans the
+    ~90,000 objects OR-Tools, pandas and pydantic leave behind (41 ms per task before, 0 after;
+    see docs/benchmarks.md). ``gc.freeze`` only exempts objects
+    that exist now; everything a run creates later is collected as usual."""
+    import gc
+
+    key = tuple(imports)
+    if key in _LOADED:
+        return os.getpid()
+    _import_all(imports)
     try:
         # OR-Tools first: `import pulp` loads highspy, whose HiGHS build then breaks a later
         # OR-Tools import in the same process (undefined symbol); the reverse order works, and
@@ -377,7 +485,35 @@ def run_partition(index: int, runs: Iterator[dict[str, Any]], ctx: dict[str, Any
         list_methods()
     except Exception:  # a broken method module: each run reports it as an error row instead
         pass
-    sandbox = _Sandbox(ctx["imports"]) if ctx["isolation"] == "process" else None
+    try:
+        import pyarrow.parquet  # noqa: F401  (the part-file writer)
+    except ImportError:
+        pass
+    gc.collect()
+    gc.freeze()
+    _LOADED.add(key)
+    return os.getpid()
+
+
+def warm_up(sc: Any, imports: list[str] | None = None) -> list[int]:
+    """Start the executors' Python workers with the solver code loaded (one task per core),
+    so that this fixed cost is paid at start-up rather than inside the first tasks of the
+    job; returns the workers' process ids. Any worker it missed loads the code in its first
+    task instead (slower, same result)."""
+    imports = list(imports or [])
+    n = max(1, sc.defaultParallelism)
+    return sc.parallelize(range(n), n).mapPartitions(lambda it: [load_solver_code(imports)]).collect()
+
+
+def run_partition(index: int, runs: Iterator[dict[str, Any]], ctx: dict[str, Any], instances: dict[str, str]
+                  ) -> Iterator[dict[str, Any] | tuple[str, str]]:
+    """Solve the runs of one partition in order, flushing rows to Parquet as they finish.
+
+    Yields, per run, the whole row when ``ctx["return_rows"]`` is set (executors whose disk the
+    driver may not see) or when its part file could not be written; otherwise only the
+    acknowledgement ``(run_key, status)``: the row is in a part file the driver reads."""
+    load_solver_code(ctx["imports"])
+    sandbox = _sandbox_for(ctx["imports"]) if ctx["isolation"] == "process" else None
     parsed: dict[str, Instance] = {}
     pending: list[dict[str, Any]] = []
     done: list[dict[str, Any]] = []
@@ -391,44 +527,45 @@ def run_partition(index: int, runs: Iterator[dict[str, Any]], ctx: dict[str, Any
             return
         try:
             _write_part(pending, ctx["runs_dir"], f"{ctx['batch_id']}-{index:05d}-{seq:04d}")
-            for r in pending:
-                r["_written"] = True
-        except OSError as e:  # the driver writes these rows from the task results
-            for r in pending:
-                r["_write_error"] = str(e)
+        except OSError:  # the driver writes these rows from the task results
+            done.extend(pending)
+        else:
+            done.extend(pending if ctx["return_rows"] else [(r["run_key"], r["status"]) for r in pending])
         seq += 1
-        done.extend(pending)
         pending = []
         last_flush = time.monotonic()
 
-    try:
-        for run in runs:
-            text = instances[run["instance_digest"]]
-            t0 = time.perf_counter()
-            if sandbox is not None:
-                res = sandbox.run(run["instance_digest"], text, run["problem"], run["method"], run["time_limit"],
-                                  run["method_seed"], run["hard_limit"])
-            else:
-                try:
-                    from .model import parse_instance
+    def solved() -> Iterator[tuple[dict[str, Any], dict[str, Any], float]]:
+        if sandbox is not None:
+            yield from sandbox.solve_runs(runs, instances)
+            return
+        from .model import parse_instance
 
-                    if run["instance_digest"] not in parsed:
-                        parsed.clear()
-                        parsed[run["instance_digest"]] = parse_instance(json.loads(text))
-                    res = solve_to_dict(parsed[run["instance_digest"]], run["problem"], run["method"],
-                                        run["time_limit"], run["method_seed"])
-                except Exception as e:
-                    res = {"status": "error", "message": f"{type(e).__name__}: {e}"[:2000]}
-            row = {**run, **res, "wall_seconds": time.perf_counter() - t0, "host": host, "pid": pid,
+        for run in runs:
+            t0 = time.perf_counter()
+            try:
+                if run["instance_digest"] not in parsed:
+                    parsed.clear()
+                    parsed[run["instance_digest"]] = parse_instance(json.loads(instances[run["instance_digest"]]))
+                res = solve_to_dict(parsed[run["instance_digest"]], run["problem"], run["method"],
+                                    run["time_limit"], run["method_seed"])
+            except Exception as e:
+                res = {"status": "error", "message": f"{type(e).__name__}: {e}"[:2000]}
+            yield run, res, time.perf_counter() - t0
+
+    try:
+        for run, res, wall in solved():
+            row = {**run, **res, "wall_seconds": wall, "host": host, "pid": pid,
                    "isolation": ctx["isolation"], "finished_at": time.time(), "versions": ctx["versions"],
-                   "batch_id": ctx["batch_id"], "_written": False}
+                   "batch_id": ctx["batch_id"]}
             pending.append(row)
             if len(pending) >= ctx["flush_every"] or time.monotonic() - last_flush >= ctx["flush_seconds"]:
                 flush()
         flush()
-    finally:
+    except BaseException:  # an interrupted task: no half-finished run left in the solver process
         if sandbox is not None:
             sandbox.close()
+        raise
     yield from done
 
 
@@ -516,12 +653,16 @@ def load_results(out: str | Path):
 
 def write_results(out: str | Path) -> int:
     """Rewrite ``out/results.parquet`` from the parts (atomically); returns its row count."""
+    return len(_write_results(out))
+
+
+def _write_results(out: str | Path):
     df = load_results(out)
     path = Path(out) / "results.parquet"
     tmp = Path(out) / ".results.parquet.tmp"
     df.to_parquet(tmp, index=False)
     os.replace(tmp, path)
-    return len(df)
+    return df
 
 
 # --------------------------------------------------------------------------------------------
@@ -559,8 +700,9 @@ def _code_zip(extra_modules: list[str]) -> str:
 
 def spark_context(master: str, app_name: str = "planner-batch", conf: dict[str, str] | None = None,
                   extra_paths: list[str] | None = None):
-    """A SparkContext for ``master`` with modest memory, no UI, Python workers reused, and the
-    executors' Python seeing this interpreter and the planner's code."""
+    """A SparkContext for ``master`` with modest memory, no UI, Python workers reused and
+    reached over Unix sockets, a driver JVM without the C2 JIT compiler, and the executors'
+    Python seeing this interpreter and the planner's code. ``conf`` overrides any of these."""
     from pyspark import SparkConf, SparkContext
 
     pypath = [*code_roots(), *(extra_paths or []), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
@@ -579,6 +721,13 @@ def spark_context(master: str, app_name: str = "planner-batch", conf: dict[str, 
         "spark.pyspark.driver.python": sys.executable,
         "spark.executorEnv.PYTHONPATH": os.pathsep.join(dict.fromkeys(pypath)),
         "spark.task.maxFailures": "2",
+        # the driver JVM schedules and moves bytes; its C2 JIT compiler kept compiling through
+        # the whole job (0.8-2 CPU s of a 4,000-run batch); C1 alone and the serial collector
+        # cost about 0.1 s (docs/benchmarks.md). On a local master this JVM is the executor too.
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        # JVM <-> Python worker over a Unix socket, not TCP on loopback: an empty task took
+        # 51 ms over TCP on local[1] (each exchange waited on delayed ACKs), 12 ms this way
+        "spark.python.unix.domain.socket.enabled": "true",
         "spark.driver.host": "127.0.0.1" if loopback else "",
         "spark.driver.bindAddress": "127.0.0.1" if loopback else "",
     }
@@ -711,7 +860,7 @@ def validate_methods(problem: str, methods: list[str], reference: str | None) ->
 def run_batch(instances: str | Path | list[Instance], problem: str, methods: list[str], out: str | Path,
               reference: str | None = None, time_limit: float | None = 60.0, hard_limit: float | None = None,
               master: str = "local[*]", seed: int = 0, imports: list[str] | None = None,
-              isolation: str = "process", chunk: int | None = None, flush_every: int = 50,
+              isolation: str = "process", chunk: int | None = None, flush_every: int = 500,
               flush_seconds: float = 5.0, progress_interval: float = 5.0, spark_conf: dict[str, str] | None = None,
               sc: Any = None, stream: Any = None) -> BatchSummary:
     """Run every pending (instance, method) pair on Spark and write the results folder.
@@ -761,6 +910,10 @@ def run_batch(instances: str | Path | list[Instance], problem: str, methods: lis
             if not master.startswith("local"):
                 code_zip = _code_zip(imports)
                 sc.addPyFile(code_zip)
+        try:
+            warm_up(sc, imports)
+        except Exception:  # e.g. --import missing on the executors: the job reports it per run
+            pass
         summary.startup_seconds = time.monotonic() - t0
         try:
             _run_on_spark(sc, todo, batch_instances, out, batch_id, imports, isolation, chunk, flush_every,
@@ -771,8 +924,8 @@ def run_batch(instances: str | Path | list[Instance], problem: str, methods: lis
             if code_zip:
                 shutil.rmtree(Path(code_zip).parent, ignore_errors=True)
     summary.seconds = time.monotonic() - t0
-    n = write_results(out)
-    df = read_runs(out, columns=["run_key", "status"]).drop_duplicates("run_key")
+    df = _write_results(out)  # de-duplicated by run_key
+    n = len(df)
     keys = set(df["run_key"])
     missing = [r for r in all_runs if r["run_key"] not in keys]
     if missing:
@@ -787,24 +940,46 @@ def run_batch(instances: str | Path | list[Instance], problem: str, methods: lis
     return summary
 
 
+def partition_sizes(runs: int, cores: int, chunk: int | None = None, largest: int = 256) -> list[int]:
+    """How many runs each Spark task gets, in the order Spark starts them.
+
+    ``chunk`` given: that many each. Otherwise decreasing ("guided") sizes: each task takes
+    1/(2 x cores) of the runs still unassigned, at most ``largest`` and at least ``smallest``
+    (8, or fewer for small batches so that every core gets several tasks). Big tasks first
+    pay Spark's per-task cost (about 30 ms) rarely; small tasks last let the cores finish
+    together, since a core that ends early idles until the batch ends."""
+    if runs <= 0:
+        return []
+    if chunk:
+        return [chunk] * (runs // chunk) + ([runs % chunk] if runs % chunk else [])
+    smallest = max(1, min(8, runs // (8 * cores)))
+    sizes, left = [], runs
+    while left > 0:
+        n = min(left, largest, max(smallest, math.ceil(left / (2 * cores))))
+        sizes.append(n)
+        left -= n
+    return sizes
+
+
 def _run_on_spark(sc: Any, todo: list[dict[str, Any]], batch_instances: list[BatchInstance], out: Path, batch_id: str,
                   imports: list[str], isolation: str, chunk: int | None, flush_every: int, flush_seconds: float,
                   progress_interval: float, stream: Any, summary: BatchSummary) -> None:
     needed = {r["instance_digest"] for r in todo}
     texts = {b.digest: b.json for b in batch_instances if b.digest in needed}
     bc = sc.broadcast(texts)
-    par = max(1, sc.defaultParallelism)
-    # about four tasks per core for balance, at most 256 runs each; progress and what a kill
-    # can lose are bounded by the flush cadence, not by the task size
-    size = chunk or max(1, min(256, math.ceil(len(todo) / (par * 4))))
-    n_parts = math.ceil(len(todo) / size)
+    sizes = partition_sizes(len(todo), max(1, sc.defaultParallelism), chunk)
+    n_parts = len(sizes)
     ctx = {"runs_dir": str(runs_dir(out)), "batch_id": batch_id, "imports": imports, "isolation": isolation,
-           "flush_every": flush_every, "flush_seconds": flush_seconds, "versions": _versions()}
+           "flush_every": flush_every, "flush_seconds": flush_seconds, "versions": _versions(),
+           # on a local master the driver reads the part files the tasks write: only acknowledgements
+           # come back; elsewhere the executors' disk may be theirs alone, so whole rows come back
+           "return_rows": not str(sc.master).startswith("local")}
 
     def task(index: int, it: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         return run_partition(index, it, ctx, bc.value)
 
-    chunks = [todo[i * size:(i + 1) * size] for i in range(n_parts)]
+    starts = [sum(sizes[:i]) for i in range(n_parts)]
+    chunks = [todo[a:a + n] for a, n in zip(starts, sizes)]
     rdd = sc.parallelize(chunks, n_parts).flatMap(lambda c: c).mapPartitionsWithIndex(task)
     result: dict[str, Any] = {}
 
@@ -833,13 +1008,17 @@ def _run_on_spark(sc: Any, todo: list[dict[str, Any]], batch_instances: list[Bat
         summary.complete = False
         summary.message = f"the Spark job failed ({type(e).__name__}: {first})"
         print(f"planner batch: {summary.message}; finished rows are kept", file=stream, flush=True)
-    # rows the tasks could not write where the driver can see them
-    seen = done_keys(out)
-    unseen = [r for r in rows if r["run_key"] not in seen]
-    if unseen:
-        _write_part(unseen, str(runs_dir(out)), f"{batch_id}-driver")
+    # whole rows come back when a task could not write them, or from executors whose disk the
+    # driver may not see: write those the driver cannot find
+    full = [r for r in rows if isinstance(r, dict)]
+    if full:
+        seen = done_keys(out)
+        unseen = [r for r in full if r["run_key"] not in seen]
+        if unseen:
+            _write_part(unseen, str(runs_dir(out)), f"{batch_id}-driver")
+    statuses = [r["status"] if isinstance(r, dict) else r[1] for r in rows]
     summary.ran = len(rows) if rows else len(done_keys(out) & {r["run_key"] for r in todo})
-    summary.failed = sum(r["status"] in ("error", "unknown") for r in rows)
+    summary.failed = sum(s in ("error", "unknown") for s in statuses)
 
 
 def _log_invocation(out: Path, batch_id: str, instances: Any, problem: str, methods: list[str], reference: str | None,
@@ -898,9 +1077,9 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--isolation", choices=["process", "none"], default="process",
                    help="process: each partition solves in a forked process killed at the hard limit (default); "
                    "none: solve in the Spark worker, no wall-clock guard")
-    b.add_argument("--chunk", type=int, default=None, help="runs per Spark task (default: about 4 tasks per core, at most 256)")
-    b.add_argument("--flush-every", type=int, default=50, help="write a part file after this many rows")
-    b.add_argument("--flush-seconds", type=float, default=5.0, help="... or after this many seconds")
+    b.add_argument("--chunk", type=int, default=None, help="runs per Spark task (default: decreasing sizes, at most 256; see docs/batch.md)")
+    b.add_argument("--flush-every", type=int, default=500, help="write a part file after this many rows (default 500)")
+    b.add_argument("--flush-seconds", type=float, default=5.0, help="... or after this many seconds (default 5), and at the end of each task")
     b.add_argument("--progress-interval", type=float, default=5.0, help="seconds between progress lines")
     b.add_argument("--conf", action="append", metavar="KEY=VALUE", help="extra Spark configuration, repeatable")
     b.set_defaults(func=cmd_batch)

@@ -277,6 +277,79 @@ def test_failing_method_gives_error_rows_and_the_batch_finishes(tmp_path):
     assert (df["reference_status"] == "no reference").all()
 
 
+def test_solver_process_is_kept_and_an_abandoned_run_is_not_taken_for_the_next():
+    """The solver process outlives a run (and a Spark task); a run abandoned mid-way (the task
+    interrupted) must not hand its late answer to the next run."""
+    import signal as sig
+
+    import batch_methods  # noqa: F401
+    from planner.batch import _Sandbox, _batch_instance
+
+    a, b = generate("layered", 2, seed=3, executors=6, nodes=3)
+    ba, bb = _batch_instance(a, "a", "t"), _batch_instance(b, "b", "t")
+    want_a = planner.solve(a, "network", "storm.ras")
+    sb = _Sandbox(["batch_methods"])
+    try:
+        r1 = sb.run(ba.digest, ba.json, "network", "storm.ras", 10, 0, 30)
+        pid = sb.proc.pid
+        r2 = sb.run(bb.digest, bb.json, "network", "storm.even", 10, 0, 30)
+        assert sb.proc.pid == pid  # one process for both runs
+        assert r1["status"] == want_a.status.value and _same(r1["objective"], want_a.objective)
+
+        def interrupt(*_):
+            raise KeyboardInterrupt
+
+        old = sig.signal(sig.SIGALRM, interrupt)
+        sig.setitimer(sig.ITIMER_REAL, 0.1)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                sb.run(bb.digest, bb.json, "network", "test.sleepy", 10, 0, 30)  # answers after 0.3 s
+        finally:
+            sig.setitimer(sig.ITIMER_REAL, 0)
+            sig.signal(sig.SIGALRM, old)
+        time.sleep(0.5)  # the abandoned answer is in the pipe by now
+        r3 = sb.run(ba.digest, ba.json, "network", "storm.ras", 10, 0, 30)
+        assert r3 == {**r1, "seconds": r3["seconds"]}  # a's answer, not b's late one
+        assert sb.proc.pid != pid  # replaced, not asked again
+    finally:
+        sb.close()
+    assert sb.proc is None
+
+
+def test_a_big_instance_does_not_block_the_hard_limit_of_the_run_before_it():
+    """A run queued behind a hanging one must not stop the guard: an instance too big for the
+    pipe's buffer waits until the pipe is empty instead of blocking the send."""
+    import threading
+
+    import batch_methods  # noqa: F401
+    from planner.batch import PIPELINE_MAX_CHARS, _Sandbox, _batch_instance
+    from planner.model import parse_instance
+
+    data = generate("ras-random", 1, seed=5)[0].model_dump(mode="json")
+    data["meta"]["index"] = 2  # test.faulty hangs on it
+    hang = _batch_instance(parse_instance(data), "hang", "t")
+    big_inst = generate("layered", 1, seed=1, executors=3000, nodes=100, slots=4)[0]
+    big = _batch_instance(big_inst, "big", "t")
+    assert len(big.json) > 300_000 > PIPELINE_MAX_CHARS  # more than a socket buffer holds
+    runs = [{"instance_digest": hang.digest, "problem": "network", "method": "test.faulty", "time_limit": 1.0,
+             "method_seed": 0, "hard_limit": 2.0},
+            {"instance_digest": big.digest, "problem": "network", "method": "storm.even", "time_limit": 60.0,
+             "method_seed": 0, "hard_limit": 120.0}]
+    sb = _Sandbox(["batch_methods"])
+    got: list = []
+    th = threading.Thread(target=lambda: got.extend(sb.solve_runs(runs, {hang.digest: hang.json, big.digest: big.json})),
+                          daemon=True)
+    th.start()
+    th.join(90)
+    try:
+        assert not th.is_alive(), "the guard was blocked behind a send"
+        (r1, res1, wall1), (r2, res2, _) = got
+        assert res1["status"] == "unknown" and "killed" in res1["message"] and 2.0 <= wall1 < 30
+        assert res2["status"] == planner.solve(big_inst, "network", "storm.even").status.value
+    finally:
+        sb.close()
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
