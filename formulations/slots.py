@@ -28,9 +28,10 @@ from planner.model import Instance, InstanceError
 from planner.plan import Placement, Plan, Result, Status
 from planner.registry import register
 
+from . import _slotpatterns as _sp
 from . import gap as core
 
-OPTIONS = {"hint": None, "max_instances": 10}
+OPTIONS = {"hint": None, "max_instances": 10, "model": "auto"}
 SOURCE = "Shukla and Simmhan, model-driven scheduling (problem statement); exact models in docs/formulations.md"
 PCT_SCALE = 10_000
 
@@ -397,9 +398,26 @@ def _hint(instance, d: SlotsData, hint, method, details):
     return q
 
 
-def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, seed=0, hint=None) -> Result:
-    """Shared driver of exact.cpsat / exact.milp-cbc / exact.milp-highs for ``slots``."""
+MODELS = ("auto", "patterns", "assign")
+
+
+def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, seed=0, hint=None,
+                model: str = "auto") -> Result:
+    """Shared driver of exact.cpsat / exact.milp-cbc / exact.milp-highs for ``slots``.
+
+    ``model``: "patterns" (the configuration model of ``_slotpatterns``; needs no pins and no
+    max_per_node), "assign" (the v_csq model above, any instance), "auto" (patterns when they
+    apply). The time limit counts from this call: model building is inside it."""
+    started = time.monotonic()
+    if model not in MODELS:
+        raise InstanceError("options.model", f"must be one of {', '.join(MODELS)}, got {model!r}")
     d = prepare(instance)
+    if model != "assign":
+        why_not = _sp.applicable(d)
+        if why_not is not None and model == "patterns":
+            raise InstanceError("options.model", f"the pattern model does not apply: {why_not}; use 'assign' or 'auto'")
+        if why_not is None:
+            return _solve_patterns(instance, d, backend, method, time_limit, seed, hint, started)
     rate_mode = instance.params.slot_usage == "rate"
     why = _no_option(d)
     if why:
@@ -438,6 +456,51 @@ def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, 
     details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in q})
     return Result(problem="slots", method=method, status=status, plan=make_plan(d, q), bound=bound, details=details,
                   message=msg)
+
+
+def _solve_patterns(instance: Instance, d: SlotsData, backend: str, method: str, time_limit, seed, hint,
+                    started: float) -> Result:
+    """The configuration model (``_slotpatterns``): exact under peak usage."""
+    rate_mode = instance.params.slot_usage == "rate"
+    why = _no_option(d)
+    if why:
+        if rate_mode:
+            return _rate_mode_unknown(method, why)
+        return Result(problem="slots", method=method, status=Status.INFEASIBLE, message=why)
+    details: dict = {}
+    hq = _hint(instance, d, hint, method, details)
+    hint_contents = None
+    if hq is not None:
+        by_slot: dict[int, dict[int, int]] = {}
+        for (c, s), x in hq.items():
+            by_slot.setdefault(s, {})[c] = x
+        hint_contents = list(by_slot.values())
+    status, q, bound, info = _sp.solve(d, backend, time_limit, seed, started, hint_contents)
+    details.update(info)
+    if status == "infeasible" and rate_mode:
+        return _rate_mode_unknown(method, "no allocation under peak usage")
+    if status == "infeasible":
+        return Result(problem="slots", method=method, status=Status.INFEASIBLE, details=details,
+                      message="no thread allocation sustains the target rate within the slots (proven): "
+                              "not enough slot CPU/memory for the models' peak rates")
+    if status == "error":
+        return Result(problem="slots", method=method, status=Status.ERROR, details=details,
+                      message=info.get("message", "solver error"))
+    if q is None:
+        return Result(problem="slots", method=method, status=Status.UNKNOWN, details=details,
+                      message="time limit reached before any allocation" + (f" ({info['stopped']})" if "stopped" in info else ""))
+    if not _valid(d, q):
+        return Result(problem="slots", method=method, status=Status.ERROR, details=details,
+                      message="internal error: the pattern model returned an allocation that breaks the model")
+    st = Status.OPTIMAL if status == "optimal" else Status.FEASIBLE
+    msg = "" if st == Status.OPTIMAL else "stopped by the time limit: best allocation so far, with the proven bound"
+    if rate_mode:
+        st, bound = Status.FEASIBLE, None
+        msg = ("params.slot_usage='rate' is not modelled exactly (usage scales with 1/Q_c): this is the optimum "
+               "under peak usage, feasible but not proven optimal here; exact.bruteforce handles 'rate' on tiny instances")
+    details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in q})
+    return Result(problem="slots", method=method, status=st, plan=make_plan(d, q),
+                  bound=None if bound is None else float(bound), details=details, message=msg)
 
 
 def _rate_mode_unknown(method: str, why: str) -> Result:
@@ -572,8 +635,9 @@ def bruteforce_slots(instance: Instance, time_limit=None) -> Result:
 # --- registration -------------------------------------------------------------------------------
 
 def _make(backend: str, name: str):
-    def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10, **_other):
-        return solve_slots(instance, backend, name, time_limit, seed, hint)
+    def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10, model="auto",
+               **_other):
+        return solve_slots(instance, backend, name, time_limit, seed, hint, model)
 
     method.__name__ = f"slots_{backend}"
     method.__doc__ = f"Exact slots allocation (Shukla and Simmhan) with {backend}: see the module docstring."
