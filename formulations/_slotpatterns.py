@@ -76,6 +76,11 @@ class PatternModel:
     build_seconds: float = 0.0
 
 
+# CP-SAT: one worker with the full LP relaxation. On the Shukla micro-DAGs it proves each case in
+# under 0.5 s, where the default 2-worker portfolio (no LP-heavy worker) stalls at bound 2 for 20 s.
+CPSAT_PARAMS = {"linearization_level": 2}
+
+
 class OutOfTime(Exception):
     """The time limit ran out while the patterns were being listed."""
 
@@ -293,8 +298,8 @@ def solve(d, backend: str, time_limit: float | None, seed: int, started: float,
         left = deadline - time.monotonic() - margin
         if left <= 0.05:
             return "unknown", None, None, details | {"stopped": "while building the model"}
-    sol = solve_model(pm.model, backend, left, threads=None if backend == "cpsat" else 1, seed=seed,
-                      use_hint=hint_contents is not None)
+    sol = solve_model(pm.model, backend, left, threads=1, seed=seed, use_hint=hint_contents is not None,
+                      cpsat_params=CPSAT_PARAMS)
     details["solver_seconds"] = round(sol.seconds, 3)
     if sol.status in ("infeasible", "unknown", "error"):
         return sol.status, None, None, details | ({"message": sol.message} if sol.message else {})
