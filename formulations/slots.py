@@ -326,6 +326,10 @@ def _milp_build_and_solve(d: SlotsData, hint, time_limit, solver, started, pulp)
         if time_limit <= 0.05:
             return core.Outcome("unknown", seconds=time.monotonic() - started), None, big
     out = core.run_pulp(p, solver, time_limit, warm=warm)
+    if out.status == "infeasible" and solver == "cbc" and time_limit is not None and out.seconds >= time_limit:
+        # CBC stopped by its clock has come back 'infeasible' (assignment model, Diamond at
+        # 200 tuples/s, 5 s limit): only an answer within its time is a proof
+        out.status = "unknown"
     q = None
     if out.status in ("optimal", "feasible"):
         q = {(c, s): qq for (c, s, qq), x in v.items() if (x.varValue or 0) > 0.5}
@@ -424,7 +428,7 @@ def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, 
         if rate_mode:
             return _rate_mode_unknown(method, why)
         return Result(problem="slots", method=method, status=Status.INFEASIBLE, message=why)
-    details: dict = {}
+    details: dict = {"model": "assign"}
     hq = _hint(instance, d, hint, method, details)
     if backend == "cpsat":
         out, q, big = _cpsat(d, hq, time_limit, seed)
@@ -669,7 +673,7 @@ SHUKLA_MODELS = {
 
 def shukla_micro_dag(dag: str, rate: float, nodes: int = 10, slots_per_node: int = 4, interpolate: bool = False,
                      price: float | None = 1.0) -> dict:
-    """An instance (JSON-like dict) of Shukla and Simmhan's Linear or Diamond micro-DAG at
+    """An instance (JSON-like dict) of Shukla and Simmhan's Linear, Diamond or Star micro-DAG at
     ``rate`` tuples/s, with the performance models of ALGORITHMS.md, on ``nodes`` identical VMs.
     Source and sink: one thread, 10 % CPU, 15 % / 20 % memory, no rate limit."""
     tasks = ["blob", "table", "pi", "parse", "batch"]
@@ -681,8 +685,12 @@ def shukla_micro_dag(dag: str, rate: float, nodes: int = 10, slots_per_node: int
         streams = ([{"source": "source", "target": t} for t in ("blob", "table", "parse", "batch")]
                    + [{"source": t, "target": "pi"} for t in ("blob", "table", "parse", "batch")]
                    + [{"source": "pi", "target": "sink"}])
+    elif dag == "star":  # two source-side tasks -> hub -> two sink-side tasks (planner.generate.SHAPES)
+        edges = [("source", "blob"), ("source", "table"), ("blob", "parse"), ("table", "parse"), ("parse", "pi"),
+                 ("parse", "batch"), ("pi", "sink"), ("batch", "sink")]
+        streams = [{"source": a, "target": b} for a, b in edges]
     else:
-        raise InstanceError("dag", f"unknown micro-DAG {dag!r}; linear or diamond")
+        raise InstanceError("dag", f"unknown micro-DAG {dag!r}; linear, diamond or star")
     models = [{"name": t, "interpolate": interpolate,
                "points": [{"threads": q, "rate": r, "cpu": c, "memory": m} for q, (r, c, m) in sorted(SHUKLA_MODELS[t].items())]}
               for t in tasks]
