@@ -81,8 +81,15 @@ class PatternModel:
 CPSAT_PARAMS = {"linearization_level": 2}
 
 
+MAX_PATTERNS = 100_000  # beyond this the listing stops and "auto" falls back to the assignment model
+
+
 class OutOfTime(Exception):
     """The time limit ran out while the patterns were being listed."""
+
+
+class TooMany(Exception):
+    """More than MAX_PATTERNS maximal slot contents."""
 
 
 def groups_of(d) -> list[list[Group]]:
@@ -129,6 +136,8 @@ def enumerate_patterns(d, groups: list[list[Group]], deadline: float | None) -> 
         if k == C:
             if any(x != -1 for x in cur) and not fits_more(cpu, mem):
                 out.append(tuple(cur))
+                if len(out) > MAX_PATTERNS:
+                    raise TooMany
             return
         c = order[k]
         if not any(inc[c][o] and cur[o] != -1 for o in range(C)):
@@ -282,13 +291,16 @@ def cheapest_nodes(d, n: int) -> list[int] | None:
 
 def solve(d, backend: str, time_limit: float | None, seed: int, started: float,
           hint_contents: list[dict[int, int]] | None = None):
-    """Build and solve; returns (status, q, slot bound, details). ``started`` is the monotonic
-    time the call began: model building counts against ``time_limit``."""
+    """Build and solve; returns (status, q, slot bound, details); status "too_many" when the
+    contents exceed MAX_PATTERNS. ``started`` is the monotonic time the call began: model
+    building counts against ``time_limit``."""
     deadline = None if time_limit is None else started + time_limit
     try:
         pm = build(d, deadline, hint_contents)
     except OutOfTime:
         return "unknown", None, None, {"model": "patterns", "stopped": "while listing slot contents"}
+    except TooMany:
+        return "too_many", None, None, {"model": "patterns", "stopped": f"more than {MAX_PATTERNS:,} slot contents"}
     details = {"model": "patterns", "patterns": len(pm.patterns), "variables": len(pm.model.vars),
                "rows": len(pm.model.rows), "build_seconds": round(pm.build_seconds, 3)}
     left = None

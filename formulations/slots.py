@@ -10,7 +10,14 @@ the target input rate R is sustained: with even routing each thread of c receive
 peak(c, q); every slot's CPU and memory sums stay within 100 %. Minimise the slots used, then
 the VM cost (sum of ``price`` over nodes with a used slot).
 
-Linearisation: a binary v_csq says "slot s holds exactly q threads of c". The rate condition
+Two models (option ``model``). The default ("auto") is the configuration model of
+``_slotpatterns`` (slot contents as patterns, a thread-count level per component), exact under
+``slot_usage = "peak"`` and used when no component is pinned and none has ``max_per_node``;
+it proves the Shukla micro-DAGs in seconds. Otherwise (or with ``model="assign"``) the
+assignment model below. Under ``slot_usage = "rate"`` neither is exact: both return their
+peak-usage optimum as ``feasible`` (see docs/formulations.md, "Slots").
+
+Assignment model: a binary v_csq says "slot s holds exactly q threads of c". The rate condition
 q rho_c / Q_c <= peak(c, q) is  Q_c >= q rho_c / peak(c, q), i.e.  Q_c >= need_cq v_csq  with
 need_cq = ceil(q rho_c / peak(c, q)), linear because Q_c = sum_{s,q} q v_csq is.
 Both CP-SAT and the MILP build this same model (CPU and memory percentages are scaled by 10^4
@@ -421,7 +428,12 @@ def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, 
         if why_not is not None and model == "patterns":
             raise InstanceError("options.model", f"the pattern model does not apply: {why_not}; use 'assign' or 'auto'")
         if why_not is None:
-            return _solve_patterns(instance, d, backend, method, time_limit, seed, hint, started)
+            res = _solve_patterns(instance, d, backend, method, time_limit, seed, hint, started, model == "auto")
+            if res is not None:
+                return res
+            # auto, too many slot contents: the assignment model, with the rest of the time
+            if time_limit is not None:
+                time_limit = max(0.1, time_limit - (time.monotonic() - started))
     rate_mode = instance.params.slot_usage == "rate"
     why = _no_option(d)
     if why:
@@ -463,8 +475,9 @@ def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, 
 
 
 def _solve_patterns(instance: Instance, d: SlotsData, backend: str, method: str, time_limit, seed, hint,
-                    started: float) -> Result:
-    """The configuration model (``_slotpatterns``): exact under peak usage."""
+                    started: float, fallback: bool = False) -> Result | None:
+    """The configuration model (``_slotpatterns``): exact under peak usage. None when there
+    are too many slot contents and ``fallback`` lets the caller use the assignment model."""
     rate_mode = instance.params.slot_usage == "rate"
     why = _no_option(d)
     if why:
@@ -481,6 +494,11 @@ def _solve_patterns(instance: Instance, d: SlotsData, backend: str, method: str,
         hint_contents = list(by_slot.values())
     status, q, bound, info = _sp.solve(d, backend, time_limit, seed, started, hint_contents)
     details.update(info)
+    if status == "too_many":
+        if fallback:
+            return None
+        return Result(problem="slots", method=method, status=Status.UNKNOWN, details=details,
+                      message=f"pattern model: {info['stopped']}; use model='assign'")
     if status == "infeasible" and rate_mode:
         return _rate_mode_unknown(method, "no allocation under peak usage")
     if status == "infeasible":

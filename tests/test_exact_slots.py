@@ -196,3 +196,15 @@ def test_incompatible_pair_kept_apart_by_patterns():
         assert r.objective == bf.objective >= ref.objective
         where = {(p.component, p.node, p.slot) for p in r.plan.placements}
         assert not {(n, s) for c, n, s in where if c == "s"} & {(n, s) for c, n, s in where if c == "b1"}
+
+
+def test_too_many_patterns_falls_back(monkeypatch):
+    from formulations import _slotpatterns
+
+    inst = tiny(2)
+    ref = planner.solve(inst, "slots", "exact.bruteforce")
+    monkeypatch.setattr(_slotpatterns, "MAX_PATTERNS", 2)
+    r = planner.solve(inst, "slots", "exact.cpsat")
+    assert r.details["model"] == "assign" and r.status == ref.status and r.objective == ref.objective
+    r = planner.solve(inst, "slots", "exact.cpsat", model="patterns")
+    assert r.status == Status.UNKNOWN and "slot contents" in r.message
