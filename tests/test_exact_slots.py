@@ -208,3 +208,44 @@ def test_too_many_patterns_falls_back(monkeypatch):
     assert r.details["model"] == "assign" and r.status == ref.status and r.objective == ref.objective
     r = planner.solve(inst, "slots", "exact.cpsat", model="patterns")
     assert r.status == Status.UNKNOWN and "slot contents" in r.message
+
+
+def rows_instance(seed: int) -> dict:
+    """Like ``tiny`` with up to four modelled thread counts per task (gaps between them, peak
+    per thread rising or falling), so that group dominance and the pattern listing's swaps
+    matter."""
+    rnd = random.Random(seed)
+    comps = rnd.choice([2, 3])
+    cs = [{"id": "s", "kind": "spout"}] + [{"id": f"b{i}"} for i in range(1, comps)]
+    streams = [{"source": cs[i - 1]["id"], "target": cs[i]["id"], "selectivity": rnd.choice([0.5, 1, 2])} for i in range(1, comps)]
+    models = []
+    for c in cs:
+        rate, cpu, mem, pts, q = rnd.uniform(3, 12), rnd.uniform(5, 40), rnd.uniform(5, 40), [], 0
+        for _ in range(rnd.choice([2, 3, 4])):
+            q += rnd.choice([1, 1, 2, 3])
+            pts.append({"threads": q, "rate": round(rate, 2), "cpu": round(cpu, 2), "memory": round(mem, 2)})
+            rate *= rnd.uniform(0.9, 2.0)
+            cpu *= rnd.uniform(0.8, 1.6)
+            mem *= rnd.uniform(0.8, 1.3)
+        models.append({"name": c["id"], "points": pts, "interpolate": rnd.random() < 0.5})
+    ns = [{"id": f"n{j}", "slots": rnd.choice([1, 2]), "price": rnd.choice([1, 2, 3])} for j in range(rnd.choice([1, 2]))]
+    return {"topologies": [{"id": "t", "input_rate": rnd.choice([5, 10, 20, 30]), "components": cs, "streams": streams}],
+            "cluster": {"racks": [{"id": "r", "nodes": ns}]}, "perf_models": models}
+
+
+@pytest.mark.slow
+def test_pattern_model_agrees_with_bruteforce_on_longer_models():
+    optimal = 0
+    for seed in range(60):
+        inst = rows_instance(seed)
+        ref = planner.solve(inst, "slots", "exact.bruteforce", time_limit=30)
+        if ref.status not in (Status.OPTIMAL, Status.INFEASIBLE):
+            continue
+        optimal += ref.status == Status.OPTIMAL
+        for m in ("exact.cpsat", "exact.milp-highs"):
+            r = planner.solve(inst, "slots", m)
+            assert r.details["model"] == "patterns" and r.status == ref.status, (seed, m)
+            if ref.status == Status.OPTIMAL:
+                assert r.metrics["feasible"] and r.objective == ref.objective, (seed, m)
+                assert r.metrics["vm_cost"] == pytest.approx(ref.metrics["vm_cost"], abs=1e-9), (seed, m)
+    assert optimal >= 20
