@@ -2,7 +2,10 @@
 CBC vs HiGHS), brute force vs CP-SAT where brute force finishes, and the GAP core on chu1997
 types c and d with a 60 s limit. Prints markdown tables (docs/benchmarks.md).
 
-    PYTHONPATH=$PWD python benchmarks/bench_exact_throughput_slots.py [--quick]
+    PYTHONPATH=$PWD python benchmarks/bench_exact_throughput_slots.py [--quick | --slots]
+
+``--slots`` runs only the slots table (about 4 minutes on the shared 2-core machine);
+``--slots-interpolated`` the same micro-DAGs with interpolated task models (up to 9 minutes).
 
 Everything runs in one process, one solve at a time; CP-SAT uses 2 workers, CBC and HiGHS 1
 thread. The machine is shared, so times are indicative; ratios come from one run.
@@ -11,6 +14,7 @@ thread. The machine is shared, so times are indicative; ratios come from one run
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -61,18 +65,38 @@ def throughput(limit: float, sizes) -> None:
           + f" | {cell(bf)} | {bf.seconds / rs[0].seconds:.1f} |", flush=True)
 
 
-def slots(limit: float, dags, rates_) -> None:
-    print(f"\n### slots, Shukla micro-DAGs on 8 VMs x 4 slots (time limit {limit:g} s)\n")
-    print("| DAG | rate (tuples/s) | " + " | ".join(SOLVERS) + " | slots (best / bound) |")
-    print("|---|---|" + "---|" * (len(SOLVERS) + 1))
+PAIRS = ["shukla.lsa+dsm", "shukla.lsa+rsm", "shukla.mba+dsm", "shukla.mba+rsm", "shukla.mba+sam"]
+
+
+def slots(limit: float, dags, rates_, assign: bool = True, interpolate: bool = False, tiny_: bool = True) -> None:
+    """The pattern model (default ``model="auto"``) with each back end; the assignment model
+    under CP-SAT for reference; the best Shukla pair (x = its plan fails the evaluator)."""
+    kind = "interpolated models" if interpolate else "modelled rows only"
+    print(f"\n### slots, Shukla micro-DAGs on 8 VMs x 4 slots, peak usage, {kind} (time limit {limit:g} s, model building included)\n")
+    head = "| DAG | rate (tuples/s) | " + " | ".join(SOLVERS) + " | optimum: slots / VM cost | patterns"
+    head += " | assignment model, CP-SAT: slots / bound" if assign else ""
+    print(head + " | Shukla pairs: fewest slots (passes?) |")
+    print("|---|---|" + "---|" * (len(SOLVERS) + 3 + (1 if assign else 0)))
     for dag in dags:
         for rate in rates_:
-            inst = shukla_micro_dag(dag, rate, nodes=8)
+            inst = shukla_micro_dag(dag, rate, nodes=8, interpolate=interpolate)
             rs = [planner.solve(inst, "slots", m, time_limit=limit) for m in SOLVERS]
-            best = min((r.objective for r in rs if r.ok), default=None)
-            bound = max((r.bound for r in rs if r.ok and r.bound is not None), default=None)
-            print(f"| {dag} | {rate} | " + " | ".join(cell(r) for r in rs) + f" | {best} / {bound} |", flush=True)
-    print("\nSmall random slots instances (2 nodes x 2 slots, 3 components), brute force vs CP-SAT:\n")
+            opt = [r for r in rs if r.status == Status.OPTIMAL]
+            best = f"{opt[0].objective:g} / {opt[0].metrics['vm_cost']:g}" if opt else "not proven"
+            row = f"| {dag} | {rate} | " + " | ".join(cell(r) for r in rs) + f" | {best} | {rs[0].details.get('patterns', '-')}"
+            if assign:
+                a = planner.solve(inst, "slots", "exact.cpsat", time_limit=limit, model="assign")
+                row += f" | {cell(a)}: {a.objective} / {a.bound}"
+            hs = [planner.solve(inst, "slots", p) for p in PAIRS]
+            hs = [h for h in hs if h.plan is not None]
+            fewest = min(hs, key=lambda h: h.objective, default=None)
+            passing = [h.objective for h in hs if h.metrics["feasible"]]
+            hcell = "-" if fewest is None else f"{fewest.objective:g} ({'yes' if fewest.metrics['feasible'] else 'no'})"
+            hcell += f"; passing plans: {len(passing)}/{len(PAIRS)}"
+            print(row + f" | {hcell} |", flush=True)
+    if not tiny_:
+        return
+    print("\nSmall random slots instances (2 nodes x 2 slots, 3 components), brute force vs CP-SAT (pattern model):\n")
     sys.path.insert(0, str(ROOT / "tests"))
     from test_exact_slots import tiny
 
@@ -83,6 +107,7 @@ def slots(limit: float, dags, rates_) -> None:
         bf = planner.solve(inst, "slots", "exact.bruteforce")
         cp = planner.solve(inst, "slots", "exact.cpsat")
         if bf.status == Status.OPTIMAL:
+            assert cp.status == Status.OPTIMAL and cp.objective == bf.objective, seed
             tot_bf += bf.seconds
             tot_cp += cp.seconds
             n += 1
@@ -112,15 +137,26 @@ def gap(limit: float, names) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller sizes and limits (a smoke run)")
+    ap.add_argument("--slots", action="store_true", help="only the slots table (Linear/Diamond/Star x 50/100/200)")
+    ap.add_argument("--slots-interpolated", action="store_true",
+                    help="only the slots table with interpolated task models (the shipped instances' setting)")
     a = ap.parse_args()
     t0 = time.time()
-    if a.quick:
+    if a.slots_interpolated:
+        print(f"load average at start: {os.getloadavg()[0]:.2f}")
+        slots(20, ["linear", "diamond", "star"], [50, 100, 200], assign=False, interpolate=True, tiny_=False)
+        print(f"load average at end: {os.getloadavg()[0]:.2f}")
+    elif a.slots:
+        print(f"load average at start: {os.getloadavg()[0]:.2f}")
+        slots(20, ["linear", "diamond", "star"], [50, 100, 200])
+        print(f"load average at end: {os.getloadavg()[0]:.2f}")
+    elif a.quick:
         throughput(5, [(3, 3), (4, 4)])
         slots(5, ["linear"], [50])
         gap(5, ["c05100"])
     else:
         throughput(30, [(3, 3), (4, 4), (5, 5), (6, 8), (8, 10)])
-        slots(20, ["linear", "diamond"], [50, 100, 200])
+        slots(20, ["linear", "diamond", "star"], [50, 100, 200])
         gap(60, ["c10100", "d10100", "d05200"])
     print(f"\ntotal wall time {time.time() - t0:.0f} s")
 

@@ -155,11 +155,12 @@ class Solution:
 
 
 def solve_model(m: LinModel, backend: str, time_limit: float | None = None, threads: int | None = None,
-                use_hint: bool = True, seed: int = 0) -> Solution:
-    """Solve ``m`` with ``backend`` ("cpsat", "cbc", "highs")."""
+                use_hint: bool = True, seed: int = 0, cpsat_params: dict[str, Any] | None = None) -> Solution:
+    """Solve ``m`` with ``backend`` ("cpsat", "cbc", "highs"). ``cpsat_params``: CP-SAT solver
+    parameters (names of ``SatParameters``) set after the defaults, e.g. {"linearization_level": 2}."""
     t0 = time.perf_counter()
     if backend == "cpsat":
-        sol = _solve_cpsat(m, time_limit, threads, use_hint, seed)
+        sol = _solve_cpsat(m, time_limit, threads, use_hint, seed, cpsat_params)
     elif backend == "cbc":
         sol = _solve_pulp(m, backend, time_limit, threads, use_hint)
     elif backend == "highs":
@@ -196,7 +197,7 @@ def _integer_row(coefs: Expr, limit: int = 2 ** 40) -> tuple[dict[int, int], Fra
     return out, Fraction(mult)
 
 
-def _solve_cpsat(m: LinModel, time_limit, threads, use_hint, seed) -> Solution:
+def _solve_cpsat(m: LinModel, time_limit, threads, use_hint, seed, params=None) -> Solution:
     from ortools.sat.python import cp_model
 
     cm = cp_model.CpModel()
@@ -247,6 +248,8 @@ def _solve_cpsat(m: LinModel, time_limit, threads, use_hint, seed) -> Solution:
         solver.parameters.max_time_in_seconds = float(max(time_limit, 0.01))
     solver.parameters.num_workers = int(threads or 2)
     solver.parameters.random_seed = int(seed)
+    for k, v in (params or {}).items():
+        setattr(solver.parameters, k, v)
     st = solver.Solve(cm)
     name = solver.StatusName(st)
     details = {"objective_exact": exact, "status_raw": name, "conflicts": solver.NumConflicts()}

@@ -10,7 +10,14 @@ the target input rate R is sustained: with even routing each thread of c receive
 peak(c, q); every slot's CPU and memory sums stay within 100 %. Minimise the slots used, then
 the VM cost (sum of ``price`` over nodes with a used slot).
 
-Linearisation: a binary v_csq says "slot s holds exactly q threads of c". The rate condition
+Two models (option ``model``). The default ("auto") is the configuration model of
+``_slotpatterns`` (slot contents as patterns, a thread-count level per component), exact under
+``slot_usage = "peak"`` and used when no component is pinned and none has ``max_per_node``;
+it proves the Shukla micro-DAGs in seconds. Otherwise (or with ``model="assign"``) the
+assignment model below. Under ``slot_usage = "rate"`` neither is exact: both return their
+peak-usage optimum as ``feasible`` (see docs/formulations.md, "Slots").
+
+Assignment model: a binary v_csq says "slot s holds exactly q threads of c". The rate condition
 q rho_c / Q_c <= peak(c, q) is  Q_c >= q rho_c / peak(c, q), i.e.  Q_c >= need_cq v_csq  with
 need_cq = ceil(q rho_c / peak(c, q)), linear because Q_c = sum_{s,q} q v_csq is.
 Both CP-SAT and the MILP build this same model (CPU and memory percentages are scaled by 10^4
@@ -28,9 +35,10 @@ from planner.model import Instance, InstanceError
 from planner.plan import Placement, Plan, Result, Status
 from planner.registry import register
 
+from . import _slotpatterns as _sp
 from . import gap as core
 
-OPTIONS = {"hint": None, "max_instances": 10}
+OPTIONS = {"hint": None, "max_instances": 10, "model": "auto"}
 SOURCE = "Shukla and Simmhan, model-driven scheduling (problem statement); exact models in docs/formulations.md"
 PCT_SCALE = 10_000
 
@@ -325,6 +333,10 @@ def _milp_build_and_solve(d: SlotsData, hint, time_limit, solver, started, pulp)
         if time_limit <= 0.05:
             return core.Outcome("unknown", seconds=time.monotonic() - started), None, big
     out = core.run_pulp(p, solver, time_limit, warm=warm)
+    if out.status == "infeasible" and solver == "cbc" and time_limit is not None and out.seconds >= time_limit:
+        # CBC stopped by its clock has come back 'infeasible' (assignment model, Diamond at
+        # 200 tuples/s, 5 s limit): only an answer within its time is a proof
+        out.status = "unknown"
     q = None
     if out.status in ("optimal", "feasible"):
         q = {(c, s): qq for (c, s, qq), x in v.items() if (x.varValue or 0) > 0.5}
@@ -397,16 +409,38 @@ def _hint(instance, d: SlotsData, hint, method, details):
     return q
 
 
-def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, seed=0, hint=None) -> Result:
-    """Shared driver of exact.cpsat / exact.milp-cbc / exact.milp-highs for ``slots``."""
+MODELS = ("auto", "patterns", "assign")
+
+
+def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, seed=0, hint=None,
+                model: str = "auto") -> Result:
+    """Shared driver of exact.cpsat / exact.milp-cbc / exact.milp-highs for ``slots``.
+
+    ``model``: "patterns" (the configuration model of ``_slotpatterns``; needs no pins and no
+    max_per_node), "assign" (the v_csq model above, any instance), "auto" (patterns when they
+    apply). The time limit counts from this call: model building is inside it."""
+    started = time.monotonic()
+    if model not in MODELS:
+        raise InstanceError("options.model", f"must be one of {', '.join(MODELS)}, got {model!r}")
     d = prepare(instance)
+    if model != "assign":
+        why_not = _sp.applicable(d)
+        if why_not is not None and model == "patterns":
+            raise InstanceError("options.model", f"the pattern model does not apply: {why_not}; use 'assign' or 'auto'")
+        if why_not is None:
+            res = _solve_patterns(instance, d, backend, method, time_limit, seed, hint, started, model == "auto")
+            if res is not None:
+                return res
+            # auto, too many slot contents: the assignment model, with the rest of the time
+            if time_limit is not None:
+                time_limit = max(0.1, time_limit - (time.monotonic() - started))
     rate_mode = instance.params.slot_usage == "rate"
     why = _no_option(d)
     if why:
         if rate_mode:
             return _rate_mode_unknown(method, why)
         return Result(problem="slots", method=method, status=Status.INFEASIBLE, message=why)
-    details: dict = {}
+    details: dict = {"model": "assign"}
     hq = _hint(instance, d, hint, method, details)
     if backend == "cpsat":
         out, q, big = _cpsat(d, hq, time_limit, seed)
@@ -438,6 +472,57 @@ def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, 
     details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in q})
     return Result(problem="slots", method=method, status=status, plan=make_plan(d, q), bound=bound, details=details,
                   message=msg)
+
+
+def _solve_patterns(instance: Instance, d: SlotsData, backend: str, method: str, time_limit, seed, hint,
+                    started: float, fallback: bool = False) -> Result | None:
+    """The configuration model (``_slotpatterns``): exact under peak usage. None when there
+    are too many slot contents and ``fallback`` lets the caller use the assignment model."""
+    rate_mode = instance.params.slot_usage == "rate"
+    why = _no_option(d)
+    if why:
+        if rate_mode:
+            return _rate_mode_unknown(method, why)
+        return Result(problem="slots", method=method, status=Status.INFEASIBLE, message=why)
+    details: dict = {}
+    hq = _hint(instance, d, hint, method, details)
+    hint_contents = None
+    if hq is not None:
+        by_slot: dict[int, dict[int, int]] = {}
+        for (c, s), x in hq.items():
+            by_slot.setdefault(s, {})[c] = x
+        hint_contents = list(by_slot.values())
+    status, q, bound, info = _sp.solve(d, backend, time_limit, seed, started, hint_contents)
+    details.update(info)
+    if status == "too_many":
+        if fallback:
+            return None
+        return Result(problem="slots", method=method, status=Status.UNKNOWN, details=details,
+                      message=f"pattern model: {info['stopped']}; use model='assign'")
+    if status == "infeasible" and rate_mode:
+        return _rate_mode_unknown(method, "no allocation under peak usage")
+    if status == "infeasible":
+        return Result(problem="slots", method=method, status=Status.INFEASIBLE, details=details,
+                      message="no thread allocation sustains the target rate within the slots (proven): "
+                              "not enough slot CPU/memory for the models' peak rates")
+    if status == "error":
+        return Result(problem="slots", method=method, status=Status.ERROR, details=details,
+                      message=info.get("message", "solver error"))
+    if q is None:
+        return Result(problem="slots", method=method, status=Status.UNKNOWN, details=details,
+                      message="time limit reached before any allocation" + (f" ({info['stopped']})" if "stopped" in info else ""))
+    if not _valid(d, q):
+        return Result(problem="slots", method=method, status=Status.ERROR, details=details,
+                      message="internal error: the pattern model returned an allocation that breaks the model")
+    st = Status.OPTIMAL if status == "optimal" else Status.FEASIBLE
+    msg = "" if st == Status.OPTIMAL else "stopped by the time limit: best allocation so far, with the proven bound"
+    if rate_mode:
+        st, bound = Status.FEASIBLE, None
+        msg = ("params.slot_usage='rate' is not modelled exactly (usage scales with 1/Q_c): this is the optimum "
+               "under peak usage, feasible but not proven optimal here; exact.bruteforce handles 'rate' on tiny instances")
+    details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in q})
+    return Result(problem="slots", method=method, status=st, plan=make_plan(d, q),
+                  bound=None if bound is None else float(bound), details=details, message=msg)
 
 
 def _rate_mode_unknown(method: str, why: str) -> Result:
@@ -572,8 +657,9 @@ def bruteforce_slots(instance: Instance, time_limit=None) -> Result:
 # --- registration -------------------------------------------------------------------------------
 
 def _make(backend: str, name: str):
-    def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10, **_other):
-        return solve_slots(instance, backend, name, time_limit, seed, hint)
+    def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10, model="auto",
+               **_other):
+        return solve_slots(instance, backend, name, time_limit, seed, hint, model)
 
     method.__name__ = f"slots_{backend}"
     method.__doc__ = f"Exact slots allocation (Shukla and Simmhan) with {backend}: see the module docstring."
@@ -605,7 +691,7 @@ SHUKLA_MODELS = {
 
 def shukla_micro_dag(dag: str, rate: float, nodes: int = 10, slots_per_node: int = 4, interpolate: bool = False,
                      price: float | None = 1.0) -> dict:
-    """An instance (JSON-like dict) of Shukla and Simmhan's Linear or Diamond micro-DAG at
+    """An instance (JSON-like dict) of Shukla and Simmhan's Linear, Diamond or Star micro-DAG at
     ``rate`` tuples/s, with the performance models of ALGORITHMS.md, on ``nodes`` identical VMs.
     Source and sink: one thread, 10 % CPU, 15 % / 20 % memory, no rate limit."""
     tasks = ["blob", "table", "pi", "parse", "batch"]
@@ -617,8 +703,12 @@ def shukla_micro_dag(dag: str, rate: float, nodes: int = 10, slots_per_node: int
         streams = ([{"source": "source", "target": t} for t in ("blob", "table", "parse", "batch")]
                    + [{"source": t, "target": "pi"} for t in ("blob", "table", "parse", "batch")]
                    + [{"source": "pi", "target": "sink"}])
+    elif dag == "star":  # two source-side tasks -> hub -> two sink-side tasks (planner.generate.SHAPES)
+        edges = [("source", "blob"), ("source", "table"), ("blob", "parse"), ("table", "parse"), ("parse", "pi"),
+                 ("parse", "batch"), ("pi", "sink"), ("batch", "sink")]
+        streams = [{"source": a, "target": b} for a, b in edges]
     else:
-        raise InstanceError("dag", f"unknown micro-DAG {dag!r}; linear or diamond")
+        raise InstanceError("dag", f"unknown micro-DAG {dag!r}; linear, diamond or star")
     models = [{"name": t, "interpolate": interpolate,
                "points": [{"threads": q, "rate": r, "cpu": c, "memory": m} for q, (r, c, m) in sorted(SHUKLA_MODELS[t].items())]}
               for t in tasks]
