@@ -379,7 +379,7 @@ class PatternModel:
 
 
 def run_patterns(pm: PatternModel, backend: str, threads: int | None, cap: int = 20000,
-                 improve: Callable[[list | None], tuple[float, list] | None] | None = None) -> dict[str, Any]:
+                 improve: Callable[[list | None, float], tuple[float, list] | None] | None = None) -> dict[str, Any]:
     """Steps 1-3; returns status ('optimal', 'feasible', 'infeasible', 'unknown'), value, bound,
     and the chosen columns. ``improve`` (traffic: a local search) maps the master's chosen
     columns (or None) to a better (value, chosen) whose columns it has added to ``pm``."""
@@ -408,7 +408,7 @@ def run_patterns(pm: PatternModel, backend: str, threads: int | None, cap: int =
     else:
         z = -math.inf
     if improve is not None:  # a better incumbent shrinks the enumeration margin ub - z
-        better = improve(out["chosen"])
+        better = improve(out["chosen"], ub)
         out["stats"]["incumbent_master"] = None if out["value"] is None else out["value"]
         if better is not None and better[0] > z + 1e-9 * scale:
             z = better[0]

@@ -190,8 +190,10 @@ class NodeSearch:
                 moves -= 1
         return Z
 
-    def run(self, starts: list[np.ndarray], budget: float, seed: int = 0) -> tuple[float, np.ndarray] | None:
-        """Iterated local search from each feasible start; the best (value, Y)."""
+    def run(self, starts: list[np.ndarray], budget: float, seed: int = 0, target: float = math.inf,
+            patience: int = 300) -> tuple[float, np.ndarray] | None:
+        """Iterated local search from each feasible start; the best (value, Y). Stops at the
+        budget, at ``target`` (a proven upper bound) or after ``patience`` kicks without gain."""
         deadline = time.monotonic() + budget
         rng = random.Random(seed)
         best: tuple[float, np.ndarray] | None = None
@@ -206,7 +208,7 @@ class NodeSearch:
             return None
         cur = best
         stall = 0
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and best[0] < target - 1e-9 * max(1.0, abs(target)) and stall < patience:
             Z = self.descend(self.kick(cur[1], rng, rng.randint(2, 2 + min(6, stall // 5))), deadline)
             v = self.value(Z)
             if v > best[0] + 1e-9:
@@ -278,7 +280,8 @@ class NodeSearch:
         return [(c, k) for c, k in out.values()]
 
 
-def seed_traffic(pm, model, pairs, starts_plans: list, chosen, budget: float, seed: int = 0):
+def seed_traffic(pm, model, pairs, starts_plans: list, chosen, budget: float, seed: int = 0,
+                 target: float = math.inf):
     """Run the search from the master's plan and the given plans; add the best as columns to
     ``model``; returns (value, [(column, count)]) or None."""
     ns = NodeSearch(pm, pairs)
@@ -299,7 +302,7 @@ def seed_traffic(pm, model, pairs, starts_plans: list, chosen, budget: float, se
             starts.append(Y)
     if not starts:
         return None
-    best = ns.run(starts, budget, seed)
+    best = ns.run(starts, budget, seed, target - model.value_const)
     if best is None:
         return None
     cols = ns.columns(model, best[1])
