@@ -191,7 +191,7 @@ class NodeSearch:
         return Z
 
     def run(self, starts: list[np.ndarray], budget: float, seed: int = 0, target: float = math.inf,
-            patience: int = 300) -> tuple[float, np.ndarray] | None:
+            patience: int = 5000) -> tuple[float, np.ndarray] | None:
         """Iterated local search from each feasible start; the best (value, Y). Stops at the
         budget, at ``target`` (a proven upper bound) or after ``patience`` kicks without gain."""
         deadline = time.monotonic() + budget
@@ -208,7 +208,8 @@ class NodeSearch:
             return None
         cur = best
         stall = 0
-        while time.monotonic() < deadline and best[0] < target - 1e-9 * max(1.0, abs(target)) and stall < patience:
+        goal = target - 1e-9 * max(1.0, abs(target)) if math.isfinite(target) else math.inf
+        while time.monotonic() < deadline and best[0] < goal and stall < patience:
             Z = self.descend(self.kick(cur[1], rng, rng.randint(2, 2 + min(6, stall // 5))), deadline)
             v = self.value(Z)
             if v > best[0] + 1e-9:

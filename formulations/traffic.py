@@ -28,6 +28,7 @@ from planner.plan import Result, Status
 from planner.registry import register
 
 from . import _patterns as patterns
+from ._trafficload import run_traffic
 from ._trafficls import seed_traffic
 from ._rasmodel import OPTIONS, SOURCE, Group, PlacementModel, Run, method_runner, traffic_groups
 
@@ -103,7 +104,8 @@ def solve_traffic(run: Run) -> Result:
     hint_fallback = None
     if why is None:
         pat, const = patterns.build_traffic(base, pairs, run.deadline(0.75), run.threads)
-        out = patterns.run_patterns(pat, run.backend, run.threads, improve=_improver(run, base, pat, pairs) if pairs else None)
+        out = (run_traffic(pat, base, run.backend, run.threads, _improver(run, base, pat, pairs)) if pairs
+               else patterns.run_patterns(pat, run.backend, run.threads))
         details.update({"model": "configuration", **out.get("stats", {})})
         if out["chosen"] is not None:
             plan = patterns.traffic_plan(base, pat, out["chosen"])
