@@ -28,7 +28,6 @@ from planner.plan import Result, Status
 from planner.registry import register
 
 from . import _patterns as patterns
-from ._trafficload import run_traffic
 from ._trafficls import seed_traffic
 from ._rasmodel import OPTIONS, SOURCE, Group, PlacementModel, Run, method_runner, traffic_groups
 
@@ -88,7 +87,8 @@ def _improver(run: Run, base: PlacementModel, pat, pairs):
     """The traffic local search as run_patterns' incumbent improver, with a bounded share of the time."""
     def improve(chosen, ub):
         left = pat.left()
-        budget = 3.0 if math.isinf(left) else max(0.05, min(5.0, 0.1 * (run.time_limit or 0.0), 0.3 * left))
+        size = min(5.0, max(0.2, 0.002 * len(base.nodes) * sum(g.size for g in base.groups)))
+        budget = size if math.isinf(left) else max(0.05, min(size, 0.1 * (run.time_limit or 0.0), 0.3 * left))
         return seed_traffic(base, pat, pairs, [], chosen, budget, run.seed, ub)
     return improve
 
@@ -104,8 +104,7 @@ def solve_traffic(run: Run) -> Result:
     hint_fallback = None
     if why is None:
         pat, const = patterns.build_traffic(base, pairs, run.deadline(0.75), run.threads)
-        out = (run_traffic(pat, base, run.backend, run.threads, _improver(run, base, pat, pairs)) if pairs
-               else patterns.run_patterns(pat, run.backend, run.threads))
+        out = patterns.run_patterns(pat, run.backend, run.threads, improve=_improver(run, base, pat, pairs) if pairs else None)
         details.update({"model": "configuration", **out.get("stats", {})})
         if out["chosen"] is not None:
             plan = patterns.traffic_plan(base, pat, out["chosen"])
