@@ -393,6 +393,7 @@ def run_patterns(pm: PatternModel, backend: str, threads: int | None, cap: int =
         return out
     ub += pm.value_const
     out["bound"] = ub
+    out["lagrangian"] = (ub, duals, maxrc)  # for a caller that enumerates more (traffic phase 2)
     m, sol = pm.master(backend, threads)
     scale = max(1.0, abs(ub))
     if sol.status in ("optimal", "feasible"):

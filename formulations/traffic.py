@@ -29,6 +29,7 @@ from planner.registry import register
 
 from . import _patterns as patterns
 from ._trafficls import seed_traffic
+from ._trafficphase2 import phase2
 from ._rasmodel import OPTIONS, SOURCE, Group, PlacementModel, Run, method_runner, traffic_groups
 
 
@@ -128,6 +129,15 @@ def solve_traffic(run: Run) -> Result:
             details["phase2"] = "optimal (inter-worker = inter-node traffic, its lower bound)"
             _lexicographic(run, details, True)
             return run.pattern_result(out, hint, bound=primary_value, details=details)
+        p2 = phase2(run, base, pat, pairs, out, out["value"], const)
+        if p2 is not None:
+            details["phase2"] = ("optimal" if p2["proven"] else "feasible") + " (configuration columns)"
+            details["inter_worker_bound"] = p2["inter_worker_bound"]
+            details.update(phase2_columns=p2["columns"], phase2_splits=p2["splits"], phase2_split_seconds=p2["split_seconds"],
+                           phase2_rounds=p2["rounds"])
+            _lexicographic(run, details, p2["proven"])
+            return run.pattern_result({**out, "status": "optimal" if p2["proven"] else "feasible"}, p2["plan"],
+                                      bound=primary_value, details=details)
         pm = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
         m = pm.m
         primary, pconst = _level_expr(pm, pairs, "node")

@@ -80,3 +80,23 @@ def test_unproven_traffic_reports_a_bound_no_better_than_a_plan():
     assert r.bound is not None and r.bound <= r.objective + TOL
     if r.status.value == "feasible":
         assert "not proven" in r.message
+
+
+def test_phase2_on_columns_matches_brute_force_tie_breaker():
+    # several workers per node: the configuration model's phase 2 (splits of node contents)
+    # must find brute force's least inter-worker traffic among the inter-node optima
+    used = 0
+    for seed in range(40):
+        d = small_random("traffic", seed)
+        for t in d["topologies"]:
+            t["workers"] = 4  # more workers than nodes: some node splits its executors
+        inst = parse_instance(d)
+        ref = planner.solve(inst, "traffic", "exact.bruteforce")
+        if ref.status.value != "optimal":
+            continue
+        r = planner.solve(inst, "traffic", "exact.cpsat")
+        assert r.status.value == "optimal", (seed, r.message)
+        assert r.objective == pytest.approx(ref.objective, rel=TOL, abs=TOL), seed
+        assert r.metrics["inter_worker_traffic"] == pytest.approx(ref.metrics["inter_worker_traffic"], rel=TOL, abs=TOL), seed
+        used += "configuration columns" in str(r.details.get("phase2", ""))
+    assert used >= 3, used
