@@ -73,6 +73,7 @@ def test_traffic_proof_returns_early_with_both_levels_proven():
     assert r.seconds < 0.75 * limit, r.seconds
 
 
+@pytest.mark.slow
 def test_unproven_traffic_reports_a_bound_no_better_than_a_plan():
     inst = parse_instance(layered(60, 8, 6, 0, problem="traffic"))
     r = planner.solve(inst, "traffic", "exact.cpsat", time_limit=8)
