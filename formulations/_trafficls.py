@@ -3,8 +3,8 @@
 Why: the configuration model proves optimality by enumerating every node column whose reduced
 cost is within UB - z_inc of the best (docs/formulations.md, "Proof by enumeration"), so the
 proof's size is set by the incumbent z_inc. The restricted integer master over the columns of
-column generation is often several per cent off (60x8x6: 949 against an optimum near 900),
-which makes the margin, and the enumeration, blow up. This search works on node counts only
+column generation is often infeasible or several per cent off (60x8x6: 949 where this search
+finds 937.1), which makes the margin, and the enumeration, blow up. This search works on node counts only
 (Y[node, group]; value sum_node sum_{g<h} r_gh Y[n,g] Y[n,h], the intra-node traffic), which is
 all phase 1 sees: moves of one executor and swaps of two between nodes, steepest first, with
 random kicks (iterated local search) until its time budget ends. Every state it keeps is

@@ -13,10 +13,15 @@ the rate between one executor of group g and one of group h,
 The products are rewarded, so they are linearised exactly by binary expansion
 (:meth:`LinModel.product_upper`). The tie-breaker is lexicographic: phase 1 minimises
 inter-node traffic; phase 2 (in the time left) fixes it at its optimum and minimises
-inter-worker traffic. Status and bound are phase 1's; the reported objective is inter-node.
+inter-worker traffic. The reported objective and bound are inter-node (phase 1's); status
+``optimal`` only when both phases are proven, ``feasible`` (bound = the phase-1 optimum, a note
+in the message) when only phase 1 is.
 
 Phase 1 first runs the configuration model of :mod:`formulations._patterns` (a node's group
-counts and worker count as one column); the compact model above is the fall-back and phase 2.
+counts and worker count as one column), its incumbent improved by the node-level local search
+of :mod:`formulations._trafficls`. Phase 2 is free when the plan's inter-worker traffic equals
+its inter-node traffic (its lower bound), else it runs on the configuration columns
+(:mod:`formulations._trafficphase2`); the compact model above is the fall-back for both.
 """
 
 from __future__ import annotations
