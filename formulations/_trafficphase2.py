@@ -89,7 +89,8 @@ def phase2(run, pm, pat, pairs, out: dict, z1: float, const: float, cap: int = 2
     ub, duals, maxrc = out["lagrangian"]
     scale = max(1.0, abs(ub))
     need = ub - z1 + 1e-7 * scale
-    if out["stats"].get("margin", 0.0) < need:  # complete the set of columns worth z1
+    # complete the set of columns worth z1 (run_patterns enumerated down to maxrc - margin - 1e-7 scale)
+    if out["stats"].get("margin", -math.inf) + 1e-7 * scale < need:
         pat.deadline = run.deadline(1.0)
         for fi in range(len(pat.families)):
             if not pat.enumerate(fi, duals, maxrc[fi] - need, cap):
