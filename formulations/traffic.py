@@ -93,7 +93,7 @@ def _improver(run: Run, base: PlacementModel, pat, pairs):
     """The traffic local search as run_patterns' incumbent improver, with a bounded share of the time."""
     def improve(chosen, ub):
         left = pat.left()
-        size = min(5.0, max(0.2, 0.002 * len(base.nodes) * sum(g.size for g in base.groups)))
+        size = min(5.0, max(0.05, 0.002 * len(base.nodes) * sum(g.size for g in base.groups)))
         budget = size if math.isinf(left) else max(0.05, min(size, 0.1 * (run.time_limit or 0.0), 0.3 * left))
         return seed_traffic(base, pat, pairs, [], chosen, budget, run.seed, ub)
     return improve
