@@ -378,9 +378,11 @@ class PatternModel:
         return [(c, values[i]) for i, c in enumerate(self.cols) if values[i] > 0]
 
 
-def run_patterns(pm: PatternModel, backend: str, threads: int | None, cap: int = 20000) -> dict[str, Any]:
+def run_patterns(pm: PatternModel, backend: str, threads: int | None, cap: int = 20000,
+                 improve: Callable[[list | None, float], tuple[float, list] | None] | None = None) -> dict[str, Any]:
     """Steps 1-3; returns status ('optimal', 'feasible', 'infeasible', 'unknown'), value, bound,
-    and the chosen columns."""
+    and the chosen columns. ``improve`` (traffic: a local search) maps the master's chosen
+    columns (or None) to a better (value, chosen) whose columns it has added to ``pm``."""
     out: dict[str, Any] = {"status": "unknown", "value": None, "bound": None, "chosen": None}
     ub, duals, maxrc = pm.generate()
     out["stats"] = pm.stats
@@ -391,6 +393,7 @@ def run_patterns(pm: PatternModel, backend: str, threads: int | None, cap: int =
         return out
     ub += pm.value_const
     out["bound"] = ub
+    out["lagrangian"] = (ub, duals, maxrc)  # for a caller that enumerates more (traffic phase 2)
     m, sol = pm.master(backend, threads)
     scale = max(1.0, abs(ub))
     if sol.status in ("optimal", "feasible"):
@@ -401,7 +404,21 @@ def run_patterns(pm: PatternModel, backend: str, threads: int | None, cap: int =
             return out
     elif sol.status == "infeasible":
         z = -math.inf  # the generated columns do not combine into a plan: enumerate more
+    elif improve is None:
+        return out
     else:
+        z = -math.inf
+    if improve is not None:  # a better incumbent shrinks the enumeration margin ub - z
+        better = improve(out["chosen"], ub)
+        out["stats"]["incumbent_master"] = None if out["value"] is None else out["value"]
+        if better is not None and better[0] > z + 1e-9 * scale:
+            z = better[0]
+            out.update(status="feasible", value=z, chosen=better[1])
+            out["stats"]["incumbent_search"] = z
+        if ub - z <= 1e-7 * scale:
+            out.update(status="optimal", bound=z)
+            return out
+    if z == -math.inf and sol.status not in ("infeasible",):
         return out
     # step 3 with a growing margin delta: columns with rc >= maxrc_f - delta; once the master's
     # optimum z over them has ub - z <= delta, every column an optimal plan could use is present
@@ -420,7 +437,10 @@ def run_patterns(pm: PatternModel, backend: str, threads: int | None, cap: int =
                 z = sol2.objective
                 out.update(status="feasible", value=z, chosen=pm.chosen(sol2.values))
             if sol2.status != "optimal":
-                out["bound"] = min(ub, sol2.bound if sol2.bound is not None else ub)
+                # the master's bound covers plans of enumerated columns only; any other plan
+                # uses a column below the threshold and is worth at most ub - delta
+                mb = ub if sol2.bound is None else max(sol2.bound, ub - delta)
+                out["bound"] = min(ub, mb)
                 return out
             if ub - z <= delta + 1e-7 * scale:
                 out.update(status="optimal", bound=z)

@@ -13,20 +13,28 @@ the rate between one executor of group g and one of group h,
 The products are rewarded, so they are linearised exactly by binary expansion
 (:meth:`LinModel.product_upper`). The tie-breaker is lexicographic: phase 1 minimises
 inter-node traffic; phase 2 (in the time left) fixes it at its optimum and minimises
-inter-worker traffic. Status and bound are phase 1's; the reported objective is inter-node.
+inter-worker traffic. The reported objective and bound are inter-node (phase 1's); status
+``optimal`` only when both phases are proven, ``feasible`` (bound = the phase-1 optimum, a note
+in the message) when only phase 1 is.
 
 Phase 1 first runs the configuration model of :mod:`formulations._patterns` (a node's group
-counts and worker count as one column); the compact model above is the fall-back and phase 2.
+counts and worker count as one column), its incumbent improved by the node-level local search
+of :mod:`formulations._trafficls`. Phase 2 is free when the plan's inter-worker traffic equals
+its inter-node traffic (its lower bound), else it runs on the configuration columns
+(:mod:`formulations._trafficphase2`); the compact model above is the fall-back for both.
 """
 
 from __future__ import annotations
 
+import math
 import time
 
-from planner.plan import Result
+from planner.plan import Result, Status
 from planner.registry import register
 
 from . import _patterns as patterns
+from ._trafficls import seed_traffic
+from ._trafficphase2 import phase2
 from ._rasmodel import OPTIONS, SOURCE, Group, PlacementModel, Run, method_runner, traffic_groups
 
 
@@ -62,6 +70,35 @@ def _level_expr(pm: PlacementModel, pairs, level: str) -> tuple[dict[int, float]
     return coefs, const
 
 
+def _phase2_free(run: Run, plan, phase1: float) -> bool:
+    """Phase 2 is proven without a model when the plan's inter-worker traffic equals its
+    inter-node traffic, the phase-1 optimum: inter-worker >= inter-node >= that optimum for
+    every plan (traffic crossing nodes crosses workers)."""
+    from planner.evaluate import evaluate
+
+    m = evaluate(run.instance, plan, "traffic")
+    return bool(m["feasible"]) and m["inter_worker_traffic"] <= phase1 + 1e-9 * max(1.0, abs(phase1))
+
+
+def _lexicographic(run: Run, details: dict, proven2: bool) -> None:
+    """Status rule: ``optimal`` means both levels are proven (inter-node optimum, then the
+    least inter-worker traffic among plans with it); with phase 1 proven and phase 2 not, the
+    result is ``feasible`` with bound = the phase-1 optimum (gap 0 on the reported objective)."""
+    details["phase1"] = "optimal"
+    if not proven2:
+        run.notes.append("inter-node traffic proven optimal; the inter-worker tie-breaker (phase 2) is not proven")
+
+
+def _improver(run: Run, base: PlacementModel, pat, pairs):
+    """The traffic local search as run_patterns' incumbent improver, with a bounded share of the time."""
+    def improve(chosen, ub):
+        left = pat.left()
+        size = min(5.0, max(0.05, 0.002 * len(base.nodes) * sum(g.size for g in base.groups)))
+        budget = size if math.isinf(left) else max(0.05, min(size, 0.1 * (run.time_limit or 0.0), 0.3 * left))
+        return seed_traffic(base, pat, pairs, [], chosen, budget, run.seed, ub)
+    return improve
+
+
 def solve_traffic(run: Run) -> Result:
     """Minimise inter-node traffic (then inter-worker) with exactly min(W,E) workers per topology."""
     groups, pairs = traffic_pairs(run)
@@ -73,7 +110,7 @@ def solve_traffic(run: Run) -> Result:
     hint_fallback = None
     if why is None:
         pat, const = patterns.build_traffic(base, pairs, run.deadline(0.75), run.threads)
-        out = patterns.run_patterns(pat, run.backend, run.threads)
+        out = patterns.run_patterns(pat, run.backend, run.threads, improve=_improver(run, base, pat, pairs) if pairs else None)
         details.update({"model": "configuration", **out.get("stats", {})})
         if out["chosen"] is not None:
             plan = patterns.traffic_plan(base, pat, out["chosen"])
@@ -93,6 +130,19 @@ def solve_traffic(run: Run) -> Result:
                 pat_bound = const - out["bound"]
             hint_fallback = plan if out["chosen"] is not None else None
     if hint is not None:
+        if _phase2_free(run, hint, primary_value):
+            details["phase2"] = "optimal (inter-worker = inter-node traffic, its lower bound)"
+            _lexicographic(run, details, True)
+            return run.pattern_result(out, hint, bound=primary_value, details=details)
+        p2 = phase2(run, base, pat, pairs, out, out["value"], const)
+        if p2 is not None:
+            details["phase2"] = ("optimal" if p2["proven"] else "feasible") + " (configuration columns)"
+            details["inter_worker_bound"] = p2["inter_worker_bound"]
+            details.update(phase2_columns=p2["columns"], phase2_splits=p2["splits"], phase2_split_seconds=p2["split_seconds"],
+                           phase2_rounds=p2["rounds"])
+            _lexicographic(run, details, p2["proven"])
+            return run.pattern_result({**out, "status": "optimal" if p2["proven"] else "feasible"}, p2["plan"],
+                                      bound=primary_value, details=details)
         pm = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
         m = pm.m
         primary, pconst = _level_expr(pm, pairs, "node")
@@ -104,13 +154,21 @@ def solve_traffic(run: Run) -> Result:
         if sol2.status in ("optimal", "feasible") and sol2.values is not None:
             details["inter_worker_bound"] = sol2.bound
             best = pm.plan(sol2.values)
-        return run.pattern_result(out, best, bound=primary_value, details=details)
+        proven2 = sol2.status == "optimal"
+        _lexicographic(run, details, proven2)
+        return run.pattern_result({**out, "status": "optimal" if proven2 else "feasible"}, best,
+                                  bound=primary_value, details=details)
     hint = hint_fallback or run.hint_plan()
     pm = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
     m = pm.m
     m.objective, m.obj_const = _level_expr(pm, pairs, "node")
     sol = run.solve(pm)
     if sol.status == "optimal" and sol.values is not None and pairs:
+        details["phase1_seconds"] = round(time.monotonic() - run.t0, 3)
+        if _phase2_free(run, pm.plan(sol.values), sol.objective):
+            details["phase2"] = "optimal (inter-worker = inter-node traffic, its lower bound)"
+            _lexicographic(run, details, True)
+            return run.result(pm, sol, details=details)
         # phase 2: keep inter-node traffic at its optimum, minimise inter-worker traffic
         primary, pconst = dict(m.objective), m.obj_const
         m.add(primary, hi=sol.objective - pconst + 1e-9 * max(1.0, abs(sol.objective)), family="lexicographic")
@@ -118,9 +176,15 @@ def solve_traffic(run: Run) -> Result:
         m.objective, m.obj_const = _level_expr(pm, pairs, "worker")
         sol2 = run.solve(pm)
         details["phase2"] = sol2.status
-        if sol2.status in ("optimal", "feasible") and sol2.values is not None:
+        proven2 = sol2.status == "optimal"
+        _lexicographic(run, details, proven2)
+        plan = pm.plan(sol2.values) if sol2.status in ("optimal", "feasible") and sol2.values is not None else None
+        if plan is not None:
             details["inter_worker_bound"] = sol2.bound
-            return run.result(pm, sol, plan=pm.plan(sol2.values), details=details)
+        res = run.result(pm, sol, plan=plan, details=details)
+        if not proven2:
+            res.status = Status.FEASIBLE
+        return res
     return run.merge_bound(run.result(pm, sol, details=details), pat_bound)  # details hold the configuration stats
 
 

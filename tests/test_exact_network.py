@@ -186,7 +186,7 @@ def test_network_20_executors_4_nodes_proven(method):
 
 def test_traffic_46_executors_proven():
     inst = parse_instance(layered(46, 8, 4, 0, problem="traffic"))
-    r = planner.solve(inst, "traffic", "exact.cpsat", time_limit=10)  # phase 2 runs to the limit
+    r = planner.solve(inst, "traffic", "exact.cpsat", time_limit=10)
     assert r.status.value == "optimal", r.message
     assert r.details["phase1_seconds"] < 10 and r.metrics["feasible"]
     assert r.bound == pytest.approx(r.objective)

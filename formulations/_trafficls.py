@@ -1,0 +1,317 @@
+"""Node-level local search for ``traffic`` phase 1: an incumbent for the configuration model.
+
+Why: the configuration model proves optimality by enumerating every node column whose reduced
+cost is within UB - z_inc of the best (docs/formulations.md, "Proof by enumeration"), so the
+proof's size is set by the incumbent z_inc. The restricted integer master over the columns of
+column generation is often infeasible or several per cent off (60x8x6: 949 where this search
+finds 937.1), which makes the margin, and the enumeration, blow up. This search works on node counts only
+(Y[node, group]; value sum_node sum_{g<h} r_gh Y[n,g] Y[n,h], the intra-node traffic), which is
+all phase 1 sees: moves of one executor and swaps of two between nodes, steepest first, with
+random kicks (iterated local search) until its time budget ends. Every state it keeps is
+feasible: node caps (pins, CPU, max_per_node), node CPU and a worker count o[t,n] per node with
+o <= executors <= M_t o, sum_t o <= slots and sum_n o[t,n] = S_t (checked by :func:`workers`).
+
+No optimality claim: the columns it returns are only an incumbent for the master.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from typing import Any
+
+import numpy as np
+
+
+class NodeSearch:
+    """The node-count view of a traffic instance (groups, caps, rates as a matrix)."""
+
+    def __init__(self, pm, pairs: dict[tuple[int, int], float]):
+        G = pm.groups
+        self.pm = pm
+        self.K = len(G)
+        self.nodes = [ni for ni, n in enumerate(pm.nodes) if n.slots]
+        self.N = len(self.nodes)
+        A = np.zeros((self.K, self.K))
+        for (a, b), r in pairs.items():
+            A[a, b] += r
+            A[b, a] += r
+        self.A = A
+        self.size = np.array([g.size for g in G], dtype=np.int64)
+        self.cpu = np.array([g.comp.cpu for g in G], dtype=float)
+        self.cap = np.array([[pm.node_cap(g, ni) for g in G] for ni in self.nodes], dtype=np.int64)
+        self.ncpu = np.array([pm.nodes[ni].cpu for ni in self.nodes], dtype=float)
+        self.slots = np.array([len(pm.nodes[ni].slots) for ni in self.nodes], dtype=np.int64)
+        self.topo = np.array([g.ti for g in G])
+        self.tis = [ti for ti, _ in pm.topos]
+        self.S = {ti: pm.S[ti] for ti in self.tis}
+        self.M = {ti: pm.M[ti] for ti in self.tis}
+        # max_per_node over the groups of one component (only when a component has several groups)
+        comp: dict[tuple[int, str], list[int]] = {}
+        for k, g in enumerate(G):
+            comp.setdefault((g.ti, g.comp.id), []).append(k)
+        self.mpn = [(kk, G[kk[0]].comp.max_per_node) for kk in comp.values()
+                    if len(kk) > 1 and G[kk[0]].comp.max_per_node is not None]
+
+    # --- feasibility ------------------------------------------------------------------------
+    def workers(self, Y: np.ndarray) -> dict[int, np.ndarray] | None:
+        """Worker counts o[t][node] meeting the worker rules for counts Y, or None (greedy: the
+        fewest workers each node needs, then the rest where there is room; may miss a solution
+        with several topologies, never returns a wrong one)."""
+        o: dict[int, np.ndarray] = {}
+        used = np.zeros(self.N, dtype=np.int64)
+        hi: dict[int, np.ndarray] = {}
+        for ti in self.tis:
+            T = Y[:, self.topo == ti].sum(axis=1)
+            lo = np.where(T > 0, -(-T // self.M[ti]), 0)
+            hi[ti] = np.minimum(T, self.slots)
+            if (lo > hi[ti]).any():
+                return None
+            o[ti] = lo.copy()
+            used += lo
+        if (used > self.slots).any():
+            return None
+        for ti in self.tis:
+            extra = self.S[ti] - int(o[ti].sum())
+            if extra < 0:
+                return None
+            for n in range(self.N):
+                if extra == 0:
+                    break
+                add = int(min(extra, hi[ti][n] - o[ti][n], self.slots[n] - used[n]))
+                if add > 0:
+                    o[ti][n] += add
+                    used[n] += add
+                    extra -= add
+            if extra:
+                return None
+        return o
+
+    def node_ok(self, y: np.ndarray, n: int) -> bool:
+        if (y > self.cap[n]).any() or (y < 0).any() or float(y @ self.cpu) > self.ncpu[n] + 1e-9:
+            return False
+        return all(int(y[kk].sum()) <= lim for kk, lim in self.mpn)
+
+    def value(self, Y: np.ndarray) -> float:
+        return 0.5 * float(np.einsum("nk,kl,nl->", Y, self.A, Y))
+
+    # --- search ------------------------------------------------------------------------------
+    def descend(self, Y: np.ndarray, deadline: float) -> np.ndarray:
+        """Steepest improving move or swap until none (or the deadline)."""
+        A = self.A
+        while time.monotonic() < deadline:
+            AY = Y @ A  # AY[n, k]: gain rate of one more executor of k on node n
+            load = Y @ self.cpu
+            # moves k: a -> b, gain AY[b,k] - AY[a,k]
+            D = AY[None, :, :] - AY[:, None, :]  # D[a, b, k]
+            ok = (Y[:, None, :] > 0) & (Y[None, :, :] < self.cap[None, :, :]) & \
+                 (load[None, :, None] + self.cpu[None, None, :] <= self.ncpu[None, :, None] + 1e-9)
+            D = np.where(ok, D, -np.inf)
+            order = np.argsort(-D, axis=None)[:50]
+            moved = False
+            for f in order:
+                a, b, k = np.unravel_index(f, D.shape)
+                if D[a, b, k] <= 1e-9:
+                    break
+                Z = Y.copy()
+                Z[a, k] -= 1
+                Z[b, k] += 1
+                if self.node_ok(Z[b], b) and self.workers(Z) is not None:
+                    Y, moved = Z, True
+                    break
+            if moved:
+                continue
+            # swaps: k a->b, l b->a; gain D[a,b,k] + D[b,a,l] - 2 A[k,l]
+            best, arg = 1e-9, None
+            Dm = AY[None, :, :] - AY[:, None, :]
+            for a in range(self.N):
+                for b in range(a + 1, self.N):
+                    ks = np.nonzero(Y[a] > 0)[0]
+                    ls = np.nonzero(Y[b] > 0)[0]
+                    if not len(ks) or not len(ls):
+                        continue
+                    g = Dm[a, b, ks][:, None] + Dm[b, a, ls][None, :] - 2 * A[np.ix_(ks, ls)]
+                    g[ks[:, None] == ls[None, :]] = -np.inf
+                    i, j = np.unravel_index(np.argmax(g), g.shape)
+                    if g[i, j] > best:
+                        Z = Y.copy()
+                        Z[a, ks[i]] -= 1
+                        Z[b, ks[i]] += 1
+                        Z[b, ls[j]] -= 1
+                        Z[a, ls[j]] += 1
+                        if self.node_ok(Z[a], a) and self.node_ok(Z[b], b) and self.workers(Z) is not None:
+                            best, arg = g[i, j], Z
+            if arg is None:
+                return Y
+            Y = arg
+        return Y
+
+    def greedy(self, rng: random.Random | None = None) -> np.ndarray | None:
+        """Executors one by one (heaviest traffic first) onto the node where they gain most
+        (ties: the least loaded; ``rng`` adds noise for other starts); None if stuck."""
+        Y = np.zeros((self.N, self.K), dtype=np.int64)
+        load = np.zeros(self.N)
+        weight = self.A.sum(axis=1)
+        order = sorted(range(self.K), key=lambda k: (-weight[k], -self.cpu[k]))
+        if rng is not None:
+            rng.shuffle(order)
+        for k in order:
+            for _ in range(int(self.size[k])):
+                gain = Y @ self.A[:, k] - 1e-6 * load
+                if rng is not None:
+                    gain = gain * np.array([1.0 + 0.2 * rng.random() for _ in range(self.N)])
+                ok = (Y[:, k] < self.cap[:, k]) & (load + self.cpu[k] <= self.ncpu + 1e-9)
+                if not ok.any():
+                    return None
+                n = int(np.argmax(np.where(ok, gain, -np.inf)))
+                Y[n, k] += 1
+                load[n] += self.cpu[k]
+        if not all(self.node_ok(Y[n], n) for n in range(self.N)) or self.workers(Y) is None:
+            return None
+        return Y
+
+    def kick(self, Y: np.ndarray, rng: random.Random, moves: int) -> np.ndarray:
+        """Random feasible moves (a perturbation for the next descent)."""
+        Z = Y.copy()
+        for _ in range(moves * 10):
+            if moves <= 0:
+                break
+            a, b = rng.randrange(self.N), rng.randrange(self.N)
+            ks = np.nonzero(Z[a] > 0)[0]
+            if a == b or not len(ks):
+                continue
+            k = int(ks[rng.randrange(len(ks))])
+            W = Z.copy()
+            W[a, k] -= 1
+            W[b, k] += 1
+            if self.node_ok(W[b], b) and self.workers(W) is not None:
+                Z = W
+                moves -= 1
+        return Z
+
+    def run(self, starts: list[np.ndarray], budget: float, seed: int = 0, target: float = math.inf,
+            patience: int = 5000) -> tuple[float, np.ndarray] | None:
+        """Iterated local search from each feasible start; the best (value, Y). Stops at the
+        budget, at ``target`` (a proven upper bound) or after ``patience`` kicks without gain."""
+        deadline = time.monotonic() + budget
+        rng = random.Random(seed)
+        best: tuple[float, np.ndarray] | None = None
+        for Y in starts:
+            if time.monotonic() >= deadline:
+                break
+            Y = self.descend(Y, deadline)
+            v = self.value(Y)
+            if best is None or v > best[0] + 1e-9:
+                best = (v, Y)
+        if best is None:
+            return None
+        cur = best
+        stall = 0
+        goal = target - 1e-9 * max(1.0, abs(target)) if math.isfinite(target) else math.inf
+        while time.monotonic() < deadline and best[0] < goal and stall < patience:
+            Z = self.descend(self.kick(cur[1], rng, rng.randint(2, 2 + min(6, stall // 5))), deadline)
+            v = self.value(Z)
+            if v > best[0] + 1e-9:
+                best, stall = (v, Z), 0
+            else:
+                stall += 1
+            cur = (v, Z) if v >= cur[0] - 1e-9 or rng.random() < 0.1 else best
+        return best
+
+    # --- conversions -------------------------------------------------------------------------
+    def from_plan(self, plan) -> np.ndarray | None:
+        G = self.pm.groups
+        gidx = {(g.topo.id, g.comp.id, i): k for k, g in enumerate(G) for i in g.members}
+        nidx = {self.pm.nodes[ni].id: j for j, ni in enumerate(self.nodes)}
+        Y = np.zeros((self.N, self.K), dtype=np.int64)
+        for pl in plan.placements:
+            k = gidx.get((pl.topology, pl.component, pl.executor))
+            if k is None or pl.node not in nidx:
+                return None
+            Y[nidx[pl.node], k] += 1
+        if (Y.sum(axis=0) != self.size).any() or not all(self.node_ok(Y[n], n) for n in range(self.N)) \
+                or self.workers(Y) is None:
+            return None
+        return Y
+
+    def from_columns(self, model, chosen) -> np.ndarray | None:
+        """Counts of the integer master's chosen node columns, dealt to the classes' nodes."""
+        from ._patterns import node_classes
+
+        pos = {ni: j for j, ni in enumerate(self.nodes)}
+        free = {f"node{c[0]}": list(c) for c in node_classes(self.pm, False)}
+        Y = np.zeros((self.N, self.K), dtype=np.int64)
+        for col, cnt in chosen:
+            _, ys, _ = col.payload
+            for _ in range(cnt):
+                n = pos[free[model.families[col.family].name].pop(0)]
+                for k, q in ys:
+                    Y[n, k] = q
+        return Y if (Y.sum(axis=0) == self.size).all() else None
+
+    def columns(self, model, Y: np.ndarray) -> list[tuple[Any, int]] | None:
+        """Y as node columns of ``model`` (build_traffic's families), with their counts."""
+        from ._patterns import Column, node_classes
+
+        o = self.workers(Y)
+        if o is None:
+            return None
+        fam_of = {f.name: fi for fi, f in enumerate(model.families)}
+        pos = {ni: j for j, ni in enumerate(self.nodes)}
+        out: dict[Any, list] = {}
+        for cls in node_classes(self.pm, False):
+            fi = fam_of[f"node{cls[0]}"]
+            conv = model.families[fi].conv_row
+            for ni in cls:
+                n = pos[ni]
+                ys = tuple((k, int(q)) for k, q in enumerate(Y[n]) if q > 0)
+                os_ = tuple(sorted((ti, int(o[ti][n])) for ti in self.tis))
+                payload = ("y", ys, os_)
+                if (fi, payload) in out:
+                    out[(fi, payload)][1] += 1
+                    continue
+                coefs: dict[Any, float] = {("cover", k): float(q) for k, q in ys}
+                for ti, ov in os_:
+                    if ov:
+                        coefs[("workers", ti)] = float(ov)
+                coefs[conv] = 1.0
+                val = 0.5 * float(Y[n] @ self.A @ Y[n])
+                out[(fi, payload)] = [Column(fi, val, coefs, payload, payload), 1]
+        return [(c, k) for c, k in out.values()]
+
+
+def seed_traffic(pm, model, pairs, starts_plans: list, chosen, budget: float, seed: int = 0,
+                 target: float = math.inf):
+    """Run the search from the master's plan and the given plans; add the best as columns to
+    ``model``; returns (value, [(column, count)]) or None."""
+    ns = NodeSearch(pm, pairs)
+    starts = []
+    if chosen is not None:
+        Y = ns.from_columns(model, chosen)
+        if Y is not None:
+            starts.append(Y)
+    for p in starts_plans:
+        if p is not None:
+            Y = ns.from_plan(p)
+            if Y is not None:
+                starts.append(Y)
+    rng = random.Random(seed)
+    for i in range(3):
+        Y = ns.greedy(None if i == 0 else rng)
+        if Y is not None:
+            starts.append(Y)
+    if not starts:
+        return None
+    best = ns.run(starts, budget, seed, target - model.value_const)
+    if best is None:
+        return None
+    cols = ns.columns(model, best[1])
+    if cols is None:
+        return None
+    out = []
+    for c, k in cols:
+        model.add(c)
+        # the model may already hold this column (same family and key): use the stored one
+        out.append((next(x for x in model.cols if x.family == c.family and x.key == c.key), k))
+    return best[0] + model.value_const, out
