@@ -976,7 +976,7 @@ def _rack_sub(pm, ri: int, z: dict[int, int], edges, deadline, seed: list[Column
 
 
 def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, cap: int = 20000,
-                  incumbent: tuple[float, Any] | None = None) -> dict[str, Any]:
+                  incumbent: tuple[float, Any] | None = None, search_deadline: float | None = None) -> dict[str, Any]:
     """Several racks: the configuration LP mixes rack contents, so its bound alone is loose.
     Search the rack contents (z_r, one per rack, summing to the executor counts) whose
     Lagrangian bound UB + sum_r (rc(z_r) - maxrc_r) beats the incumbent, best bound first;
@@ -995,6 +995,8 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
     G = pm.groups
     n = [g.size for g in G]
     out["bound"] = ub
+    if search_deadline is not None:  # the bound is known: the rack search may use more of the limit
+        model.deadline = search_deadline
     scale = max(1.0, abs(ub))
     rack_f = [fi for fi, f in enumerate(model.families) if f.name.startswith("rack")]
     node_seed = [c for c in model.cols if not model.families[c.family].name.startswith("rack")]
@@ -1090,6 +1092,9 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
 
         dfs(0, list(n), delta, [])
         tuples.sort(key=lambda t: -t[0])
+        # every tuple above the incumbent gets its racks' LP bounds (tighter than the Lagrangian
+        # one); then tuples are solved best LP bound first, so a good incumbent comes early
+        ranked = []
         for tub, tup in tuples:
             if time.monotonic() > (model.deadline or math.inf):
                 st["enumeration"] = "time limit in the rack search"
@@ -1097,8 +1102,17 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
             tk = tuple(c.key for c in tup)
             if tk in done or tub <= z_best + 1e-7 * scale:
                 continue
+            lpb = sum(c.value for c in tup) + sum(rack_bound(ri, c) for ri, c in zip(racks, tup))
+            ranked.append((min(tub, lpb), tk, tup))
+        ranked.sort(key=lambda t: -t[0])
+        for tb, tk, tup in ranked:
+            if time.monotonic() > (model.deadline or math.inf):
+                st["enumeration"] = "time limit in the rack search"
+                return out
+            if tk in done:
+                continue
             done.add(tk)
-            if sum(c.value for c in tup) + sum(rack_bound(ri, c) for ri, c in zip(racks, tup)) <= z_best + 1e-7 * scale:
+            if tb <= z_best + 1e-7 * scale:
                 st["rack_tuples_pruned"] = st.get("rack_tuples_pruned", 0) + 1
                 continue
             st["rack_tuples"] += 1
