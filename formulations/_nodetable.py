@@ -249,3 +249,73 @@ def node_table(pm, nodes: list[int], edges, deadline: float | None, work_limit: 
         table = t if t.ok else None
     cache[sig] = table
     return table
+
+
+class RackTable:
+    """Exact pricing and enumeration of a rack family (network, several racks) from every rack
+    content z: z_g <= min(s_g, sum of the rack's node caps), the rack's total CPU and memory
+    (the constraints of ``_rack_pricer``); value co(z). Built only when the box of contents is
+    small (``box_limit``), else the CP-SAT rack pricer is used."""
+
+    def __init__(self, pm, ri: int, edges, fi: int, conv, box_limit: int = 2_000_000):
+        G = pm.groups
+        K = len(G)
+        self.K, self.fi, self.conv, self.ri = K, fi, conv, ri
+        self.ok = False
+        nodes = [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == ri and pm.nodes[ni].slots]
+        caps = [min(g.size, sum(pm.node_cap(g, ni) for ni in nodes)) for g in G]
+        if math.prod(c + 1 for c in caps) > box_limit:
+            return
+        cpu = [int(round(g.comp.cpu * 1000)) for g in G]
+        mem = [int(round(g.comp.memory_mb * 1000)) for g in G]
+        cap_cpu = int(math.floor(sum(pm.nodes[ni].cpu for ni in nodes) * 1000 + 1e-6))
+        cap_mem = int(math.floor(sum(pm.nodes[ni].memory_mb for ni in nodes) * 1000 + 1e-6))
+        Z = np.zeros((1, K), dtype=np.int16)
+        use = np.zeros((1, 2), dtype=np.int64)
+        lim = np.array([cap_cpu, cap_mem], dtype=np.int64)
+        for k in range(K):
+            parts_z, parts_u = [], []
+            for q in range(caps[k] + 1):
+                u = use + q * np.array([cpu[k], mem[k]], dtype=np.int64)
+                ok = (u <= lim).all(axis=1)
+                if not ok.any():
+                    break
+                zz = Z[ok].copy()
+                zz[:, k] = q
+                parts_z.append(zz)
+                parts_u.append(u[ok])
+            Z = np.concatenate(parts_z)
+            use = np.concatenate(parts_u)
+        A = np.zeros((K, K))
+        for (a, b), w in edges.items():
+            A[a, b] += w
+            A[b, a] += w
+        self.Z = Z
+        self.Zf = Z.astype(np.float64)
+        self.val = 0.5 * np.einsum("ik,kl,il->i", self.Zf, A, self.Zf)
+        self.ok = True
+
+    def rc(self, duals: dict, phase1: bool = False) -> np.ndarray:
+        pi = np.array([duals.get(("cover", k), 0.0) - duals.get(("link", self.ri, k), 0.0) for k in range(self.K)])
+        base = np.zeros(len(self.Z)) if phase1 else self.val
+        return base - self.Zf @ pi - duals.get(self.conv, 0.0)
+
+    def column(self, r: int) -> Column:
+        z = self.Z[r]
+        key = tuple((k, int(q)) for k, q in enumerate(z) if q)
+        coefs = {("cover", k): float(q) for k, q in key}
+        coefs.update({("link", self.ri, k): -float(q) for k, q in key})
+        coefs[self.conv] = 1.0
+        return Column(self.fi, float(self.val[r]), coefs, key, key)
+
+    def best(self, duals: dict, want: int, phase1: bool = False) -> tuple[float, list[Column]]:
+        rc = self.rc(duals, phase1)
+        top = np.argsort(-rc)[:want]
+        return float(rc[top[0]]), [self.column(int(r)) for r in top]
+
+    def at_least(self, duals: dict, threshold: float, cap: int) -> list[Column] | None:
+        rc = self.rc(duals)
+        hit = np.flatnonzero(rc >= threshold)
+        if len(hit) > cap:
+            return None
+        return [self.column(int(r)) for r in hit]

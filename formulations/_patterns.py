@@ -841,7 +841,7 @@ def _rack_pricer(pm, ri: int, edges) -> Pricer:
 def build_network(pm, deadline, threads, tables: bool = True) -> tuple[PatternModel, dict, float]:
     """Network: maximise rack + node + worker co-location (each weighted 1/E_t per stream).
     ``tables``: price node classes exactly by table (``_nodetable``) where it is small enough."""
-    from ._nodetable import TablePricer, node_table
+    from ._nodetable import RackTable, TablePricer, node_table
 
     G = pm.groups
     index = {(g.ti, g.comp.id): k for k, g in enumerate(G)}
@@ -895,7 +895,11 @@ def build_network(pm, deadline, threads, tables: bool = True) -> tuple[PatternMo
             def build(ri=ri, conv=conv):
                 return _with_conv(_rack_pricer(pm, ri, edges), conv)
 
-            fams.append(Family(f"rack{ri}", 1, conv, build))
+            fam = Family(f"rack{ri}", 1, conv, build)
+            rt = RackTable(pm, ri, edges, len(fams), conv) if tables else None
+            if rt is not None and rt.ok:
+                fam.table = rt
+            fams.append(fam)
     # value = const_reward; the master maximises co-location, the metric is const - value
     return PatternModel(rows, fams, one_rack_const, deadline, 1), {"edges": edges, "const": const, "racks": racks}, const
 
