@@ -98,7 +98,15 @@ class NodeTable:
         vec = _node_vectors(pm, ni, limit)
         if vec is None or not pats:
             return
-        Y = vec[0]
+        P = np.zeros((len(pats), K), dtype=np.int64)
+        for i, pat in enumerate(pats):
+            for k, q in pat:
+                P[i, k] = q
+        # groups on the box axes least used by worker contents first: a content p only extends
+        # vectors that are 0 on the axes before its first group (below), so that saves most
+        perm = np.argsort((P > 0).sum(axis=0), kind="stable")
+        Y = vec[0][:, perm]
+        P = P[:, perm]
         radix = [int(Y[:, k].max()) + 1 for k in range(K)]
         if math.prod(radix) > box_limit:
             return
@@ -108,20 +116,17 @@ class NodeTable:
         codes = Y.astype(np.int64) @ mult
         order = np.argsort(codes, kind="stable")
         Y, codes = Y[order], codes[order]
-        P = np.zeros((len(pats), K), dtype=np.int64)
-        for i, pat in enumerate(pats):
-            for k, q in pat:
-                P[i, k] = q
         feas = np.zeros(math.prod(radix), dtype=bool)
         feas[codes] = True
         keep = (P < np.array(radix)).all(axis=1)
         keep[keep] = feas[P[keep] @ mult]  # a worker content the node cannot hold alone is never used
         P = P[keep]
         pats = [p for p, kk in zip(pats, keep) if kk]
-        A = np.zeros((K, K))
+        A0 = np.zeros((K, K))
         for (a, b), w in edges.items():
-            A[a, b] += w
-            A[b, a] += w
+            A0[a, b] += w
+            A0[b, a] += w
+        A = A0[np.ix_(perm, perm)]
         Pf = P.astype(np.float64)
         co_p = 0.5 * np.einsum("ik,kl,il->i", Pf, A, Pf)
         shape = tuple(radix)
@@ -133,9 +138,12 @@ class NodeTable:
             for j in range(len(P)):
                 if j % 128 == 0 and deadline is not None and time.monotonic() > deadline:
                     return
+                # some worker of an optimal split of y holds y's first group f; take it last:
+                # content p (first group f) only extends vectors that are 0 before axis f
                 p = P[j]
-                src = tuple(slice(0, radix[k] - int(p[k])) for k in range(K))
-                tgt = tuple(slice(int(p[k]), None) for k in range(K))
+                f = int(np.flatnonzero(p)[0])
+                src = tuple(slice(0, 1) if k < f else slice(0, radix[k] - int(p[k])) for k in range(K))
+                tgt = tuple(slice(0, 1) if k < f else slice(int(p[k]), None) for k in range(K))
                 wt = Wn[tgt]
                 np.maximum(wt, W[src] + co_p[j], out=wt)
             Wn.reshape(-1)[~feas] = NEG
@@ -145,7 +153,9 @@ class NodeTable:
         sel = np.isfinite(Wf)
         Yf = Y.astype(np.float64)
         co_y = 0.5 * np.einsum("ik,kl,il->i", Yf, A, Yf)
-        self.Y, self.codes, self.mult = Y, codes, mult
+        inv = np.argsort(perm)
+        self.Yp, self.codes, self.mult = Y, codes, mult  # box (axis) order
+        self.Y = Y[:, inv]  # group order
         self.value = co_y + np.where(sel, Wf, 0.0)
         self.sel = sel
         self.levels = levels
@@ -159,7 +169,7 @@ class NodeTable:
         """Best worker contents of vector i (tuple of sorted (group, count) tuples), recovered
         from the levels of W: at level m, a content p with W_{m-1}(y - p) + co(p) = W_m(y)."""
         out = []
-        y = self.Y[i].astype(np.int64)
+        y = self.Yp[i].astype(np.int64)
         m = len(self.levels) - 1
         while y.any():
             c = int(y @ self.mult)
