@@ -235,10 +235,13 @@ def table_sig(pm, ni: int) -> tuple:
     return (n.cpu, n.memory_mb, len(n.slots), tuple(sorted(n.resources.items())), n.site, tuple(n.id in p for p in pins))
 
 
-def node_table(pm, nodes: list[int], edges, deadline: float | None, work_limit: float = 1.5e9) -> NodeTable | None:
+def node_table(pm, nodes: list[int], edges, deadline: float | None, work_limit: float = 4e10,
+               rate: float = 4e8) -> NodeTable | None:
     """The table of a node class (shared by classes of equal capacity in other racks), or None
-    when it would be too big (box x worker contents x slots over ``work_limit``), the worker
-    contents are not enumerable, or building it would pass ``deadline``."""
+    when it would be too big: box x worker contents x slots over ``work_limit``, or its
+    estimated build time (that work / ``rate`` per second, measured on the shared 2-core
+    machine) over 30 % of the time left; or the worker contents are not enumerable, or the
+    build passes half of the time left (then it is abandoned)."""
     ni = nodes[0]
     n = pm.nodes[ni]
     sig = table_sig(pm, ni)
@@ -254,8 +257,10 @@ def node_table(pm, nodes: list[int], edges, deadline: float | None, work_limit: 
         if (ni, ti) not in wp:
             wp[(ni, ti)] = worker_patterns(pm, ni, ti)
         npat += len(wp[(ni, ti)] or []) if wp[(ni, ti)] is not None else math.inf
-    if box * npat * len(n.slots) <= work_limit:
-        t = NodeTable(pm, ni, edges, deadline=deadline)
+    work = box * npat * len(n.slots)
+    left = math.inf if deadline is None else deadline - time.monotonic()
+    if work <= work_limit and work / rate <= 0.3 * left:
+        t = NodeTable(pm, ni, edges, deadline=None if deadline is None else time.monotonic() + 0.5 * left)
         table = t if t.ok else None
     cache[sig] = table
     return table
