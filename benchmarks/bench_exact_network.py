@@ -2,7 +2,7 @@
 compact count model, CP-SAT vs CBC vs HiGHS; and brute force vs CP-SAT.
 
 Usage: PYTHONPATH=. python benchmarks/bench_exact_network.py [--limit 20] [--sizes 8x5x2,12x5x3,20x5x4]
-       [--compact exact.cpsat] [--tiny 20] [--problems network,traffic]
+       [--compact exact.cpsat] [--tiny 20] [--problems network,traffic] [--cpsat-only 60x8x6,100x10x10]
 Prints a markdown table (one row per instance, model and backend) and the brute-force/CP-SAT ratios.
 ``seconds`` is the wall time of planner.solve; for traffic ``phase 1 s`` is when inter-node
 traffic was proven optimal (phase 2, the inter-worker tie-breaker, then runs in the time left).
@@ -28,15 +28,17 @@ def main() -> None:
     ap.add_argument("--compact", default="exact.cpsat", help="backends for the compact model ('' for none)")
     ap.add_argument("--tiny", type=int, default=20)
     ap.add_argument("--problems", default="network,traffic")
+    ap.add_argument("--cpsat-only", default="", help="sizes run with exact.cpsat alone (configuration model), to keep the run short")
     a = ap.parse_args()
     print("| problem | executors x components x nodes | model | method | status | objective | bound | seconds | phase 1 s |")
     print("|---|---|---|---|---|---|---|---|---|")
     runs = [("configuration", m) for m in a.methods.split(",") if m] + [("compact", m) for m in a.compact.split(",") if m]
+    solo = [s for s in a.cpsat_only.split(",") if s]
     for problem in a.problems.split(","):
-        for size in a.sizes.split(","):
+        for size in a.sizes.split(",") + solo:
             e, c, n = map(int, size.split("x"))
             inst = parse_instance(layered(e, c, n, 0, problem=problem))
-            for model, m in runs:
+            for model, m in (runs if size not in solo else [("configuration", "exact.cpsat")]):
                 t = time.perf_counter()
                 r = planner.solve(inst, problem, m, time_limit=a.limit, model="auto" if model == "configuration" else "compact")
                 dt = time.perf_counter() - t

@@ -61,6 +61,7 @@ class Family:
     build: Callable[[], "Pricer"]  # a fresh CP-SAT pricing model
     pricer: "Pricer | None" = None
     heuristic: Callable[[dict], list["Column"]] | None = None  # fast pricing without proof
+    table: Any = None  # exact pricing by table (_nodetable.TablePricer), replaces the CP-SAT pricer
 
 
 class Pricer:
@@ -205,6 +206,9 @@ class PatternModel:
               phase1: bool = False) -> tuple[float, list[Column], bool]:
         """Best reduced cost of family fi (an upper bound, rigorous) and improving columns."""
         fam = self.families[fi]
+        if fam.table is not None:
+            ub, cols = fam.table.best(duals, want, phase1)
+            return ub, cols, True
         pr = fam.pricer or fam.build()
         fam.pricer = pr
         a, var = pr.rc_terms(duals, with_value=not phase1)
@@ -326,6 +330,14 @@ class PatternModel:
         """Add every column of family fi with reduced cost >= threshold; False if over ``cap``
         columns or out of time (then the proof is incomplete)."""
         fam = self.families[fi]
+        if fam.table is not None:
+            cols = fam.table.at_least(duals, threshold, cap)
+            if cols is None:
+                return False
+            for c in cols:
+                if self.add(c):
+                    self.stats["columns_enumerated"] += 1
+            return True
         pr = fam.build()  # a fresh model: the enumeration adds a constraint
         a, var = pr.rc_terms(duals)
         const = -duals.get(fam.conv_row, 0.0)
@@ -846,8 +858,11 @@ def _rack_pricer(pm, ri: int, edges) -> Pricer:
     return pr
 
 
-def build_network(pm, deadline, threads) -> tuple[PatternModel, dict, float]:
-    """Network: maximise rack + node + worker co-location (each weighted 1/E_t per stream)."""
+def build_network(pm, deadline, threads, tables: bool = True) -> tuple[PatternModel, dict, float]:
+    """Network: maximise rack + node + worker co-location (each weighted 1/E_t per stream).
+    ``tables``: price node classes exactly by table (``_nodetable``) where it is small enough."""
+    from ._nodetable import RackTable, TablePricer, node_table
+
     G = pm.groups
     index = {(g.ti, g.comp.id): k for k, g in enumerate(G)}
     edges: dict[tuple[int, int], float] = defaultdict(float)
@@ -884,7 +899,11 @@ def build_network(pm, deadline, threads) -> tuple[PatternModel, dict, float]:
 
         fam = Family(f"node{cls[0]}", len(cls), conv, build)
         rk = (lambda k, ri=ri: ("link", ri, k)) if multi_rack else (lambda k: ("cover", k))
-        fam.heuristic = NodeHeuristic(pm, cls, edges, len(fams), conv, rk)
+        table = node_table(pm, cls, edges, deadline) if tables else None
+        if table is not None:
+            fam.table = TablePricer(table, len(fams), conv, rk)
+        else:
+            fam.heuristic = NodeHeuristic(pm, cls, edges, len(fams), conv, rk)
         fams.append(fam)
     if multi_rack:
         for ri in racks:
@@ -896,7 +915,11 @@ def build_network(pm, deadline, threads) -> tuple[PatternModel, dict, float]:
             def build(ri=ri, conv=conv):
                 return _with_conv(_rack_pricer(pm, ri, edges), conv)
 
-            fams.append(Family(f"rack{ri}", 1, conv, build))
+            fam = Family(f"rack{ri}", 1, conv, build)
+            rt = RackTable(pm, ri, edges, len(fams), conv) if tables else None
+            if rt is not None and rt.ok:
+                fam.table = rt
+            fams.append(fam)
     # value = const_reward; the master maximises co-location, the metric is const - value
     return PatternModel(rows, fams, one_rack_const, deadline, 1), {"edges": edges, "const": const, "racks": racks}, const
 
@@ -934,9 +957,17 @@ def build_traffic(pm, pairs, deadline, threads) -> tuple[PatternModel, float]:
     return PatternModel(rows, fams, 0.0, deadline, 1), const
 
 
+def _table_sig(pm, ni: int):
+    from ._nodetable import table_sig
+
+    return table_sig(pm, ni)
+
+
 def _rack_sub(pm, ri: int, z: dict[int, int], edges, deadline, seed: list[Column]) -> PatternModel:
     """Rack ri holding exactly z: its node classes as families (single-rack configuration
     model), seeded with node columns already generated for that rack."""
+    from ._nodetable import TablePricer
+
     G = pm.groups
     rows: dict[Any, float] = {("cover", k): float(z.get(k, 0)) for k in range(len(G))}
     fams = []
@@ -952,7 +983,11 @@ def _rack_sub(pm, ri: int, z: dict[int, int], edges, deadline, seed: list[Column
 
         fam_of[conv] = len(fams)
         fam = Family(f"node{cls[0]}", len(cls), conv, build)
-        fam.heuristic = NodeHeuristic(pm, cls, edges, len(fams), conv, lambda k: ("cover", k), ybound=z)
+        table = pm.__dict__.get("_node_tables", {}).get(_table_sig(pm, cls[0]))
+        if table is not None:
+            fam.table = TablePricer(table, len(fams), conv, lambda k: ("cover", k), ybound=z)
+        else:
+            fam.heuristic = NodeHeuristic(pm, cls, edges, len(fams), conv, lambda k: ("cover", k), ybound=z)
         fams.append(fam)
     sub = PatternModel(rows, fams, 0.0, deadline, 1)
     for c in seed:
@@ -965,7 +1000,7 @@ def _rack_sub(pm, ri: int, z: dict[int, int], edges, deadline, seed: list[Column
 
 
 def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, cap: int = 20000,
-                  incumbent: tuple[float, Any] | None = None) -> dict[str, Any]:
+                  incumbent: tuple[float, Any] | None = None, search_deadline: float | None = None) -> dict[str, Any]:
     """Several racks: the configuration LP mixes rack contents, so its bound alone is loose.
     Search the rack contents (z_r, one per rack, summing to the executor counts) whose
     Lagrangian bound UB + sum_r (rc(z_r) - maxrc_r) beats the incumbent, best bound first;
@@ -984,6 +1019,8 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
     G = pm.groups
     n = [g.size for g in G]
     out["bound"] = ub
+    if search_deadline is not None:  # the bound is known: the rack search may use more of the limit
+        model.deadline = search_deadline
     scale = max(1.0, abs(ub))
     rack_f = [fi for fi, f in enumerate(model.families) if f.name.startswith("rack")]
     node_seed = [c for c in model.cols if not model.families[c.family].name.startswith("rack")]
@@ -1003,7 +1040,7 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
         key = (sig[ri], zc.key) if list(sig.values()).count(sig[ri]) > 1 else (ri, zc.key)
         if key in cache:
             return cache[key]
-        sub = _rack_sub(pm, ri, z, info["edges"], model.deadline, node_seed)
+        sub = subs.pop(key, None) or _rack_sub(pm, ri, z, info["edges"], model.deadline, node_seed)
         o = run_patterns(sub, backend, threads, cap)
         if o["status"] == "infeasible":
             cache[key] = None
@@ -1022,6 +1059,25 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
         st["rack_subproblems"] = st.get("rack_subproblems", 0) + 1
         return res
 
+    subs: dict[Any, PatternModel] = {}
+    lp_bound: dict[Any, float] = {}
+
+    def rack_bound(ri: int, zc: Column) -> float:
+        """Upper bound on rack ri's node + worker co-location with content zc: the LP of its
+        single-rack configuration model (tight on these instances, and cheap with node
+        tables); a tuple whose racks' bounds do not beat the incumbent is skipped unsolved."""
+        key = (sig[ri], zc.key) if list(sig.values()).count(sig[ri]) > 1 else (ri, zc.key)
+        if key in cache:
+            return -math.inf if cache[key] is None else cache[key][0]
+        if key not in lp_bound:
+            sub = _rack_sub(pm, ri, dict(zc.payload), info["edges"], model.deadline, node_seed)
+            b, _, _ = sub.generate()
+            lp_bound[key] = math.inf if b is None else b
+            if b is not None and b > -math.inf:
+                subs[key] = sub
+            st["rack_lp_bounds"] = st.get("rack_lp_bounds", 0) + 1
+        return lp_bound[key]
+
     delta = max(1e-6 * scale, 1e-3 * scale)
     while True:
         for fi in rack_f:
@@ -1033,13 +1089,21 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
         # tuples: one rack column per rack, summing to n (depth-first over racks)
         tuples: list[tuple[float, list[Column]]] = []
 
+        # the last rack's content is what the others leave: look it up instead of looping
+        last = {c.key: c for c in cols[rack_f[-1]]}
+
         def dfs(i: int, left: list[int], slack: float, chosen: list[Column]) -> None:
             if i == len(rack_f):
                 if not any(left):
                     tuples.append((ub - slack, list(chosen)))
                 return
             fi = rack_f[i]
-            for c in cols[fi]:
+            if i == len(rack_f) - 1:
+                c = last.get(tuple((k, q) for k, q in enumerate(left) if q))
+                cands = [] if c is None else [c]
+            else:
+                cands = cols[fi]
+            for c in cands:
                 loss = maxrc[fi] - rcs[id(c)]
                 if loss > slack + 1e-7 * scale:
                     continue
@@ -1052,6 +1116,9 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
 
         dfs(0, list(n), delta, [])
         tuples.sort(key=lambda t: -t[0])
+        # every tuple above the incumbent gets its racks' LP bounds (tighter than the Lagrangian
+        # one); then tuples are solved best LP bound first, so a good incumbent comes early
+        ranked = []
         for tub, tup in tuples:
             if time.monotonic() > (model.deadline or math.inf):
                 st["enumeration"] = "time limit in the rack search"
@@ -1059,7 +1126,19 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
             tk = tuple(c.key for c in tup)
             if tk in done or tub <= z_best + 1e-7 * scale:
                 continue
+            lpb = sum(c.value for c in tup) + sum(rack_bound(ri, c) for ri, c in zip(racks, tup))
+            ranked.append((min(tub, lpb), tk, tup))
+        ranked.sort(key=lambda t: -t[0])
+        for tb, tk, tup in ranked:
+            if time.monotonic() > (model.deadline or math.inf):
+                st["enumeration"] = "time limit in the rack search"
+                return out
+            if tk in done:
+                continue
             done.add(tk)
+            if tb <= z_best + 1e-7 * scale:
+                st["rack_tuples_pruned"] = st.get("rack_tuples_pruned", 0) + 1
+                continue
             st["rack_tuples"] += 1
             total = sum(c.value for c in tup)
             parts = []

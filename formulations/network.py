@@ -117,7 +117,10 @@ def solve_network(run: Run) -> Result:
         seed_value = None if seed is None else patterns.seed_network(base, pat, info, seed)
         start = None if seed_value is None else (seed_value, seed)
         if len(info["racks"]) > 1:
-            out = patterns.network_racks(base, pat, info, run.backend, run.threads, incumbent=start)
+            # once column generation has its bound, only the rack search can close the gap (the
+            # compact model's bound is far weaker at these sizes): it may run to 95 % of the limit
+            out = patterns.network_racks(base, pat, info, run.backend, run.threads, incumbent=start,
+                                         search_deadline=run.deadline(0.95))
         else:
             out = patterns.run_patterns(pat, run.backend, run.threads)
             if out["chosen"] is not None:

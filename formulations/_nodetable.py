@@ -1,0 +1,336 @@
+"""Exact network node pricing by table: every count vector a node can hold, with its best split
+into workers, computed once (independent of the duals); pricing and reduced-cost enumeration are
+then one matrix-vector product.
+
+Why: the CP-SAT node pricer (a multiset of worker contents, products of counts) does not prove
+its optimum within 10 s from 30 executors / 6 components / 4 nodes (1,500 worker contents, 4
+slots), and column generation calls it dozens of times. The table has as many rows as the node
+has count vectors (3.6k for 30x6x4, 260k for 46x8x4).
+
+For a node of class c and a count vector y (executors per group), a node column's value is
+co(y) + W(y): node-level co-location plus the best worker-level co-location of a split of y
+into at most ``slots`` worker contents (``worker_patterns``). A column with the same y and a
+worse split has the same master coefficients and a lower value, so it is dominated in the LP and
+in every integer plan: keeping the best split per y loses nothing (the proof stays exact).
+
+W is a dynamic programme over the number of workers m:
+W_1(y) = co(y) if y is a worker content, W_m(y) = max(W_{m-1}(y), max_p co(p) + W_{m-1}(y - p))
+over worker contents p <= y. Vectors that no split into <= slots workers covers are dropped.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from ._patterns import Column, worker_patterns
+
+NEG = -np.inf
+
+
+def _node_vectors(pm, ni: int, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Every count vector y (one column per group) within the node's caps and its CPU, memory
+    and resource limits (integer-scaled as in ``_node_limits``), with their uses of those limits
+    and the limits; None if more than ``limit``."""
+    G = pm.groups
+    n = pm.nodes[ni]
+    K = len(G)
+    dims = [("cpu", [int(round(g.comp.cpu * 1000)) for g in G], int(math.floor(n.cpu * 1000 + 1e-6)))]
+    if pm.ras:
+        dims.append(("mem", [int(round(g.comp.memory_mb * 1000)) for g in G], int(math.floor(n.memory_mb * 1000 + 1e-6))))
+        for r in sorted({r for g in G for r in g.comp.resources}):
+            dims.append((r, [int(round(g.comp.resources.get(r, 0.0) * 1000)) for g in G],
+                         int(math.floor(n.resources.get(r, 0.0) * 1000 + 1e-6))))
+    caps = [pm.node_cap(g, ni) for g in G]
+    Y = np.zeros((1, K), dtype=np.int16)
+    use = np.zeros((1, len(dims)), dtype=np.int64)
+    for k in range(K):
+        parts_y, parts_u = [], []
+        for q in range(caps[k] + 1):
+            u = use + q * np.array([d[1][k] for d in dims], dtype=np.int64)
+            ok = (u <= np.array([d[2] for d in dims], dtype=np.int64)).all(axis=1)
+            if not ok.any():
+                break
+            yy = Y[ok].copy()
+            yy[:, k] = q
+            parts_y.append(yy)
+            parts_u.append(u[ok])
+        Y = np.concatenate(parts_y)
+        use = np.concatenate(parts_u)
+        if len(Y) > limit:
+            return None
+    # max_per_node over a component's groups (one group per component in network: no-op then)
+    by_comp: dict[Any, list[int]] = {}
+    for k, g in enumerate(G):
+        by_comp.setdefault((g.ti, g.comp.id), []).append(k)
+    for kk in by_comp.values():
+        lim = G[kk[0]].comp.max_per_node
+        if lim is not None and len(kk) > 1:
+            keep = Y[:, kk].sum(axis=1) <= lim
+            Y, use = Y[keep], use[keep]
+    return Y, use, np.array([d[2] for d in dims], dtype=np.int64)
+
+
+class NodeTable:
+    """The count vectors of one node class with their best worker splits (module docstring).
+
+    W is computed on the dense box prod_k (cap_k + 1) of count vectors: adding a worker content
+    p is one shifted slice of the box per content and level, with no index look-ups."""
+
+    def __init__(self, pm, ni: int, edges: dict[tuple[int, int], float], limit: int = 400000,
+                 box_limit: int = 4_000_000, deadline: float | None = None):
+        G = pm.groups
+        K = len(G)
+        self.K = K
+        self.ok = False
+        nw = len(pm.nodes[ni].slots)
+        pats = []
+        for ti, _ in pm.topos:
+            cache = pm.__dict__.setdefault("_worker_patterns", {})
+            if (ni, ti) not in cache:
+                cache[(ni, ti)] = worker_patterns(pm, ni, ti)
+            if cache[(ni, ti)] is None:
+                return
+            pats.extend(cache[(ni, ti)])
+        vec = _node_vectors(pm, ni, limit)
+        if vec is None or not pats:
+            return
+        P = np.zeros((len(pats), K), dtype=np.int64)
+        for i, pat in enumerate(pats):
+            for k, q in pat:
+                P[i, k] = q
+        # groups on the box axes least used by worker contents first: a content p only extends
+        # vectors that are 0 on the axes before its first group (below), so that saves most
+        perm = np.argsort((P > 0).sum(axis=0), kind="stable")
+        Y = vec[0][:, perm]
+        P = P[:, perm]
+        radix = [int(Y[:, k].max()) + 1 for k in range(K)]
+        if math.prod(radix) > box_limit:
+            return
+        mult = np.ones(K, dtype=np.int64)
+        for k in range(K - 2, -1, -1):
+            mult[k] = mult[k + 1] * radix[k + 1]
+        codes = Y.astype(np.int64) @ mult
+        order = np.argsort(codes, kind="stable")
+        Y, codes = Y[order], codes[order]
+        feas = np.zeros(math.prod(radix), dtype=bool)
+        feas[codes] = True
+        keep = (P < np.array(radix)).all(axis=1)
+        keep[keep] = feas[P[keep] @ mult]  # a worker content the node cannot hold alone is never used
+        P = P[keep]
+        pats = [p for p, kk in zip(pats, keep) if kk]
+        A0 = np.zeros((K, K))
+        for (a, b), w in edges.items():
+            A0[a, b] += w
+            A0[b, a] += w
+        A = A0[np.ix_(perm, perm)]
+        Pf = P.astype(np.float64)
+        co_p = 0.5 * np.einsum("ik,kl,il->i", Pf, A, Pf)
+        shape = tuple(radix)
+        W = np.full(shape, NEG)
+        W[(0,) * K] = 0.0  # W_0: the empty node
+        levels = [W.reshape(-1)]
+        for m in range(1, nw + 1):
+            Wn = W.copy()
+            for j in range(len(P)):
+                if j % 128 == 0 and deadline is not None and time.monotonic() > deadline:
+                    return
+                # some worker of an optimal split of y holds y's first group f; take it last:
+                # content p (first group f) only extends vectors that are 0 before axis f
+                p = P[j]
+                f = int(np.flatnonzero(p)[0])
+                src = tuple(slice(0, 1) if k < f else slice(0, radix[k] - int(p[k])) for k in range(K))
+                tgt = tuple(slice(0, 1) if k < f else slice(int(p[k]), None) for k in range(K))
+                wt = Wn[tgt]
+                np.maximum(wt, W[src] + co_p[j], out=wt)
+            Wn.reshape(-1)[~feas] = NEG
+            W = Wn
+            levels.append(W.reshape(-1))
+        Wf = W.reshape(-1)[codes]
+        sel = np.isfinite(Wf)
+        Yf = Y.astype(np.float64)
+        co_y = 0.5 * np.einsum("ik,kl,il->i", Yf, A, Yf)
+        inv = np.argsort(perm)
+        self.Yp, self.codes, self.mult = Y, codes, mult  # box (axis) order
+        self.Y = Y[:, inv]  # group order
+        self.value = co_y + np.where(sel, Wf, 0.0)
+        self.sel = sel
+        self.levels = levels
+        self.co_p = co_p
+        self.P = P
+        self.pats = pats
+        self.pcodes = P @ mult
+        self.ok = True
+
+    def split(self, i: int) -> tuple:
+        """Best worker contents of vector i (tuple of sorted (group, count) tuples), recovered
+        from the levels of W: at level m, a content p with W_{m-1}(y - p) + co(p) = W_m(y)."""
+        out = []
+        y = self.Yp[i].astype(np.int64)
+        m = len(self.levels) - 1
+        while y.any():
+            c = int(y @ self.mult)
+            target = self.levels[m][c]
+            if m > 1 and self.levels[m - 1][c] >= target - 1e-9:
+                m -= 1
+                continue
+            fits = np.flatnonzero((self.P <= y).all(axis=1))
+            prev = self.levels[m - 1][c - self.pcodes[fits]] + self.co_p[fits]
+            j = int(fits[np.argmax(prev)])
+            assert prev.max() >= target - 1e-9
+            out.append(tuple(sorted(self.pats[j])))
+            y = y - self.P[j]
+            m -= 1
+        return tuple(sorted(out, reverse=True))
+
+
+class TablePricer:
+    """Exact pricing and enumeration of one network node family from a :class:`NodeTable`,
+    optionally restricted to y <= ybound (a rack subproblem)."""
+
+    def __init__(self, table: NodeTable, fi: int, conv, rowkey, ybound: dict[int, int] | None = None):
+        self.t = table
+        self.fi, self.conv, self.rowkey = fi, conv, rowkey
+        mask = table.sel.copy()
+        if ybound is not None:
+            zb = np.array([ybound.get(k, 0) for k in range(table.K)])
+            mask &= (table.Y <= zb).all(axis=1)
+        self.idx = np.flatnonzero(mask)
+        self.Yf = table.Y[self.idx].astype(np.float64)
+        self.val = table.value[self.idx]
+
+    def rc(self, duals: dict, phase1: bool = False) -> np.ndarray:
+        pi = np.array([duals.get(self.rowkey(k), 0.0) for k in range(self.t.K)])
+        base = np.zeros(len(self.idx)) if phase1 else self.val
+        return base - self.Yf @ pi - duals.get(self.conv, 0.0)
+
+    def column(self, r: int) -> Column:
+        i = int(self.idx[r])
+        y = self.t.Y[i]
+        contents = self.t.split(i)
+        coefs = {self.rowkey(k): float(q) for k, q in enumerate(y) if q}
+        coefs[self.conv] = 1.0
+        return Column(self.fi, float(self.t.value[i]), coefs, ("x", contents), ("x", contents))
+
+    def best(self, duals: dict, want: int, phase1: bool = False) -> tuple[float, list[Column]]:
+        rc = self.rc(duals, phase1)
+        top = np.argsort(-rc)[:want]
+        return float(rc[top[0]]), [self.column(int(r)) for r in top]
+
+    def at_least(self, duals: dict, threshold: float, cap: int) -> list[Column] | None:
+        rc = self.rc(duals)
+        hit = np.flatnonzero(rc >= threshold)
+        if len(hit) > cap:
+            return None
+        return [self.column(int(r)) for r in hit]
+
+
+def table_sig(pm, ni: int) -> tuple:
+    """Nodes with equal limits, slots, site and pin membership have one table (any rack)."""
+    n = pm.nodes[ni]
+    pins = [set(c.nodes) for _, t in pm.topos for c in t.components if c.nodes is not None]
+    return (n.cpu, n.memory_mb, len(n.slots), tuple(sorted(n.resources.items())), n.site, tuple(n.id in p for p in pins))
+
+
+def node_table(pm, nodes: list[int], edges, deadline: float | None, work_limit: float = 4e10,
+               rate: float = 4e8) -> NodeTable | None:
+    """The table of a node class (shared by classes of equal capacity in other racks), or None
+    when it would be too big: box x worker contents x slots over ``work_limit``, or its
+    estimated build time (that work / ``rate`` per second, measured on the shared 2-core
+    machine) over 30 % of the time left; or the worker contents are not enumerable, or the
+    build passes half of the time left (then it is abandoned)."""
+    ni = nodes[0]
+    n = pm.nodes[ni]
+    sig = table_sig(pm, ni)
+    cache = pm.__dict__.setdefault("_node_tables", {})
+    if sig in cache:
+        return cache[sig]
+    table = None
+    G = pm.groups
+    box = math.prod(pm.node_cap(g, ni) + 1 for g in G)
+    wp = pm.__dict__.setdefault("_worker_patterns", {})
+    npat = 0
+    for ti, _ in pm.topos:
+        if (ni, ti) not in wp:
+            wp[(ni, ti)] = worker_patterns(pm, ni, ti)
+        npat += len(wp[(ni, ti)] or []) if wp[(ni, ti)] is not None else math.inf
+    work = box * npat * len(n.slots)
+    left = math.inf if deadline is None else deadline - time.monotonic()
+    if work <= work_limit and work / rate <= 0.3 * left:
+        t = NodeTable(pm, ni, edges, deadline=None if deadline is None else time.monotonic() + 0.5 * left)
+        table = t if t.ok else None
+    cache[sig] = table
+    return table
+
+
+class RackTable:
+    """Exact pricing and enumeration of a rack family (network, several racks) from every rack
+    content z: z_g <= min(s_g, sum of the rack's node caps), the rack's total CPU and memory
+    (the constraints of ``_rack_pricer``); value co(z). Built only when the box of contents is
+    small (``box_limit``), else the CP-SAT rack pricer is used."""
+
+    def __init__(self, pm, ri: int, edges, fi: int, conv, box_limit: int = 2_000_000):
+        G = pm.groups
+        K = len(G)
+        self.K, self.fi, self.conv, self.ri = K, fi, conv, ri
+        self.ok = False
+        nodes = [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == ri and pm.nodes[ni].slots]
+        caps = [min(g.size, sum(pm.node_cap(g, ni) for ni in nodes)) for g in G]
+        if math.prod(c + 1 for c in caps) > box_limit:
+            return
+        cpu = [int(round(g.comp.cpu * 1000)) for g in G]
+        mem = [int(round(g.comp.memory_mb * 1000)) for g in G]
+        cap_cpu = int(math.floor(sum(pm.nodes[ni].cpu for ni in nodes) * 1000 + 1e-6))
+        cap_mem = int(math.floor(sum(pm.nodes[ni].memory_mb for ni in nodes) * 1000 + 1e-6))
+        Z = np.zeros((1, K), dtype=np.int16)
+        use = np.zeros((1, 2), dtype=np.int64)
+        lim = np.array([cap_cpu, cap_mem], dtype=np.int64)
+        for k in range(K):
+            parts_z, parts_u = [], []
+            for q in range(caps[k] + 1):
+                u = use + q * np.array([cpu[k], mem[k]], dtype=np.int64)
+                ok = (u <= lim).all(axis=1)
+                if not ok.any():
+                    break
+                zz = Z[ok].copy()
+                zz[:, k] = q
+                parts_z.append(zz)
+                parts_u.append(u[ok])
+            Z = np.concatenate(parts_z)
+            use = np.concatenate(parts_u)
+        A = np.zeros((K, K))
+        for (a, b), w in edges.items():
+            A[a, b] += w
+            A[b, a] += w
+        self.Z = Z
+        self.Zf = Z.astype(np.float64)
+        self.val = 0.5 * np.einsum("ik,kl,il->i", self.Zf, A, self.Zf)
+        self.ok = True
+
+    def rc(self, duals: dict, phase1: bool = False) -> np.ndarray:
+        pi = np.array([duals.get(("cover", k), 0.0) - duals.get(("link", self.ri, k), 0.0) for k in range(self.K)])
+        base = np.zeros(len(self.Z)) if phase1 else self.val
+        return base - self.Zf @ pi - duals.get(self.conv, 0.0)
+
+    def column(self, r: int) -> Column:
+        z = self.Z[r]
+        key = tuple((k, int(q)) for k, q in enumerate(z) if q)
+        coefs = {("cover", k): float(q) for k, q in key}
+        coefs.update({("link", self.ri, k): -float(q) for k, q in key})
+        coefs[self.conv] = 1.0
+        return Column(self.fi, float(self.val[r]), coefs, key, key)
+
+    def best(self, duals: dict, want: int, phase1: bool = False) -> tuple[float, list[Column]]:
+        rc = self.rc(duals, phase1)
+        top = np.argsort(-rc)[:want]
+        return float(rc[top[0]]), [self.column(int(r)) for r in top]
+
+    def at_least(self, duals: dict, threshold: float, cap: int) -> list[Column] | None:
+        rc = self.rc(duals)
+        hit = np.flatnonzero(rc >= threshold)
+        if len(hit) > cap:
+            return None
+        return [self.column(int(r)) for r in hit]
