@@ -40,6 +40,7 @@ from planner.registry import register
 from . import gap as core
 
 TOL = 1e-5  # relative: optimal means best rate >= bound / (1 + TOL)
+MILP_SYM_MAX = 10**5  # largest weight in the MILPs' symmetry-breaking key (numerics)
 SHARE_UNITS = 10**6  # CP-SAT weighted routing: flows in 1/D of a component's rate
 OPTIONS = {"hint": None, "max_instances": 10}
 SOURCE = "Nasiri et al., J Big Data 2023 (problem statement); exact models in docs/formulations.md"
@@ -226,6 +227,47 @@ def upper_bound(d: TPData) -> float:
         d.met = saved
 
 
+def sym_pairs(d: TPData) -> list[tuple[int, int]]:
+    """(j, j') for consecutive machines of each group of identical machines (same type, capacity,
+    site, profiles and caps): any placement can be permuted within a group, so the models may
+    ask each group's count vectors to be sorted by one key."""
+    groups: dict[tuple, list[int]] = {}
+    for j, key in enumerate(d.ident):
+        groups.setdefault(key, []).append(j)
+    return [(g[i], g[i + 1]) for g in groups.values() for i in range(len(g) - 1)]
+
+
+def sym_weights(d: TPData, top: int | None, limit: int) -> list[int]:
+    """Weights w_c of the sort key sum_c w_c n_cj: powers of B = (largest count) + 1, component 0
+    most significant, which orders count vectors lexicographically; components whose weight
+    would pass ``limit`` get 0 (the key is then lexicographic on a prefix, still valid)."""
+    B = (d.K if top is None else top) + 1
+    w, v = [0] * d.C, 1
+    for c in reversed(range(d.C)):
+        w[c] = v
+        v *= B
+    scale = 1
+    while w[0] // scale > limit:
+        scale *= B
+    return [x // scale for x in w]
+
+
+def canonical(d: TPData, n: list[list[int]]) -> list[list[int]]:
+    """The same placement with each group of identical machines' columns sorted by
+    :func:`sym_weights`'s key, descending (lexicographic), so that it satisfies the symmetry
+    breaking of both models (hints and warm starts)."""
+    out = [row[:] for row in n]
+    groups: dict[tuple, list[int]] = {}
+    for j, key in enumerate(d.ident):
+        groups.setdefault(key, []).append(j)
+    for g in groups.values():
+        cols = sorted((tuple(n[c][j] for c in range(d.C)) for j in g), reverse=True)
+        for j, col in zip(g, cols):
+            for c in range(d.C):
+                out[c][j] = col[c]
+    return out
+
+
 def make_plan(d: TPData, n: list[list[int]], rate: float) -> Plan:
     """Instances of c numbered machine by machine; the claim is a hair under the exact rate."""
     pl = []
@@ -255,6 +297,44 @@ def counts_from_plan(d: TPData, plan: Plan | None) -> list[list[int]] | None:
     return n if structurally_ok(d, n) else None
 
 
+def class_caps(d: TPData, R: float) -> dict[tuple[int, int], list[int]]:
+    """Bounds that every placement sustaining the rate R obeys, per count class (c, k) ("N_c = k"):
+    u_cjk = how many instances of c fit on machine j at R, min(k_cj, k, floor(cap_j / w_cjk))
+    with w_cjk = R a_cj g_c / k + MET_cj; a class is dropped when its instances cannot all be
+    placed (sum_j u_cjk < k) or when k instances of c, each at its cheapest overhead, plus every
+    component's cheapest load at R exceed the machines' total capacity. R = 0 keeps the plain
+    caps (and the overheads' limits). Floors get a relative slack of 1e-9, so the bounds never
+    cut a placement whose exact rate is R."""
+    out: dict[tuple[int, int], list[int]] = {}
+    total = sum(d.cap) * (1 + 1e-9) + 1e-9
+    base = 0.0
+    cheap = []
+    for c in range(d.C):
+        js = [j for j in range(d.J) if d.allowed(c, j)]
+        if not js:
+            return out
+        lo_rate = min(R * d.a[c][j] * d.gain[c] for j in js)
+        lo_met = min(d.met[c][j] for j in js)
+        cheap.append((lo_rate, lo_met))
+        base += lo_rate + lo_met
+    for c in range(d.C):
+        lo_rate, lo_met = cheap[c]
+        for k in range(1, d.nmax(c) + 1):
+            if base + (k - 1) * lo_met > total:
+                break
+            u = []
+            for j in range(d.J):
+                cap = min(d.kmax[c][j], k)
+                if cap > 0:
+                    w = R * d.a[c][j] * d.gain[c] / k + d.met[c][j]
+                    if w > 0:
+                        cap = min(cap, math.floor((d.cap[j] * (1 + 1e-9) + 1e-9) / w))
+                u.append(max(cap, 0))
+            if sum(u) >= k:
+                out[(c, k)] = u
+    return out
+
+
 # --- feasibility models at a fixed rate (even routing) -----------------------------------------
 
 def _even_cpsat(d: TPData, R: float, hint: list[list[int]] | None, time_limit: float | None, seed: int):
@@ -262,7 +342,7 @@ def _even_cpsat(d: TPData, R: float, hint: list[list[int]] | None, time_limit: f
     from ortools.sat.python import cp_model
 
     m = cp_model.CpModel()
-    n, y, classes, demand, upper = _even_skeleton_cpsat(m, d)
+    n, y, classes, demand, upper = _even_skeleton_cpsat(m, d, R)
     S = [1e7 / max(d.cap[j], 1e-9) for j in range(d.J)]
     weights = [[math.floor((R * d.a[c][j] * d.gain[c] / k + d.met[c][j]) * S[j]) if d.allowed(c, j) else 0
                 for j in range(d.J)] for (c, k) in classes]
@@ -281,12 +361,13 @@ def _even_cpsat(d: TPData, R: float, hint: list[list[int]] | None, time_limit: f
     return out.status, None
 
 
-def _even_skeleton_cpsat(m, d: TPData):
+def _even_skeleton_cpsat(m, d: TPData, R: float = 0.0):
     """Counts n_cj, count choice y_ck (N_c = k), caps, incompatibilities, symmetry breaking."""
+    caps = class_caps(d, R)
     n = [[m.NewIntVar(0, d.kmax[c][j], f"n[{c},{j}]") for j in range(d.J)] for c in range(d.C)]
     classes, demand, upper, y = [], [], [], {}
     for c in range(d.C):
-        ks = range(1, d.nmax(c) + 1)
+        ks = [k for k in range(1, d.nmax(c) + 1) if (c, k) in caps]
         ys = [m.NewBoolVar(f"y[{c},{k}]") for k in ks]
         m.AddExactlyOne(ys)
         m.Add(sum(n[c]) == sum(k * yk for k, yk in zip(ks, ys)))
@@ -294,12 +375,12 @@ def _even_skeleton_cpsat(m, d: TPData):
             y[(c, k)] = yk
             classes.append((c, k))
             demand.append(k * yk)
-            upper.append([min(d.kmax[c][j], k) for j in range(d.J)])
+            upper.append(caps[(c, k)])
     _structure_cpsat(m, d, n)
     return n, y, classes, demand, upper
 
 
-def _structure_cpsat(m, d: TPData, n) -> None:
+def _structure_cpsat(m, d: TPData, n, top: int | None = None) -> None:
     for j in range(d.J):
         m.Add(sum(n[c][j] for c in range(d.C)) <= d.K)
         for c1, c2 in d.incompatible:
@@ -307,20 +388,21 @@ def _structure_cpsat(m, d: TPData, n) -> None:
             m.Add(n[c1][j] == 0).OnlyEnforceIf(b1.Not())
             m.Add(n[c2][j] == 0).OnlyEnforceIf(b2.Not())
             m.AddBoolOr([b1.Not(), b2.Not()])
-    for j in range(d.J - 1):  # identical neighbouring machines: instance totals non-increasing
-        if d.ident[j] == d.ident[j + 1]:
-            m.Add(sum(n[c][j] for c in range(d.C)) >= sum(n[c][j + 1] for c in range(d.C)))
+    w = sym_weights(d, top, 2**50)
+    for j1, j2 in sym_pairs(d):  # identical machines: count vectors in non-increasing lex order
+        m.Add(sum(w[c] * n[c][j1] for c in range(d.C)) >= sum(w[c] * n[c][j2] for c in range(d.C)))
 
 
-def _pulp_counts(p, d: "TPData"):
+def _pulp_counts(p, d: "TPData", R: float = 0.0):
     """Instance counts n[c][j] with one binary y[c,k] per total count k of component c (the
     even-routing share 1/k becomes a constant per class); returns (n, classes, demand, upper, y)."""
     import pulp
 
+    caps = class_caps(d, R)
     n = [[pulp.LpVariable(f"n_{c}_{j}", 0, d.kmax[c][j], cat="Integer") for j in range(d.J)] for c in range(d.C)]
     classes, demand, upper, yv = [], [], [], {}
     for c in range(d.C):
-        ks = list(range(1, d.nmax(c) + 1))
+        ks = [k for k in range(1, d.nmax(c) + 1) if (c, k) in caps]
         ys = [pulp.LpVariable(f"y_{c}_{k}", cat="Binary") for k in ks]
         p += pulp.lpSum(ys) == 1
         p += pulp.lpSum(n[c]) == pulp.lpSum(k * yk for k, yk in zip(ks, ys))
@@ -328,7 +410,7 @@ def _pulp_counts(p, d: "TPData"):
             yv[(c, k)] = yk
             classes.append((c, k))
             demand.append(k * yk)
-            upper.append([min(d.kmax[c][j], k) for j in range(d.J)])
+            upper.append(caps[(c, k)])
     return n, classes, demand, upper, yv
 
 
@@ -337,13 +419,14 @@ def _even_milp(d: TPData, R: float, hint, time_limit, solver: str):
     import pulp
 
     p = pulp.LpProblem("tp_even", pulp.LpMinimize)
-    n, classes, demand, upper, yv = _pulp_counts(p, d)
+    n, classes, demand, upper, yv = _pulp_counts(p, d, R)
     weights = [[(R * d.a[c][j] * d.gain[c] / k + d.met[c][j]) if d.allowed(c, j) else 0.0 for j in range(d.J)]
                for (c, k) in classes]
     z = core.pulp_assignment(p, weights, list(d.cap), demand, upper, prefix="z")
     for c in range(d.C):
         for j in range(d.J):
             p += n[c][j] == pulp.lpSum(z[k][j] for k, (cc, _) in enumerate(classes) if cc == c)
+    _class_vub_pulp(p, classes, upper, yv, z)
     _structure_pulp(p, d, n)
     p += pulp.lpSum([])  # feasibility
     warm = False
@@ -369,7 +452,7 @@ def _even_milp_direct(d: TPData, r_lo: float, r_ub: float, hint, time_limit, sol
     tmax = r_ub / r_lo
     p = pulp.LpProblem("tp_even_direct", pulp.LpMinimize)
     T = pulp.LpVariable("T", 1.0, tmax)
-    n, classes, demand, upper, yv = _pulp_counts(p, d)
+    n, classes, demand, upper, yv = _pulp_counts(p, d, r_lo)
     # the core with zero weights and no capacity rows: the rows below carry the loads
     z = core.pulp_assignment(p, [[0.0] * d.J for _ in classes], [0.0] * d.J, demand, upper, prefix="z")
     for c in range(d.C):
@@ -420,6 +503,15 @@ def _even_milp_direct(d: TPData, r_lo: float, r_ub: float, hint, time_limit, sol
     return out, None
 
 
+def _class_vub_pulp(p, classes, upper, yv, z) -> None:
+    """z_cjk <= u_cjk y_ck: a class's instances sit anywhere only if the class is chosen (the
+    core bounds z by u alone; this is the disaggregated form, tighter in the LP relaxation)."""
+    for kk, (c, k) in enumerate(classes):
+        for j, u in enumerate(upper[kk]):
+            if u > 0:
+                p += z[kk][j] <= u * yv[(c, k)]
+
+
 def _set_even_start(d, hint, n, yv, z, classes):
     N = [sum(r) for r in hint]
     for c in range(d.C):
@@ -448,9 +540,9 @@ def _structure_pulp(p, d: TPData, n, b=None) -> None:
         for c1, c2 in d.incompatible:
             if b[c1][j] is not None and b[c2][j] is not None:
                 p += b[c1][j] + b[c2][j] <= 1
-    for j in range(d.J - 1):
-        if d.ident[j] == d.ident[j + 1]:
-            p += pulp.lpSum(n[c][j] for c in range(d.C)) >= pulp.lpSum(n[c][j + 1] for c in range(d.C))
+    w = sym_weights(d, 1 if b is n else None, MILP_SYM_MAX)
+    for j1, j2 in sym_pairs(d):
+        p += pulp.lpSum(w[c] * n[c][j1] for c in range(d.C)) >= pulp.lpSum(w[c] * n[c][j2] for c in range(d.C))
 
 
 # --- weighted routing ------------------------------------------------------------------------
@@ -478,7 +570,7 @@ def _weighted_cpsat(d: TPData, R: float, hint, time_limit, seed):
             per = {j: d.a[c][j] * d.gain[c] * R * S[j] for j in range(d.J) if d.allowed(c, j)}
             L = 1e6 * max(per.values())
             m.Add(sum(math.ceil(L / per[j]) * t[c][j] for j in per) >= math.floor(L))
-    _structure_cpsat(m, d, b)
+    _structure_cpsat(m, d, b, 1)
     for j in range(d.J):
         terms = [t[c][j] + math.floor(d.met[c][j] * S[j]) * b[c][j] for c in range(d.C) if d.allowed(c, j)]
         if terms:
@@ -580,6 +672,7 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
     search = Search(hi=upper_bound(d))
     hint_n = _hint_counts(instance, d, hint, method, details)
     if hint_n is not None:
+        hint_n = canonical(d, hint_n)
         r = rate_of(d, hint_n)
         if r >= 0:
             search.best_rate, search.best_n = r, hint_n
@@ -587,6 +680,7 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
     if search.best_n is None:
         g = _greedy_start(d)
         if g is not None:
+            g = canonical(d, g)
             search.best_rate, search.best_n = rate_of(d, g), g
     finished = True
     if d.routing == "weighted" and backend != "cpsat":
