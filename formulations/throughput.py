@@ -42,7 +42,8 @@ from . import gap as core
 TOL = 1e-5  # relative: optimal means best rate >= bound / (1 + TOL)
 MILP_SYM_MAX = 10**5  # largest weight in the MILPs' symmetry-breaking key (numerics)
 SHARE_UNITS = 10**6  # CP-SAT weighted routing: flows in 1/D of a component's rate
-OPTIONS = {"hint": None, "max_instances": 10}
+OPTIONS = {"hint": None, "max_instances": 10, "weighted_start": True}
+WEIGHTED_SHARE = 0.3  # at most this share of the time left goes to the weighted-routing bound
 SOURCE = "Nasiri et al., J Big Data 2023 (problem statement); exact models in docs/formulations.md"
 
 
@@ -335,6 +336,52 @@ def class_caps(d: TPData, R: float) -> dict[tuple[int, int], list[int]]:
     return out
 
 
+def lp_filter(d: TPData, R: float, caps: dict[tuple[int, int], list[int]]) -> dict[tuple[int, int], list[int]]:
+    """Drop the count classes (c, k) that no placement sustaining R can use, by an LP: shares
+    s_c'j >= 0 with sum_j s_c'j = 1; machine j's load sum_c' s_c'j (R a_c'j g_c' + M_c' MET_c'j)
+    <= cap_j and instances sum_c' M_c' s_c'j <= K, where M_c = k and M_c' = the least count class
+    left for c' (the real count is at least that, and n_c'j = N_c' s_c'j); s_cj <= u_cjk / k.
+    A placement with N_c = k gives a solution (its shares), so an infeasible LP rules the class
+    out. Classes are tested from the largest k down and from the smallest up, each side stopping
+    at the first class the LP allows (the classes between are kept untested)."""
+    import numpy as np
+    from scipy.optimize import linprog
+
+    if R <= 0 or not caps:
+        return caps
+    pairs = [(c, j) for c in range(d.C) for j in range(d.J) if d.allowed(c, j)]
+    nv = len(pairs)
+    a_eq = np.zeros((d.C, nv))
+    for i, (c, j) in enumerate(pairs):
+        a_eq[c, i] = 1.0
+    b_ub = np.array([d.cap[j] * (1 + 1e-9) + 1e-9 for j in range(d.J)] + [d.K + 1e-9] * d.J)
+    ks = {c: sorted(k for (cc, k) in caps if cc == c) for c in range(d.C)}
+    if any(not ks[c] for c in range(d.C)):
+        return caps
+    out = dict(caps)
+
+    def allowed(c0: int, k0: int) -> bool:
+        kmin = [ks[c][0] for c in range(d.C)]
+        a_ub = np.zeros((2 * d.J, nv))
+        bounds = []
+        for i, (c, j) in enumerate(pairs):
+            M = k0 if c == c0 else kmin[c]
+            a_ub[j, i] = R * d.a[c][j] * d.gain[c] + M * d.met[c][j]
+            a_ub[d.J + j, i] = M
+            bounds.append((0.0, out[(c0, k0)][j] / k0 if c == c0 else 1.0))
+        res = linprog(np.zeros(nv), A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=np.ones(d.C), bounds=bounds, method="highs")
+        return res.status != 2  # only a proven infeasible LP drops the class
+
+    for c in range(d.C):
+        for side in (reversed, iter):
+            for k in side(list(ks[c])):
+                if len(ks[c]) <= 1 or allowed(c, k):
+                    break
+                del out[(c, k)]
+                ks[c].remove(k)
+    return out
+
+
 # --- feasibility models at a fixed rate (even routing) -----------------------------------------
 
 def _even_cpsat(d: TPData, R: float, hint: list[list[int]] | None, time_limit: float | None, seed: int):
@@ -393,12 +440,14 @@ def _structure_cpsat(m, d: TPData, n, top: int | None = None) -> None:
         m.Add(sum(w[c] * n[c][j1] for c in range(d.C)) >= sum(w[c] * n[c][j2] for c in range(d.C)))
 
 
-def _pulp_counts(p, d: "TPData", R: float = 0.0):
+def _pulp_counts(p, d: "TPData", R: float = 0.0, use_lp: bool = False):
     """Instance counts n[c][j] with one binary y[c,k] per total count k of component c (the
     even-routing share 1/k becomes a constant per class); returns (n, classes, demand, upper, y)."""
     import pulp
 
     caps = class_caps(d, R)
+    if use_lp:
+        caps = lp_filter(d, R, caps)
     n = [[pulp.LpVariable(f"n_{c}_{j}", 0, d.kmax[c][j], cat="Integer") for j in range(d.J)] for c in range(d.C)]
     classes, demand, upper, yv = [], [], [], {}
     for c in range(d.C):
@@ -452,7 +501,7 @@ def _even_milp_direct(d: TPData, r_lo: float, r_ub: float, hint, time_limit, sol
     tmax = r_ub / r_lo
     p = pulp.LpProblem("tp_even_direct", pulp.LpMinimize)
     T = pulp.LpVariable("T", 1.0, tmax)
-    n, classes, demand, upper, yv = _pulp_counts(p, d, r_lo)
+    n, classes, demand, upper, yv = _pulp_counts(p, d, r_lo * (1 - 1e-6), use_lp=True)
     # the core with zero weights and no capacity rows: the rows below carry the loads
     z = core.pulp_assignment(p, [[0.0] * d.J for _ in classes], [0.0] * d.J, demand, upper, prefix="z")
     for c in range(d.C):
@@ -617,8 +666,121 @@ def _weighted_milp(d: TPData, hint, hint_rate, time_limit, solver):
             p += R >= hint_rate * (1 - 1e-7)
     out = core.run_pulp(p, solver, time_limit, warm=warm)
     if out.status in ("optimal", "feasible"):
+        out.values = {f"x_{c}_{j}": float(x[c][j].varValue or 0.0) for c in range(d.C) for j in range(d.J)}
         return out, [[int(round(b[c][j].varValue or 0)) for j in range(d.J)] for c in range(d.C)]
     return out, None
+
+
+# --- even routing: a bound and a start from weighted routing ----------------------------------
+
+def weighted_bound(d: TPData, time_limit: float | None):
+    """The weighted-routing optimum bounds the even-routing one from above: an even placement
+    with n_cj instances is a weighted placement with support b_cj = [n_cj > 0], and its even
+    split is one of the weighted splits; its overheads n_cj MET_cj >= b_cj MET_cj. Solved by the
+    weighted MILP (HiGHS); returns (proven upper bound or None, flow shares f[c][j] or None)."""
+    out, b = _weighted_milp(d, None, 0.0, time_limit, "highs")
+    bound = None
+    if out.status == "optimal":
+        bound = out.objective * (1 + 2 * core.MIP_REL_GAP)
+    elif out.bound is not None and math.isfinite(out.bound):
+        bound = out.bound
+    shares = None
+    if b is not None and out.values:
+        shares = []
+        for c in range(d.C):
+            row = [out.values.get(f"x_{c}_{j}", 0.0) for j in range(d.J)]
+            tot = sum(row)
+            shares.append([v / tot for v in row] if tot > 0 else [float(x) / max(1, sum(b[c])) for x in b[c]])
+    return bound, shares
+
+
+def _rate_key(d: TPData, n: list[list[int]]) -> tuple:
+    """Per-machine sustainable rates, ascending (the first is the plan's rate): comparing these
+    tuples lets the local search leave plateaus of the bottleneck objective."""
+    N = [sum(row) for row in n]
+    out = []
+    for j in range(d.J):
+        slope = fixed = 0.0
+        for c in range(d.C):
+            if n[c][j]:
+                slope += n[c][j] * d.a[c][j] * d.gain[c] / N[c]
+                fixed += n[c][j] * d.met[c][j]
+        room = d.cap[j] - fixed
+        if room < -1e-9 * max(1.0, d.cap[j]):
+            return (-1.0,)
+        out.append(max(room, 0.0) / slope if slope > 0 else math.inf)
+    return tuple(sorted(out))
+
+
+def _split(d: TPData, c: int, f: list[float], N: int) -> list[int] | None:
+    """N instances of c split over the machines by largest remainders of f_j N, within caps."""
+    caps = [d.kmax[c][j] for j in range(d.J)]
+    if sum(caps) < N:
+        return None
+    want = [f[j] * N if caps[j] else 0.0 for j in range(d.J)]
+    row = [min(caps[j], int(math.floor(want[j]))) for j in range(d.J)]
+    order = sorted(range(d.J), key=lambda j: -(want[j] - row[j]))
+    while sum(row) < N:
+        for j in order:
+            if sum(row) < N and row[j] < caps[j]:
+                row[j] += 1
+    return row
+
+
+def round_even(d: TPData, shares: list[list[float]], deadline: float | None) -> list[list[int]] | None:
+    """An even-routing placement near a weighted split: per component the instance count N
+    whose rounded split of the shares rates best (coordinate descent), then local search (move,
+    add or remove one instance) on the sorted per-machine rates. A heuristic start only."""
+    nmax = [min(d.nmax(c), 4 * d.J) for c in range(d.C)]
+    n = [_split(d, c, shares[c], 1) or [0] * d.J for c in range(d.C)]
+
+    def ok(m):
+        return structurally_ok(d, m)
+
+    best = _rate_key(d, n) if ok(n) else (-1.0,)
+    for _sweep in range(3):
+        changed = False
+        for c in range(d.C):
+            for N in range(1, nmax[c] + 1):
+                row = _split(d, c, shares[c], N)
+                if row is None or row == n[c]:
+                    continue
+                old = n[c]
+                n[c] = row
+                key = _rate_key(d, n) if ok(n) else (-1.0,)
+                if key > best:
+                    best, changed = key, True
+                else:
+                    n[c] = old
+        if not changed:
+            break
+    if best[0] < 0:
+        return None
+    improved = True
+    while improved:
+        improved = False
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        for c in range(d.C):
+            for j in range(d.J):
+                for j2 in [None] + list(range(d.J)):
+                    if j2 == j:
+                        continue
+                    for delta in ((-1, 1),) if j2 is not None else ((1, 0), (-1, 0)):
+                        a, b_ = delta
+                        if n[c][j] + a < 0 or (j2 is not None and n[c][j2] + b_ > d.kmax[c][j2]):
+                            continue
+                        n[c][j] += a
+                        if j2 is not None:
+                            n[c][j2] += b_
+                        key = _rate_key(d, n) if ok(n) else (-1.0,)
+                        if key > best:
+                            best, improved = key, True
+                        else:
+                            n[c][j] -= a
+                            if j2 is not None:
+                                n[c][j2] -= b_
+    return n if best[0] >= 0 else None
 
 
 # --- the search --------------------------------------------------------------------------------
@@ -660,7 +822,7 @@ def _bisect(d: TPData, check, hint_n, deadline: float | None, search: Search) ->
 
 
 def solve_throughput(instance: Instance, backend: str, method: str, time_limit=None, seed=0,
-                     hint: str | None = None, max_instances: int = 10) -> Result:
+                     hint: str | None = None, max_instances: int = 10, weighted_start: bool = True) -> Result:
     """Shared driver of exact.cpsat / exact.milp-cbc / exact.milp-highs for ``throughput``."""
     d = prepare(instance, max_instances)
     deadline = None if time_limit is None else time.monotonic() + time_limit
@@ -682,6 +844,22 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
         if g is not None:
             g = canonical(d, g)
             search.best_rate, search.best_n = rate_of(d, g), g
+    if d.routing == "even" and weighted_start:
+        t0 = time.monotonic()
+        left = None if deadline is None else max(0.05, WEIGHTED_SHARE * (deadline - t0))
+        wb, shares = weighted_bound(d, left)
+        if wb is not None:
+            search.hi = min(search.hi, wb)
+        if shares is not None:
+            n = round_even(d, shares, None if deadline is None else t0 + 2 * left)
+            if n is not None:
+                n = canonical(d, n)
+                r = even_rate(d, n)
+                details["start_rate"] = r
+                if r > search.best_rate:
+                    search.best_rate, search.best_n = r, n
+        details["weighted_bound"] = wb
+        details["start_seconds"] = round(time.monotonic() - t0, 3)
     finished = True
     if d.routing == "weighted" and backend != "cpsat":
         left = None if deadline is None else max(0.05, deadline - time.monotonic())
@@ -988,8 +1166,9 @@ def _bf_even(d: TPData, deadline) -> Result:
 # --- registration --------------------------------------------------------------------------------
 
 def _make(backend: str, name: str):
-    def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10, **_other):
-        return solve_throughput(instance, backend, name, time_limit, seed, hint, max_instances)
+    def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10,
+               weighted_start=True, **_other):
+        return solve_throughput(instance, backend, name, time_limit, seed, hint, max_instances, bool(weighted_start))
 
     method.__name__ = f"throughput_{backend}"
     method.__doc__ = f"Exact throughput (Nasiri et al.) with {backend}: see the module docstring."
