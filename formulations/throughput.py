@@ -20,6 +20,11 @@ machine's total must stay within its ``cpu``. Maximise the topology input rate R
   rate, rounded so that the model relaxes the continuous one; each support found is rated by
   an LP. Tolerance: relative 1e-5 (CP-SAT), the MILP's own optimality gap 1e-7 (MILP).
 
+Even routing starts (option ``weighted_start``, default on) from the weighted-routing optimum:
+its bound bounds the even optimum from above and its split, rounded, is the first incumbent.
+Count classes that cannot sustain the rate at hand are dropped (``class_caps``, ``lp_filter``);
+identical machines' count vectors are ordered lexicographically (symmetry breaking).
+
 ``max_instances`` (default 10, Nasiri's example) caps the instances on one machine, which makes
 the even-routing search space finite: N_c <= sum of the caps of c's machines.
 docs/formulations.md gives the mathematics.
