@@ -20,6 +20,11 @@ machine's total must stay within its ``cpu``. Maximise the topology input rate R
   rate, rounded so that the model relaxes the continuous one; each support found is rated by
   an LP. Tolerance: relative 1e-5 (CP-SAT), the MILP's own optimality gap 1e-7 (MILP).
 
+Even routing starts (option ``weighted_start``, default on) from the weighted-routing optimum:
+its bound bounds the even optimum from above and its split, rounded, is the first incumbent.
+Count classes that cannot sustain the rate at hand are dropped (``class_caps``, ``lp_filter``);
+identical machines' count vectors are ordered lexicographically (symmetry breaking).
+
 ``max_instances`` (default 10, Nasiri's example) caps the instances on one machine, which makes
 the even-routing search space finite: N_c <= sum of the caps of c's machines.
 docs/formulations.md gives the mathematics.
@@ -40,8 +45,10 @@ from planner.registry import register
 from . import gap as core
 
 TOL = 1e-5  # relative: optimal means best rate >= bound / (1 + TOL)
+MILP_SYM_MAX = 10**5  # largest weight in the MILPs' symmetry-breaking key (numerics)
 SHARE_UNITS = 10**6  # CP-SAT weighted routing: flows in 1/D of a component's rate
-OPTIONS = {"hint": None, "max_instances": 10}
+OPTIONS = {"hint": None, "max_instances": 10, "weighted_start": True}
+WEIGHTED_SHARE = 0.3  # at most this share of the time left goes to the weighted-routing bound
 SOURCE = "Nasiri et al., J Big Data 2023 (problem statement); exact models in docs/formulations.md"
 
 
@@ -226,6 +233,47 @@ def upper_bound(d: TPData) -> float:
         d.met = saved
 
 
+def sym_pairs(d: TPData) -> list[tuple[int, int]]:
+    """(j, j') for consecutive machines of each group of identical machines (same type, capacity,
+    site, profiles and caps): any placement can be permuted within a group, so the models may
+    ask each group's count vectors to be sorted by one key."""
+    groups: dict[tuple, list[int]] = {}
+    for j, key in enumerate(d.ident):
+        groups.setdefault(key, []).append(j)
+    return [(g[i], g[i + 1]) for g in groups.values() for i in range(len(g) - 1)]
+
+
+def sym_weights(d: TPData, top: int | None, limit: int) -> list[int]:
+    """Weights w_c of the sort key sum_c w_c n_cj: powers of B = (largest count) + 1, component 0
+    most significant, which orders count vectors lexicographically; components whose weight
+    would pass ``limit`` get 0 (the key is then lexicographic on a prefix, still valid)."""
+    B = (d.K if top is None else top) + 1
+    w, v = [0] * d.C, 1
+    for c in reversed(range(d.C)):
+        w[c] = v
+        v *= B
+    scale = 1
+    while w[0] // scale > limit:
+        scale *= B
+    return [x // scale for x in w]
+
+
+def canonical(d: TPData, n: list[list[int]]) -> list[list[int]]:
+    """The same placement with each group of identical machines' columns sorted by
+    :func:`sym_weights`'s key, descending (lexicographic), so that it satisfies the symmetry
+    breaking of both models (hints and warm starts)."""
+    out = [row[:] for row in n]
+    groups: dict[tuple, list[int]] = {}
+    for j, key in enumerate(d.ident):
+        groups.setdefault(key, []).append(j)
+    for g in groups.values():
+        cols = sorted((tuple(n[c][j] for c in range(d.C)) for j in g), reverse=True)
+        for j, col in zip(g, cols):
+            for c in range(d.C):
+                out[c][j] = col[c]
+    return out
+
+
 def make_plan(d: TPData, n: list[list[int]], rate: float) -> Plan:
     """Instances of c numbered machine by machine; the claim is a hair under the exact rate."""
     pl = []
@@ -255,6 +303,90 @@ def counts_from_plan(d: TPData, plan: Plan | None) -> list[list[int]] | None:
     return n if structurally_ok(d, n) else None
 
 
+def class_caps(d: TPData, R: float) -> dict[tuple[int, int], list[int]]:
+    """Bounds that every placement sustaining the rate R obeys, per count class (c, k) ("N_c = k"):
+    u_cjk = how many instances of c fit on machine j at R, min(k_cj, k, floor(cap_j / w_cjk))
+    with w_cjk = R a_cj g_c / k + MET_cj; a class is dropped when its instances cannot all be
+    placed (sum_j u_cjk < k) or when k instances of c, each at its cheapest overhead, plus every
+    component's cheapest load at R exceed the machines' total capacity. R = 0 keeps the plain
+    caps (and the overheads' limits). Floors get a relative slack of 1e-9, so the bounds never
+    cut a placement whose exact rate is R."""
+    out: dict[tuple[int, int], list[int]] = {}
+    total = sum(d.cap) * (1 + 1e-9) + 1e-9
+    base = 0.0
+    cheap = []
+    for c in range(d.C):
+        js = [j for j in range(d.J) if d.allowed(c, j)]
+        if not js:
+            return out
+        lo_rate = min(R * d.a[c][j] * d.gain[c] for j in js)
+        lo_met = min(d.met[c][j] for j in js)
+        cheap.append((lo_rate, lo_met))
+        base += lo_rate + lo_met
+    for c in range(d.C):
+        lo_rate, lo_met = cheap[c]
+        for k in range(1, d.nmax(c) + 1):
+            if base + (k - 1) * lo_met > total:
+                break
+            u = []
+            for j in range(d.J):
+                cap = min(d.kmax[c][j], k)
+                if cap > 0:
+                    w = R * d.a[c][j] * d.gain[c] / k + d.met[c][j]
+                    if w > 0:
+                        cap = min(cap, math.floor((d.cap[j] * (1 + 1e-9) + 1e-9) / w))
+                u.append(max(cap, 0))
+            if sum(u) >= k:
+                out[(c, k)] = u
+    return out
+
+
+def lp_filter(d: TPData, R: float, caps: dict[tuple[int, int], list[int]]) -> dict[tuple[int, int], list[int]]:
+    """Drop the count classes (c, k) that no placement sustaining R can use, by an LP: shares
+    s_c'j >= 0 with sum_j s_c'j = 1; machine j's load sum_c' s_c'j (R a_c'j g_c' + M_c' MET_c'j)
+    <= cap_j and instances sum_c' M_c' s_c'j <= K, where M_c = k and M_c' = the least count class
+    left for c' (the real count is at least that, and n_c'j = N_c' s_c'j); s_cj <= u_cjk / k.
+    A placement with N_c = k gives a solution (its shares), so an infeasible LP rules the class
+    out. Classes are tested from the largest k down and from the smallest up, each side stopping
+    at the first class the LP allows (the classes between are kept untested)."""
+    import numpy as np
+    from scipy.optimize import linprog
+
+    if R <= 0 or not caps:
+        return caps
+    pairs = [(c, j) for c in range(d.C) for j in range(d.J) if d.allowed(c, j)]
+    nv = len(pairs)
+    a_eq = np.zeros((d.C, nv))
+    for i, (c, j) in enumerate(pairs):
+        a_eq[c, i] = 1.0
+    b_ub = np.array([d.cap[j] * (1 + 1e-9) + 1e-9 for j in range(d.J)] + [d.K + 1e-9] * d.J)
+    ks = {c: sorted(k for (cc, k) in caps if cc == c) for c in range(d.C)}
+    if any(not ks[c] for c in range(d.C)):
+        return caps
+    out = dict(caps)
+
+    def allowed(c0: int, k0: int) -> bool:
+        kmin = [ks[c][0] for c in range(d.C)]
+        a_ub = np.zeros((2 * d.J, nv))
+        bounds = []
+        for i, (c, j) in enumerate(pairs):
+            M = k0 if c == c0 else kmin[c]
+            a_ub[j, i] = R * d.a[c][j] * d.gain[c] + M * d.met[c][j]
+            a_ub[d.J + j, i] = M
+            bounds.append((0.0, out[(c0, k0)][j] / k0 if c == c0 else 1.0))
+        res = linprog(np.zeros(nv), A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=np.ones(d.C), bounds=bounds, method="highs")
+        return res.status != 2  # only a proven infeasible LP drops the class
+
+    for c in range(d.C):
+        for side in (reversed, iter):
+            for k in side(list(ks[c])):
+                if len(ks[c]) <= 1 or allowed(c, k):
+                    break
+                del out[(c, k)]
+                ks[c].remove(k)
+    return out
+
+
 # --- feasibility models at a fixed rate (even routing) -----------------------------------------
 
 def _even_cpsat(d: TPData, R: float, hint: list[list[int]] | None, time_limit: float | None, seed: int):
@@ -262,7 +394,7 @@ def _even_cpsat(d: TPData, R: float, hint: list[list[int]] | None, time_limit: f
     from ortools.sat.python import cp_model
 
     m = cp_model.CpModel()
-    n, y, classes, demand, upper = _even_skeleton_cpsat(m, d)
+    n, y, classes, demand, upper = _even_skeleton_cpsat(m, d, R)
     S = [1e7 / max(d.cap[j], 1e-9) for j in range(d.J)]
     weights = [[math.floor((R * d.a[c][j] * d.gain[c] / k + d.met[c][j]) * S[j]) if d.allowed(c, j) else 0
                 for j in range(d.J)] for (c, k) in classes]
@@ -281,12 +413,13 @@ def _even_cpsat(d: TPData, R: float, hint: list[list[int]] | None, time_limit: f
     return out.status, None
 
 
-def _even_skeleton_cpsat(m, d: TPData):
+def _even_skeleton_cpsat(m, d: TPData, R: float = 0.0):
     """Counts n_cj, count choice y_ck (N_c = k), caps, incompatibilities, symmetry breaking."""
+    caps = class_caps(d, R)
     n = [[m.NewIntVar(0, d.kmax[c][j], f"n[{c},{j}]") for j in range(d.J)] for c in range(d.C)]
     classes, demand, upper, y = [], [], [], {}
     for c in range(d.C):
-        ks = range(1, d.nmax(c) + 1)
+        ks = [k for k in range(1, d.nmax(c) + 1) if (c, k) in caps]
         ys = [m.NewBoolVar(f"y[{c},{k}]") for k in ks]
         m.AddExactlyOne(ys)
         m.Add(sum(n[c]) == sum(k * yk for k, yk in zip(ks, ys)))
@@ -294,12 +427,12 @@ def _even_skeleton_cpsat(m, d: TPData):
             y[(c, k)] = yk
             classes.append((c, k))
             demand.append(k * yk)
-            upper.append([min(d.kmax[c][j], k) for j in range(d.J)])
+            upper.append(caps[(c, k)])
     _structure_cpsat(m, d, n)
     return n, y, classes, demand, upper
 
 
-def _structure_cpsat(m, d: TPData, n) -> None:
+def _structure_cpsat(m, d: TPData, n, top: int | None = None) -> None:
     for j in range(d.J):
         m.Add(sum(n[c][j] for c in range(d.C)) <= d.K)
         for c1, c2 in d.incompatible:
@@ -307,20 +440,23 @@ def _structure_cpsat(m, d: TPData, n) -> None:
             m.Add(n[c1][j] == 0).OnlyEnforceIf(b1.Not())
             m.Add(n[c2][j] == 0).OnlyEnforceIf(b2.Not())
             m.AddBoolOr([b1.Not(), b2.Not()])
-    for j in range(d.J - 1):  # identical neighbouring machines: instance totals non-increasing
-        if d.ident[j] == d.ident[j + 1]:
-            m.Add(sum(n[c][j] for c in range(d.C)) >= sum(n[c][j + 1] for c in range(d.C)))
+    w = sym_weights(d, top, 2**50)
+    for j1, j2 in sym_pairs(d):  # identical machines: count vectors in non-increasing lex order
+        m.Add(sum(w[c] * n[c][j1] for c in range(d.C)) >= sum(w[c] * n[c][j2] for c in range(d.C)))
 
 
-def _pulp_counts(p, d: "TPData"):
+def _pulp_counts(p, d: "TPData", R: float = 0.0, use_lp: bool = False):
     """Instance counts n[c][j] with one binary y[c,k] per total count k of component c (the
     even-routing share 1/k becomes a constant per class); returns (n, classes, demand, upper, y)."""
     import pulp
 
+    caps = class_caps(d, R)
+    if use_lp:
+        caps = lp_filter(d, R, caps)
     n = [[pulp.LpVariable(f"n_{c}_{j}", 0, d.kmax[c][j], cat="Integer") for j in range(d.J)] for c in range(d.C)]
     classes, demand, upper, yv = [], [], [], {}
     for c in range(d.C):
-        ks = list(range(1, d.nmax(c) + 1))
+        ks = [k for k in range(1, d.nmax(c) + 1) if (c, k) in caps]
         ys = [pulp.LpVariable(f"y_{c}_{k}", cat="Binary") for k in ks]
         p += pulp.lpSum(ys) == 1
         p += pulp.lpSum(n[c]) == pulp.lpSum(k * yk for k, yk in zip(ks, ys))
@@ -328,7 +464,7 @@ def _pulp_counts(p, d: "TPData"):
             yv[(c, k)] = yk
             classes.append((c, k))
             demand.append(k * yk)
-            upper.append([min(d.kmax[c][j], k) for j in range(d.J)])
+            upper.append(caps[(c, k)])
     return n, classes, demand, upper, yv
 
 
@@ -337,13 +473,14 @@ def _even_milp(d: TPData, R: float, hint, time_limit, solver: str):
     import pulp
 
     p = pulp.LpProblem("tp_even", pulp.LpMinimize)
-    n, classes, demand, upper, yv = _pulp_counts(p, d)
+    n, classes, demand, upper, yv = _pulp_counts(p, d, R)
     weights = [[(R * d.a[c][j] * d.gain[c] / k + d.met[c][j]) if d.allowed(c, j) else 0.0 for j in range(d.J)]
                for (c, k) in classes]
     z = core.pulp_assignment(p, weights, list(d.cap), demand, upper, prefix="z")
     for c in range(d.C):
         for j in range(d.J):
             p += n[c][j] == pulp.lpSum(z[k][j] for k, (cc, _) in enumerate(classes) if cc == c)
+    _class_vub_pulp(p, classes, upper, yv, z)
     _structure_pulp(p, d, n)
     p += pulp.lpSum([])  # feasibility
     warm = False
@@ -369,7 +506,7 @@ def _even_milp_direct(d: TPData, r_lo: float, r_ub: float, hint, time_limit, sol
     tmax = r_ub / r_lo
     p = pulp.LpProblem("tp_even_direct", pulp.LpMinimize)
     T = pulp.LpVariable("T", 1.0, tmax)
-    n, classes, demand, upper, yv = _pulp_counts(p, d)
+    n, classes, demand, upper, yv = _pulp_counts(p, d, r_lo * (1 - 1e-6), use_lp=True)
     # the core with zero weights and no capacity rows: the rows below carry the loads
     z = core.pulp_assignment(p, [[0.0] * d.J for _ in classes], [0.0] * d.J, demand, upper, prefix="z")
     for c in range(d.C):
@@ -420,6 +557,15 @@ def _even_milp_direct(d: TPData, r_lo: float, r_ub: float, hint, time_limit, sol
     return out, None
 
 
+def _class_vub_pulp(p, classes, upper, yv, z) -> None:
+    """z_cjk <= u_cjk y_ck: a class's instances sit anywhere only if the class is chosen (the
+    core bounds z by u alone; this is the disaggregated form, tighter in the LP relaxation)."""
+    for kk, (c, k) in enumerate(classes):
+        for j, u in enumerate(upper[kk]):
+            if u > 0:
+                p += z[kk][j] <= u * yv[(c, k)]
+
+
 def _set_even_start(d, hint, n, yv, z, classes):
     N = [sum(r) for r in hint]
     for c in range(d.C):
@@ -448,9 +594,9 @@ def _structure_pulp(p, d: TPData, n, b=None) -> None:
         for c1, c2 in d.incompatible:
             if b[c1][j] is not None and b[c2][j] is not None:
                 p += b[c1][j] + b[c2][j] <= 1
-    for j in range(d.J - 1):
-        if d.ident[j] == d.ident[j + 1]:
-            p += pulp.lpSum(n[c][j] for c in range(d.C)) >= pulp.lpSum(n[c][j + 1] for c in range(d.C))
+    w = sym_weights(d, 1 if b is n else None, MILP_SYM_MAX)
+    for j1, j2 in sym_pairs(d):
+        p += pulp.lpSum(w[c] * n[c][j1] for c in range(d.C)) >= pulp.lpSum(w[c] * n[c][j2] for c in range(d.C))
 
 
 # --- weighted routing ------------------------------------------------------------------------
@@ -478,7 +624,7 @@ def _weighted_cpsat(d: TPData, R: float, hint, time_limit, seed):
             per = {j: d.a[c][j] * d.gain[c] * R * S[j] for j in range(d.J) if d.allowed(c, j)}
             L = 1e6 * max(per.values())
             m.Add(sum(math.ceil(L / per[j]) * t[c][j] for j in per) >= math.floor(L))
-    _structure_cpsat(m, d, b)
+    _structure_cpsat(m, d, b, 1)
     for j in range(d.J):
         terms = [t[c][j] + math.floor(d.met[c][j] * S[j]) * b[c][j] for c in range(d.C) if d.allowed(c, j)]
         if terms:
@@ -525,8 +671,121 @@ def _weighted_milp(d: TPData, hint, hint_rate, time_limit, solver):
             p += R >= hint_rate * (1 - 1e-7)
     out = core.run_pulp(p, solver, time_limit, warm=warm)
     if out.status in ("optimal", "feasible"):
+        out.values = {f"x_{c}_{j}": float(x[c][j].varValue or 0.0) for c in range(d.C) for j in range(d.J)}
         return out, [[int(round(b[c][j].varValue or 0)) for j in range(d.J)] for c in range(d.C)]
     return out, None
+
+
+# --- even routing: a bound and a start from weighted routing ----------------------------------
+
+def weighted_bound(d: TPData, time_limit: float | None):
+    """The weighted-routing optimum bounds the even-routing one from above: an even placement
+    with n_cj instances is a weighted placement with support b_cj = [n_cj > 0], and its even
+    split is one of the weighted splits; its overheads n_cj MET_cj >= b_cj MET_cj. Solved by the
+    weighted MILP (HiGHS); returns (proven upper bound or None, flow shares f[c][j] or None)."""
+    out, b = _weighted_milp(d, None, 0.0, time_limit, "highs")
+    bound = None
+    if out.status == "optimal":
+        bound = out.objective * (1 + 2 * core.MIP_REL_GAP)
+    elif out.bound is not None and math.isfinite(out.bound):
+        bound = out.bound
+    shares = None
+    if b is not None and out.values:
+        shares = []
+        for c in range(d.C):
+            row = [out.values.get(f"x_{c}_{j}", 0.0) for j in range(d.J)]
+            tot = sum(row)
+            shares.append([v / tot for v in row] if tot > 0 else [float(x) / max(1, sum(b[c])) for x in b[c]])
+    return bound, shares
+
+
+def _rate_key(d: TPData, n: list[list[int]]) -> tuple:
+    """Per-machine sustainable rates, ascending (the first is the plan's rate): comparing these
+    tuples lets the local search leave plateaus of the bottleneck objective."""
+    N = [sum(row) for row in n]
+    out = []
+    for j in range(d.J):
+        slope = fixed = 0.0
+        for c in range(d.C):
+            if n[c][j]:
+                slope += n[c][j] * d.a[c][j] * d.gain[c] / N[c]
+                fixed += n[c][j] * d.met[c][j]
+        room = d.cap[j] - fixed
+        if room < -1e-9 * max(1.0, d.cap[j]):
+            return (-1.0,)
+        out.append(max(room, 0.0) / slope if slope > 0 else math.inf)
+    return tuple(sorted(out))
+
+
+def _split(d: TPData, c: int, f: list[float], N: int) -> list[int] | None:
+    """N instances of c split over the machines by largest remainders of f_j N, within caps."""
+    caps = [d.kmax[c][j] for j in range(d.J)]
+    if sum(caps) < N:
+        return None
+    want = [f[j] * N if caps[j] else 0.0 for j in range(d.J)]
+    row = [min(caps[j], int(math.floor(want[j]))) for j in range(d.J)]
+    order = sorted(range(d.J), key=lambda j: -(want[j] - row[j]))
+    while sum(row) < N:
+        for j in order:
+            if sum(row) < N and row[j] < caps[j]:
+                row[j] += 1
+    return row
+
+
+def round_even(d: TPData, shares: list[list[float]], deadline: float | None) -> list[list[int]] | None:
+    """An even-routing placement near a weighted split: per component the instance count N
+    whose rounded split of the shares rates best (coordinate descent), then local search (move,
+    add or remove one instance) on the sorted per-machine rates. A heuristic start only."""
+    nmax = [min(d.nmax(c), 4 * d.J) for c in range(d.C)]
+    n = [_split(d, c, shares[c], 1) or [0] * d.J for c in range(d.C)]
+
+    def ok(m):
+        return structurally_ok(d, m)
+
+    best = _rate_key(d, n) if ok(n) else (-1.0,)
+    for _sweep in range(3):
+        changed = False
+        for c in range(d.C):
+            for N in range(1, nmax[c] + 1):
+                row = _split(d, c, shares[c], N)
+                if row is None or row == n[c]:
+                    continue
+                old = n[c]
+                n[c] = row
+                key = _rate_key(d, n) if ok(n) else (-1.0,)
+                if key > best:
+                    best, changed = key, True
+                else:
+                    n[c] = old
+        if not changed:
+            break
+    if best[0] < 0:
+        return None
+    improved = True
+    while improved:
+        improved = False
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        for c in range(d.C):
+            for j in range(d.J):
+                for j2 in [None] + list(range(d.J)):
+                    if j2 == j:
+                        continue
+                    for delta in ((-1, 1),) if j2 is not None else ((1, 0), (-1, 0)):
+                        a, b_ = delta
+                        if n[c][j] + a < 0 or (j2 is not None and n[c][j2] + b_ > d.kmax[c][j2]):
+                            continue
+                        n[c][j] += a
+                        if j2 is not None:
+                            n[c][j2] += b_
+                        key = _rate_key(d, n) if ok(n) else (-1.0,)
+                        if key > best:
+                            best, improved = key, True
+                        else:
+                            n[c][j] -= a
+                            if j2 is not None:
+                                n[c][j2] -= b_
+    return n if best[0] >= 0 else None
 
 
 # --- the search --------------------------------------------------------------------------------
@@ -568,7 +827,7 @@ def _bisect(d: TPData, check, hint_n, deadline: float | None, search: Search) ->
 
 
 def solve_throughput(instance: Instance, backend: str, method: str, time_limit=None, seed=0,
-                     hint: str | None = None, max_instances: int = 10) -> Result:
+                     hint: str | None = None, max_instances: int = 10, weighted_start: bool = True) -> Result:
     """Shared driver of exact.cpsat / exact.milp-cbc / exact.milp-highs for ``throughput``."""
     d = prepare(instance, max_instances)
     deadline = None if time_limit is None else time.monotonic() + time_limit
@@ -580,6 +839,7 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
     search = Search(hi=upper_bound(d))
     hint_n = _hint_counts(instance, d, hint, method, details)
     if hint_n is not None:
+        hint_n = canonical(d, hint_n)
         r = rate_of(d, hint_n)
         if r >= 0:
             search.best_rate, search.best_n = r, hint_n
@@ -587,7 +847,24 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
     if search.best_n is None:
         g = _greedy_start(d)
         if g is not None:
+            g = canonical(d, g)
             search.best_rate, search.best_n = rate_of(d, g), g
+    if d.routing == "even" and weighted_start:
+        t0 = time.monotonic()
+        left = None if deadline is None else max(0.05, WEIGHTED_SHARE * (deadline - t0))
+        wb, shares = weighted_bound(d, left)
+        if wb is not None:
+            search.hi = min(search.hi, wb)
+        if shares is not None:
+            n = round_even(d, shares, None if deadline is None else t0 + 2 * left)
+            if n is not None:
+                n = canonical(d, n)
+                r = even_rate(d, n)
+                details["start_rate"] = r
+                if r > search.best_rate:
+                    search.best_rate, search.best_n = r, n
+        details["weighted_bound"] = wb
+        details["start_seconds"] = round(time.monotonic() - t0, 3)
     finished = True
     if d.routing == "weighted" and backend != "cpsat":
         left = None if deadline is None else max(0.05, deadline - time.monotonic())
@@ -894,8 +1171,9 @@ def _bf_even(d: TPData, deadline) -> Result:
 # --- registration --------------------------------------------------------------------------------
 
 def _make(backend: str, name: str):
-    def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10, **_other):
-        return solve_throughput(instance, backend, name, time_limit, seed, hint, max_instances)
+    def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10,
+               weighted_start=True, **_other):
+        return solve_throughput(instance, backend, name, time_limit, seed, hint, max_instances, bool(weighted_start))
 
     method.__name__ = f"throughput_{backend}"
     method.__doc__ = f"Exact throughput (Nasiri et al.) with {backend}: see the module docstring."

@@ -356,6 +356,9 @@ HETERO_DEFAULTS: dict[str, Any] = {
     "routing": "even",
     "min_selectivity": 0.5,
     "max_selectivity": 1.5,
+    "components": 0,  # > 0: overrides the scenario's component count
+    "machines": 0,  # > 0: overrides the scenario's machine count
+    "types": 0,  # > 0: overrides the scenario's number of machine types
 }
 
 
@@ -370,7 +373,8 @@ def gen_hetero(count: int, seed: int, **params: Any) -> Iterator[Instance]:
     topology is a random tree hanging from one spout (component k > 0 takes a parent uniform
     among 0..k-1), selectivity uniform in [min_selectivity, max_selectivity]. Profiles: base
     exec_ms uniform in [0.2, 2] per component, divided by the type's speed, jittered +-20 %;
-    overhead (MET) uniform in [0.5, 3] points.
+    overhead (MET) uniform in [0.5, 3] points. ``components``, ``machines`` and ``types`` (when
+    > 0) override the scenario's sizes (types at most machines).
     """
     p = _check_params("hetero", params, HETERO_DEFAULTS)
     bad = [s for s in p["scenarios"] if s not in HETERO_SCENARIOS]
@@ -378,12 +382,17 @@ def gen_hetero(count: int, seed: int, **params: Any) -> Iterator[Instance]:
         raise InstanceError("params.scenarios", f"expected some of {', '.join(HETERO_SCENARIOS)}, got {p['scenarios']!r}")
     if p["routing"] not in ("even", "weighted"):
         raise InstanceError("params.routing", "expected 'even' or 'weighted'")
+    for k in ("components", "machines", "types"):
+        if p[k] < 0:
+            raise InstanceError(f"params.{k}", "must be >= 0 (0: the scenario's)")
     if not 0 <= p["min_selectivity"] <= p["max_selectivity"]:
         raise InstanceError("params.min_selectivity", "need 0 <= min_selectivity <= max_selectivity")
     for i in range(count):
         rng = _rng("hetero", seed, i)
         scen = p["scenarios"][i % len(p["scenarios"])]
         n_comp, n_mach, n_types = HETERO_SCENARIOS[scen]
+        n_comp, n_mach, n_types = p["components"] or n_comp, p["machines"] or n_mach, p["types"] or n_types
+        n_types = min(n_types, n_mach)
         types = {f"type-{t}": (float(rng.choice([100, 200, 400, 800])), rng.uniform(0.5, 2.0)) for t in range(n_types)}
         tnames = sorted(types)
         # every type gets at least one machine

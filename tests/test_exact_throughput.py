@@ -157,3 +157,108 @@ def test_bad_input_and_infeasible():
 def test_bruteforce_refuses_large():
     r = planner.solve(big(1, 8, 10), "throughput", "exact.bruteforce")
     assert r.status == Status.UNKNOWN and "too large" in r.message
+
+
+# --- scaling machinery (branch tput-scale): symmetry, class bounds, weighted start -------------
+
+def twins(seed: int, routing: str) -> dict:
+    """tiny() on 4 machines where n0, n1 and n3 are identical (the symmetry breaking applies)."""
+    inst = tiny(seed, routing, comps=3, machines=4)
+    nodes = inst["cluster"]["racks"][0]["nodes"]
+    for j in (1, 3):
+        nodes[j]["type"], nodes[j]["cpu"] = nodes[0]["type"], nodes[0]["cpu"]
+    return inst
+
+
+@pytest.mark.parametrize("seed,routing", [(1, "even"), pytest.param(0, "even", marks=pytest.mark.slow),
+                                          pytest.param(0, "weighted", marks=pytest.mark.slow),
+                                          pytest.param(1, "weighted", marks=pytest.mark.slow)])
+def test_identical_machines_agree(seed, routing):
+    from formulations.throughput import prepare, sym_pairs
+
+    inst = twins(seed, routing)
+    assert len(sym_pairs(prepare(parse_instance(inst)))) >= 2
+    agree(inst)
+
+
+@pytest.mark.parametrize("seed", [1, pytest.param(0, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow)])
+def test_hetero_small_agree(seed):
+    """Nasiri-style machine types (several identical machines), at most 3 instances per machine."""
+    from formulations.throughput import bruteforce_throughput
+    from planner.generate import gen_hetero
+
+    inst = next(gen_hetero(1, seed, scenarios=["small"]))
+    ref = planner.api.judge(inst, bruteforce_throughput(inst, max_instances=3), "exact")
+    assert ref.status == Status.OPTIMAL
+    for m in EXACT:
+        r = planner.solve(inst, "throughput", m, max_instances=3)
+        assert r.status == Status.OPTIMAL and r.metrics["feasible"], (m, r.message)
+        assert r.objective == pytest.approx(ref.objective, rel=REL), m
+
+
+def test_weighted_start_off_agrees():
+    """The option weighted_start=False keeps the plain start (greedy, then the models alone)."""
+    inst = tiny(0)
+    ref = planner.solve(inst, "throughput", "exact.bruteforce")
+    for m in ("exact.cpsat", "exact.milp-highs"):
+        r = planner.solve(inst, "throughput", m, weighted_start=False)
+        assert "weighted_bound" not in r.details
+        assert r.status == Status.OPTIMAL and r.objective == pytest.approx(ref.objective, rel=REL), m
+        on = planner.solve(inst, "throughput", m)
+        assert on.details["weighted_bound"] >= ref.objective * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bounds_and_starts_are_valid(seed):
+    """Against brute force: the weighted bound is above the even optimum, the rounded start is a
+    structurally valid placement not above it, and the class bounds and the LP filter at the
+    optimum's rate keep the optimal placement's classes (with room for its counts)."""
+    from formulations import throughput as T
+
+    inst = parse_instance(twins(seed, "even") if seed % 2 else tiny(seed))
+    ref = planner.api.judge(inst, T.bruteforce_throughput(inst), "exact")
+    d = T.prepare(inst)
+    n_opt = T.counts_from_plan(d, ref.plan)
+    r_opt = T.even_rate(d, n_opt)
+    assert r_opt == pytest.approx(ref.objective, rel=1e-9)
+    wb, shares = T.weighted_bound(d, None)
+    assert wb >= r_opt * (1 - 1e-9)
+    start = T.round_even(d, shares, None)
+    assert start is not None and T.structurally_ok(d, start)
+    assert 0 <= T.even_rate(d, start) <= r_opt * (1 + 1e-9)
+    caps = T.lp_filter(d, r_opt * (1 - 1e-6), T.class_caps(d, r_opt * (1 - 1e-6)))
+    for c in range(d.C):
+        k = sum(n_opt[c])
+        assert (c, k) in caps, (c, k)
+        assert all(n_opt[c][j] <= caps[(c, k)][j] for j in range(d.J))
+    canon = T.canonical(d, n_opt)
+    assert T.even_rate(d, canon) == pytest.approx(r_opt, rel=1e-12)
+    w = T.sym_weights(d, None, 2**50)
+    for j1, j2 in T.sym_pairs(d):
+        assert sum(w[c] * canon[c][j1] for c in range(d.C)) >= sum(w[c] * canon[c][j2] for c in range(d.C))
+
+
+def test_class_caps_prune_at_high_rate():
+    """At a rate close to the upper bound, single instances of heavy components no longer fit a
+    machine: classes disappear, and above the bound none is left for some component."""
+    from formulations import throughput as T
+    from planner.generate import gen_hetero
+
+    d = T.prepare(next(gen_hetero(1, 1, scenarios=["medium"])))
+    ub = T.upper_bound(d)
+    n0, n1 = len(T.class_caps(d, 0.0)), len(T.class_caps(d, 0.9 * ub))
+    assert n1 < n0
+    high = T.class_caps(d, 50 * ub)
+    assert any(all((c, k) not in high for k in range(1, d.nmax(c) + 1)) for c in range(d.C))
+
+
+def test_hetero_generator_sizes():
+    from planner.generate import gen_hetero
+
+    inst = next(gen_hetero(1, 3, components=5, machines=7, types=2))
+    assert len(inst.topologies[0].components) == 5 and len(inst.cluster.nodes) == 7
+    assert len({n.type for n in inst.cluster.nodes}) == 2
+    same = next(gen_hetero(1, 3)), next(gen_hetero(1, 3, components=0))
+    assert same[0].model_dump() == same[1].model_dump()
+    with pytest.raises(InstanceError):
+        next(gen_hetero(1, 3, machines=-1))
