@@ -187,7 +187,24 @@ class NodeTable:
         return tuple(sorted(out, reverse=True))
 
 
-class TablePricer:
+class _TableColumns:
+    """Pricing over a table of precomputed contents: subclasses give ``rc(duals, phase1)`` (the
+    reduced cost of every row) and ``column(r)``."""
+
+    def best(self, duals: dict, want: int, phase1: bool = False) -> tuple[float, list[Column]]:
+        rc = self.rc(duals, phase1)
+        top = np.argsort(-rc)[:want]
+        return float(rc[top[0]]), [self.column(int(r)) for r in top]
+
+    def at_least(self, duals: dict, threshold: float, cap: int) -> list[Column] | None:
+        rc = self.rc(duals)
+        hit = np.flatnonzero(rc >= threshold)
+        if len(hit) > cap:
+            return None
+        return [self.column(int(r)) for r in hit]
+
+
+class TablePricer(_TableColumns):
     """Exact pricing and enumeration of one network node family from a :class:`NodeTable`,
     optionally restricted to y <= ybound (a rack subproblem)."""
 
@@ -215,17 +232,6 @@ class TablePricer:
         coefs[self.conv] = 1.0
         return Column(self.fi, float(self.t.value[i]), coefs, ("x", contents), ("x", contents))
 
-    def best(self, duals: dict, want: int, phase1: bool = False) -> tuple[float, list[Column]]:
-        rc = self.rc(duals, phase1)
-        top = np.argsort(-rc)[:want]
-        return float(rc[top[0]]), [self.column(int(r)) for r in top]
-
-    def at_least(self, duals: dict, threshold: float, cap: int) -> list[Column] | None:
-        rc = self.rc(duals)
-        hit = np.flatnonzero(rc >= threshold)
-        if len(hit) > cap:
-            return None
-        return [self.column(int(r)) for r in hit]
 
 
 def table_sig(pm, ni: int) -> tuple:
@@ -266,7 +272,7 @@ def node_table(pm, nodes: list[int], edges, deadline: float | None, work_limit: 
     return table
 
 
-class RackTable:
+class RackTable(_TableColumns):
     """Exact pricing and enumeration of a rack family (network, several racks) from every rack
     content z: z_g <= min(s_g, sum of the rack's node caps), the rack's total CPU and memory
     (the constraints of ``_rack_pricer``); value co(z). Built only when the box of contents is
@@ -323,14 +329,3 @@ class RackTable:
         coefs[self.conv] = 1.0
         return Column(self.fi, float(self.val[r]), coefs, key, key)
 
-    def best(self, duals: dict, want: int, phase1: bool = False) -> tuple[float, list[Column]]:
-        rc = self.rc(duals, phase1)
-        top = np.argsort(-rc)[:want]
-        return float(rc[top[0]]), [self.column(int(r)) for r in top]
-
-    def at_least(self, duals: dict, threshold: float, cap: int) -> list[Column] | None:
-        rc = self.rc(duals)
-        hit = np.flatnonzero(rc >= threshold)
-        if len(hit) > cap:
-            return None
-        return [self.column(int(r)) for r in hit]

@@ -147,20 +147,8 @@ def prepare(instance: Instance, max_instances: int = 10) -> TPData:
 def even_rate(d: TPData, n: list[list[int]]) -> float:
     """Sustainable input rate of counts ``n[c][j]`` under even routing (closed form);
     -1 if the overheads alone overload a machine."""
-    N = [sum(row) for row in n]
-    best = math.inf
-    for j in range(d.J):
-        slope = fixed = 0.0
-        for c in range(d.C):
-            if n[c][j]:
-                slope += n[c][j] * d.a[c][j] * d.gain[c] / N[c]
-                fixed += n[c][j] * d.met[c][j]
-        room = d.cap[j] - fixed
-        if room < -1e-9 * max(1.0, d.cap[j]):
-            return -1.0
-        if slope > 0:
-            best = min(best, max(room, 0.0) / slope)
-    return best
+    rates = _rate_key(d, n)
+    return rates[0] if rates else math.inf
 
 
 def weighted_rate(d: TPData, b: list[list[int]]) -> float:
