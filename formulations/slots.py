@@ -423,6 +423,12 @@ def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, 
     if model not in MODELS:
         raise InstanceError("options.model", f"must be one of {', '.join(MODELS)}, got {model!r}")
     d = prepare(instance)
+    rate_mode = instance.params.slot_usage == "rate"
+    why = _no_option(d)
+    if why:
+        if rate_mode:
+            return _rate_mode_unknown(method, why)
+        return Result(problem="slots", method=method, status=Status.INFEASIBLE, message=why)
     if model != "assign":
         why_not = _sp.applicable(d)
         if why_not is not None and model == "patterns":
@@ -434,12 +440,6 @@ def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, 
             # auto, too many slot contents: the assignment model, with the rest of the time
             if time_limit is not None:
                 time_limit = max(0.1, time_limit - (time.monotonic() - started))
-    rate_mode = instance.params.slot_usage == "rate"
-    why = _no_option(d)
-    if why:
-        if rate_mode:
-            return _rate_mode_unknown(method, why)
-        return Result(problem="slots", method=method, status=Status.INFEASIBLE, message=why)
     details: dict = {"model": "assign"}
     hq = _hint(instance, d, hint, method, details)
     if backend == "cpsat":
@@ -479,11 +479,6 @@ def _solve_patterns(instance: Instance, d: SlotsData, backend: str, method: str,
     """The configuration model (``_slotpatterns``): exact under peak usage. None when there
     are too many slot contents and ``fallback`` lets the caller use the assignment model."""
     rate_mode = instance.params.slot_usage == "rate"
-    why = _no_option(d)
-    if why:
-        if rate_mode:
-            return _rate_mode_unknown(method, why)
-        return Result(problem="slots", method=method, status=Status.INFEASIBLE, message=why)
     details: dict = {}
     hq = _hint(instance, d, hint, method, details)
     hint_contents = None
