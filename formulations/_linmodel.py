@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from formulations.gap import cbc_infeasible_is_proof
+
 Expr = dict[int, float]  # variable index -> coefficient
 
 MILP_GAP = 1e-9
@@ -308,6 +310,8 @@ def _solve_pulp(m: LinModel, backend: str, time_limit, threads, use_hint) -> Sol
         for k, v in m.hint.items():
             xs[k].setInitialValue(v)
     bound = None
+    text = ""
+    started = time.perf_counter()
     if backend == "cbc":
         fd, log = tempfile.mkstemp(prefix="cbc", suffix=".log")
         os.close(fd)
@@ -341,7 +345,10 @@ def _solve_pulp(m: LinModel, backend: str, time_limit, threads, use_hint) -> Sol
             return Solution("optimal", vals, objv, objv, details=details)
         return Solution("feasible", vals, objv, bound, details=details)
     if ss == pulp.LpSolutionInfeasible or prob.status == pulp.LpStatusInfeasible:
-        # CBC's "Integer infeasible" comes back as status Infeasible with sol_status 0
+        # CBC's "Integer infeasible" comes back as status Infeasible with sol_status 0; past its
+        # clock that answer proves nothing
+        if backend == "cbc" and not cbc_infeasible_is_proof(text, time.perf_counter() - started, time_limit):
+            return Solution("unknown", message="cbc stopped (time limit) before finding a plan", details=details)
         return Solution("infeasible", details=details)
     if ss == pulp.LpSolutionUnbounded:
         return Solution("error", message="MILP reported unbounded (a modelling bug)", details=details)

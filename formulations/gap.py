@@ -257,6 +257,15 @@ def _pulp_to_scipy_milp(prob, time_limit: float | None):
     return res, sign
 
 
+def cbc_infeasible_is_proof(log_text: str, seconds: float, time_limit: float | None) -> bool:
+    """Whether CBC's "infeasible" is a proof. CBC stopped by its clock has answered
+    'infeasible' (the slots assignment model, Diamond at 200 tuples/s, 5 s limit); its log then
+    says "Stopped on time". Only an answer given within the limit, without that line, proves."""
+    if "Stopped on time" in log_text:
+        return False
+    return time_limit is None or seconds < time_limit
+
+
 def run_pulp(prob, solver: str, time_limit: float | None, warm: bool = False) -> Outcome:
     """Solve a PuLP problem with ``cbc`` or ``highs``. The status says ``optimal`` only when the
     solver proved it (PuLP's ``LpStatus`` says Optimal for CBC stopped by its time limit with a
@@ -289,6 +298,8 @@ def run_pulp(prob, solver: str, time_limit: float | None, warm: bool = False) ->
                 bound = -bound  # CBC's log shows the minimisation form
             return Outcome("feasible", obj, bound, sec)
         if prob.status == -1:
+            if not cbc_infeasible_is_proof(text, sec, time_limit):
+                return Outcome("unknown", seconds=sec)
             return Outcome("infeasible", seconds=sec)
         if prob.status == -2:
             return Outcome("unknown", seconds=sec)

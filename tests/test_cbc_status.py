@@ -1,0 +1,44 @@
+"""CBC's 'infeasible' counts as a proof only when CBC answered within its clock."""
+import random
+
+import pulp
+
+from formulations import gap
+from formulations._linmodel import LinModel, solve_model
+
+
+def test_log_line_or_clock_decides():
+    assert gap.cbc_infeasible_is_proof("Result - Problem proven infeasible\n", 0.2, 5.0)
+    assert gap.cbc_infeasible_is_proof("", 0.2, None)
+    assert not gap.cbc_infeasible_is_proof("Result - Stopped on time limit\n", 0.2, 5.0)
+    assert not gap.cbc_infeasible_is_proof("", 5.3, 5.0)
+
+
+def test_proven_infeasible_stays_infeasible():
+    p = pulp.LpProblem("odd", pulp.LpMinimize)
+    x = pulp.LpVariable("x", 0, 10, cat="Integer")
+    p += x
+    p += 2 * x == 3
+    assert gap.run_pulp(p, "cbc", 5.0).status == "infeasible"
+
+
+def _odd_partition(n: int = 60):
+    """Even weights that must sum to an odd number: infeasible, and hard for branch and bound."""
+    rng = random.Random(1)
+    w = [2 * rng.randint(10**5, 10**6) for _ in range(n)]
+    return w, sum(w) // 2 + 1
+
+
+def test_unproven_infeasible_is_not_claimed():
+    w, target = _odd_partition()
+    p = pulp.LpProblem("hard", pulp.LpMinimize)
+    xs = [pulp.LpVariable(f"x{i}", cat="Binary") for i in range(len(w))]
+    p += pulp.lpSum(xs)
+    p += pulp.lpSum(a * b for a, b in zip(w, xs)) == target
+    out = gap.run_pulp(p, "cbc", 0.5)
+    assert out.status == "unknown"
+    m = LinModel("min")
+    v = [m.var(f"x{i}", 0, 1) for i in range(len(w))]
+    m.add({k: a for k, a in zip(v, w)}, lo=target, hi=target, family="odd")
+    m.objective = {k: 1 for k in v}
+    assert solve_model(m, "cbc", time_limit=0.5).status == "unknown"
