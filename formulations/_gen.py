@@ -134,3 +134,28 @@ def layered(executors: int, components: int, nodes: int, seed: int, *, racks: in
     return {"name": f"layered-{executors}x{components}x{nodes}-{seed}", "topologies": [topo],
             "cluster": {"racks": [r for r in rk if r["nodes"]]},
             "meta": {"generator": "formulations._gen.layered", "seed": seed}}
+
+
+def multitenant(topologies: int, executors: int, components: int, nodes: int, seed: int, *, fill: float = 0.7,
+                racks: int = 2, slots: int = 4) -> dict[str, Any]:
+    """``topologies`` layered topologies (``executors`` and ``components`` each, as
+    :func:`layered`, topology i at priority i) on ``nodes`` identical nodes whose total CPU and
+    memory are ``fill`` x the sum of the topologies' demands: with fill < 1 not every topology
+    fits, which is what ``admission`` decides; with fill >= 1.3 ``feasibility`` has a plan."""
+    topos, cpu, mem = [], 0.0, 0.0
+    for i in range(topologies):
+        one = layered(executors, components, nodes, seed * 1000 + i, racks=racks, slots=slots)
+        t = one["topologies"][0]
+        t["id"] = f"t{i}"
+        t["priority"] = i
+        cpu += sum(c["cpu"] * c["parallelism"] for c in t["components"])
+        mem += sum(c["memory_onheap_mb"] * c["parallelism"] for c in t["components"])
+        topos.append(t)
+    node_cpu = int(cpu * fill / nodes / 10 + 1) * 10
+    node_mem = int(mem * fill / nodes / 64 + 1) * 64
+    rk = [{"id": f"r{r}", "nodes": []} for r in range(racks)]
+    for n in range(nodes):
+        rk[n % racks]["nodes"].append({"id": f"n{n:02d}", "slots": slots, "cpu": node_cpu, "memory_mb": node_mem})
+    return {"name": f"multitenant-{topologies}x{executors}x{components}x{nodes}-{seed}", "topologies": topos,
+            "cluster": {"racks": [r for r in rk if r["nodes"]]},
+            "meta": {"generator": "formulations._gen.multitenant", "seed": seed, "fill": fill}}

@@ -333,7 +333,9 @@ def _solve_pulp(m: LinModel, backend: str, time_limit, threads, use_hint) -> Sol
             info = prob.solverModel.getInfo()
             b = float(info.mip_dual_bound)
             if math.isfinite(b):
-                bound = b + m.obj_const  # pulp.HiGHS drops the objective's constant
+                # pulp.HiGHS hands HiGHS the negated objective of a maximisation, and drops the
+                # objective's constant
+                bound = (-b if m.sense == "max" else b) + m.obj_const
         except Exception:  # noqa: BLE001 - the bound is optional
             bound = None
     ss = prob.sol_status

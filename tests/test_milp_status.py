@@ -1,4 +1,4 @@
-"""CBC's 'infeasible' counts as a proof only when CBC answered within its clock."""
+"""MILP back ends: statuses and bounds say what the solver proved (CBC past its clock, maximisation bounds)."""
 import random
 
 import pulp
@@ -42,3 +42,23 @@ def test_unproven_infeasible_is_not_claimed():
     m.add({k: a for k, a in zip(v, w)}, lo=target, hi=target, family="odd")
     m.objective = {k: 1 for k in v}
     assert solve_model(m, "cbc", time_limit=0.5).status == "unknown"
+
+
+def test_stopped_maximisation_reports_an_upper_bound():
+    """A maximisation stopped by its limit: the bound is above every plan any back end found,
+    in the model's sense (pulp.HiGHS solves the negated objective: its dual bound came back
+    negated)."""
+    w, cap = _odd_partition()  # odd cap, even weights: the proof is hard, so the solvers stop early
+    out = {}
+    for backend in ("cbc", "highs", "cpsat"):
+        m = LinModel("max")
+        v = [m.var(f"x{i}", 0, 1) for i in range(len(w))]
+        m.add({k: a for k, a in zip(v, w)}, hi=cap, family="cap")
+        m.objective = {k: a for k, a in zip(v, w)}
+        out[backend] = solve_model(m, backend, time_limit=1.0)
+        assert out[backend].status in ("feasible", "optimal"), (backend, out[backend].status)
+        assert out[backend].objective <= cap - 1
+    best = max(s.objective for s in out.values())
+    for backend, s in out.items():
+        if s.bound is not None:
+            assert s.bound >= best - 1e-6, (backend, s.status, s.objective, s.bound, best)
