@@ -454,8 +454,10 @@ class Run:
         """A quick start plan (judged by the evaluator), or None; not a user-visible hint."""
         from planner.api import solve
 
+        lim = self.remaining()
         try:
-            res = solve(self.instance, self.problem, method, seed=self.seed)
+            res = solve(self.instance, self.problem, method, seed=self.seed,
+                        time_limit=None if lim is None else max(lim / 4, 0.1))
         except Exception:  # noqa: BLE001 - a start plan is optional
             return None
         return res.plan if res.ok and res.plan is not None else None
