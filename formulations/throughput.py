@@ -984,7 +984,7 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
                     search.best_rate, search.best_n = r, n
         details["weighted_bound"] = wb
         details["start_seconds"] = round(time.monotonic() - t0, 3)
-    if d.routing == "even" and polish and search.best_n is not None and search.best_rate > 0:
+    if d.routing == "even" and polish and search.best_n is not None and 0 < search.best_rate < math.inf:
         t1 = time.monotonic()
         stop = t1 + (POLISH_MAX if deadline is None else max(0.0, POLISH_SHARE * (deadline - t1)))
         pstats: dict = {}
