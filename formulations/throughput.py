@@ -23,7 +23,9 @@ machine's total must stay within its ``cpu``. Maximise the topology input rate R
 Even routing starts (option ``weighted_start``, default on) from the weighted-routing optimum:
 its bound bounds the even optimum from above and its split, rounded, is the first incumbent.
 Count classes that cannot sustain the rate at hand are dropped (``class_caps``, ``lp_filter``);
-identical machines' count vectors are ordered lexicographically (symmetry breaking).
+identical machines' count vectors are ordered lexicographically (symmetry breaking). The start
+is then polished (option ``polish``, default on): a descent over the instance-count vector N in
+which each N is re-optimised exactly by a small fixed-count integer program (``polish_counts``).
 
 ``max_instances`` (default 10, Nasiri's example) caps the instances on one machine, which makes
 the even-routing search space finite: N_c <= sum of the caps of c's machines.
