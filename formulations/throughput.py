@@ -986,7 +986,9 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
                     search.best_rate, search.best_n = r, n
         details["weighted_bound"] = wb
         details["start_seconds"] = round(time.monotonic() - t0, 3)
+    floor_rate, floor_n = search.best_rate, None
     if d.routing == "even" and polish and search.best_n is not None and 0 < search.best_rate < math.inf:
+        floor_n = search.best_n
         t1 = time.monotonic()
         stop = t1 + (POLISH_MAX if deadline is None else max(0.0, POLISH_SHARE * (deadline - t1)))
         pstats: dict = {}
@@ -1027,12 +1029,22 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
             finished = _bisect(d, lambda R, h, left: _even_milp(d, R, h, left, backend), hint_n, deadline, search)
         else:
             left = None if deadline is None else max(0.05, deadline - time.monotonic())
-            out, n = _even_milp_direct(d, search.best_rate, search.hi, search.best_n, left, backend)
+            if backend == "highs" and floor_n is not None:
+                # SciPy's HiGHS takes no start: it must find a plan at least as good as the
+                # model's floor by itself, and when it finds none it reports no bound either;
+                # so it keeps the pre-polish floor (as before the polish), measured: the
+                # polished floor left it without a plan or a bound on tiny 8 x 10 and hetero 6 x 6
+                out, n = _even_milp_direct(d, floor_rate, search.hi, floor_n, left, backend)
+            else:
+                out, n = _even_milp_direct(d, search.best_rate, search.hi, search.best_n, left, backend)
             if n is not None:
                 r = even_rate(d, n)
                 if r > search.best_rate:
                     search.best_rate, search.best_n = r, n
-            if out.status == "infeasible":  # only the hint's cutoff can do that: the hint is optimal
+            if out.status == "infeasible" and backend == "highs" and floor_n is not None \
+                    and search.best_rate > floor_rate * (1 + 1e-6):
+                finished = False  # the polished plan is in that model: numerics, not a proof
+            elif out.status == "infeasible":  # only the hint's cutoff can do that: the hint is optimal
                 search.hi = search.best_rate
             elif out.status == "optimal":
                 search.hi = max(search.best_rate, search.hi / out.objective * (1 + 1e-7))
