@@ -23,7 +23,9 @@ machine's total must stay within its ``cpu``. Maximise the topology input rate R
 Even routing starts (option ``weighted_start``, default on) from the weighted-routing optimum:
 its bound bounds the even optimum from above and its split, rounded, is the first incumbent.
 Count classes that cannot sustain the rate at hand are dropped (``class_caps``, ``lp_filter``);
-identical machines' count vectors are ordered lexicographically (symmetry breaking).
+identical machines' count vectors are ordered lexicographically (symmetry breaking). The start
+is then polished (option ``polish``, default on): a descent over the instance-count vector N in
+which each N is re-optimised exactly by a small fixed-count integer program (``polish_counts``).
 
 ``max_instances`` (default 10, Nasiri's example) caps the instances on one machine, which makes
 the even-routing search space finite: N_c <= sum of the caps of c's machines.
@@ -47,7 +49,10 @@ from . import gap as core
 TOL = 1e-5  # relative: optimal means best rate >= bound / (1 + TOL)
 MILP_SYM_MAX = 10**5  # largest weight in the MILPs' symmetry-breaking key (numerics)
 SHARE_UNITS = 10**6  # CP-SAT weighted routing: flows in 1/D of a component's rate
-OPTIONS = {"hint": None, "max_instances": 10, "weighted_start": True}
+OPTIONS = {"hint": None, "max_instances": 10, "weighted_start": True, "polish": True}
+POLISH_PROBE = 1.0  # seconds: one fixed-count probe in the start polish
+POLISH_SHARE = 0.2  # at most this share of the time left goes to the polish
+POLISH_MAX = 30.0  # seconds of polish when there is no time limit
 WEIGHTED_SHARE = 0.3  # at most this share of the time left goes to the weighted-routing bound
 SOURCE = "Nasiri et al., J Big Data 2023 (problem statement); exact models in docs/formulations.md"
 
@@ -776,6 +781,133 @@ def round_even(d: TPData, shares: list[list[float]], deadline: float | None) -> 
     return n if best[0] >= 0 else None
 
 
+# --- even routing: exact re-optimisation at a fixed count vector (start polish) ---------------
+
+def fixed_n_probe(d: TPData, N: list[int], R: float, time_limit: float | None = None):
+    """Is there a placement with exactly N_c instances of every component c that sustains R?
+    With N fixed every instance's load R a_cj g_c / N_c + MET_cj is a constant, so this is a small
+    integer program in the counts n_cj (SciPy's HiGHS): sum_j n_cj = N_c, per machine load <= cap_j
+    and instances <= K, caps k_cj, incompatibilities through binaries. Returns (status, n) with
+    status "feasible", "infeasible" or "unknown"."""
+    import numpy as np
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    C, J = d.C, d.J
+    pairs = [(c, j) for c in range(C) for j in range(J) if d.allowed(c, j)]
+    col = {p: i for i, p in enumerate(pairs)}
+    inc_c = sorted({c for pair in d.incompatible for c in pair})
+    bcol = {}
+    for c in inc_c:
+        for j in range(J):
+            if d.allowed(c, j):
+                bcol[(c, j)] = len(pairs) + len(bcol)
+    nv = len(pairs) + len(bcol)
+    rows, lo, hi = [], [], []
+
+    def row(entries, a, b):
+        r = np.zeros(nv)
+        for i, v in entries:
+            r[i] += v
+        rows.append(r)
+        lo.append(a)
+        hi.append(b)
+
+    for c in range(C):
+        row([(col[(c, j)], 1.0) for j in range(J) if (c, j) in col], N[c], N[c])
+    for j in range(J):
+        ent = [(col[(c, j)], R * d.a[c][j] * d.gain[c] / N[c] + d.met[c][j]) for c in range(C) if (c, j) in col]
+        if ent:
+            row(ent, -np.inf, d.cap[j] * (1 + 1e-9) + 1e-9)
+            row([(col[(c, j)], 1.0) for c in range(C) if (c, j) in col], -np.inf, d.K)
+        for c1, c2 in d.incompatible:
+            if (c1, j) in bcol and (c2, j) in bcol:
+                row([(bcol[(c1, j)], 1.0), (bcol[(c2, j)], 1.0)], -np.inf, 1)
+    for (c, j), i in bcol.items():
+        row([(col[(c, j)], 1.0), (i, -float(min(d.kmax[c][j], N[c])))], -np.inf, 0)
+    w = sym_weights(d, None, MILP_SYM_MAX)
+    for j1, j2 in sym_pairs(d):  # identical machines: count vectors in non-increasing lex order
+        row([(col[(c, j1)], float(w[c])) for c in range(C) if (c, j1) in col and w[c]]
+            + [(col[(c, j2)], -float(w[c])) for c in range(C) if (c, j2) in col and w[c]], 0, np.inf)
+    ub = np.array([float(min(d.kmax[c][j], N[c])) for c, j in pairs] + [1.0] * len(bcol))
+    opts = {"disp": False}
+    if time_limit is not None:
+        opts["time_limit"] = max(0.01, time_limit)
+    res = milp(np.zeros(nv), constraints=LinearConstraint(np.array(rows), lo, hi), integrality=np.ones(nv),
+               bounds=Bounds(np.zeros(nv), ub), options=opts)
+    if res.status == 2:
+        return "infeasible", None
+    if res.x is None:
+        return "unknown", None
+    n = [[0] * J for _ in range(C)]
+    for (c, j), i in col.items():
+        n[c][j] = int(round(res.x[i]))
+    return ("feasible", n) if structurally_ok(d, n) else ("unknown", None)
+
+
+def best_for_counts(d: TPData, N: list[int], start: float, deadline: float | None, step: float = 1e-4,
+                    probe_limit: float | None = None):
+    """The best rate with the count vector N, to a relative ``step``: probes at (best so far) x
+    (1 + step), jumping to the exact rate of each placement found. Returns (rate, n, proven):
+    ``proven`` = no placement with these counts sustains rate x (1 + step); ``probe_limit`` caps
+    each probe's time (a probe stopped by it ends the search for N, unproven)."""
+    best, best_n = start, None
+    while True:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0.01:
+            return best, best_n, False
+        R = max(best, 0.0) * (1 + step) if best > 0 else 0.0
+        st, n = fixed_n_probe(d, N, R, left if probe_limit is None else min(probe_limit, left or probe_limit))
+        if st != "feasible":
+            return best, best_n, st == "infeasible"
+        r = even_rate(d, n)
+        if r <= best:  # a rounding hair: count it as no progress
+            return best, best_n, False
+        best, best_n = r, n
+
+
+def polish_counts(d: TPData, n: list[list[int]], deadline: float | None, stats: dict | None = None):
+    """Descent over instance-count vectors: from the placement n, re-optimise the placement for
+    its counts N exactly (:func:`best_for_counts`), then try the neighbours of N: one component's
+    count set to another value its count class allows at the best rate (:func:`class_caps`,
+    nearest first), then one component's count up by one and another's down by one; move to the
+    first neighbour that rates better and start again, until none does or the deadline passes.
+    A heuristic (it improves the start); the exact search proves the rest."""
+    best = even_rate(d, n)
+    N = [sum(row) for row in n]
+    seen = {tuple(N)}
+    r, m, _ = best_for_counts(d, N, best, deadline, probe_limit=POLISH_PROBE)
+    if m is not None and r > best:
+        best, n = r, m
+
+    def neighbours():
+        caps = class_caps(d, best)
+        for c in range(d.C):
+            ks = sorted((k for (cc, k) in caps if cc == c and k != N[c]), key=lambda k: (abs(k - N[c]), k))
+            for k in ks:
+                yield [k if x == c else N[x] for x in range(d.C)]
+        for c in range(d.C):
+            for c2 in range(d.C):
+                if c != c2 and N[c2] > 1:
+                    yield [N[x] + (x == c) - (x == c2) for x in range(d.C)]
+
+    improved = True
+    while improved:
+        improved = False
+        for N2 in neighbours():
+            if deadline is not None and time.monotonic() > deadline:
+                return n, best
+            if any(N2[c] > d.nmax(c) for c in range(d.C)) or tuple(N2) in seen:
+                continue
+            seen.add(tuple(N2))
+            r, m, _ = best_for_counts(d, N2, best, deadline, probe_limit=POLISH_PROBE)
+            if stats is not None:
+                stats["vectors"] = stats.get("vectors", 0) + 1
+            if m is not None and r > best:
+                best, n, N, improved = r, m, N2, True
+                break
+    return n, best
+
+
 # --- the search --------------------------------------------------------------------------------
 
 @dataclass
@@ -815,7 +947,8 @@ def _bisect(d: TPData, check, hint_n, deadline: float | None, search: Search) ->
 
 
 def solve_throughput(instance: Instance, backend: str, method: str, time_limit=None, seed=0,
-                     hint: str | None = None, max_instances: int = 10, weighted_start: bool = True) -> Result:
+                     hint: str | None = None, max_instances: int = 10, weighted_start: bool = True,
+                     polish: bool = True) -> Result:
     """Shared driver of exact.cpsat / exact.milp-cbc / exact.milp-highs for ``throughput``."""
     d = prepare(instance, max_instances)
     deadline = None if time_limit is None else time.monotonic() + time_limit
@@ -853,6 +986,17 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
                     search.best_rate, search.best_n = r, n
         details["weighted_bound"] = wb
         details["start_seconds"] = round(time.monotonic() - t0, 3)
+    floor_rate, floor_n = search.best_rate, None
+    if d.routing == "even" and polish and search.best_n is not None and 0 < search.best_rate < math.inf:
+        floor_n = search.best_n
+        t1 = time.monotonic()
+        stop = t1 + (POLISH_MAX if deadline is None else max(0.0, POLISH_SHARE * (deadline - t1)))
+        pstats: dict = {}
+        n, r = polish_counts(d, search.best_n, stop, pstats)
+        if r > search.best_rate:
+            search.best_rate, search.best_n = r, canonical(d, n)
+        details["polish"] = {"rate": r, "count_vectors": pstats.get("vectors", 0),
+                             "seconds": round(time.monotonic() - t1, 3)}
     finished = True
     if d.routing == "weighted" and backend != "cpsat":
         left = None if deadline is None else max(0.05, deadline - time.monotonic())
@@ -885,12 +1029,22 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
             finished = _bisect(d, lambda R, h, left: _even_milp(d, R, h, left, backend), hint_n, deadline, search)
         else:
             left = None if deadline is None else max(0.05, deadline - time.monotonic())
-            out, n = _even_milp_direct(d, search.best_rate, search.hi, search.best_n, left, backend)
+            if backend == "highs" and floor_n is not None:
+                # SciPy's HiGHS takes no start: it must find a plan at least as good as the
+                # model's floor by itself, and when it finds none it reports no bound either;
+                # so it keeps the pre-polish floor (as before the polish), measured: the
+                # polished floor left it without a plan or a bound on tiny 8 x 10 and hetero 6 x 6
+                out, n = _even_milp_direct(d, floor_rate, search.hi, floor_n, left, backend)
+            else:
+                out, n = _even_milp_direct(d, search.best_rate, search.hi, search.best_n, left, backend)
             if n is not None:
                 r = even_rate(d, n)
                 if r > search.best_rate:
                     search.best_rate, search.best_n = r, n
-            if out.status == "infeasible":  # only the hint's cutoff can do that: the hint is optimal
+            if out.status == "infeasible" and backend == "highs" and floor_n is not None \
+                    and search.best_rate > floor_rate * (1 + 1e-6):
+                finished = False  # the polished plan is in that model: numerics, not a proof
+            elif out.status == "infeasible":  # only the hint's cutoff can do that: the hint is optimal
                 search.hi = search.best_rate
             elif out.status == "optimal":
                 search.hi = max(search.best_rate, search.hi / out.objective * (1 + 1e-7))
@@ -1160,8 +1314,9 @@ def _bf_even(d: TPData, deadline) -> Result:
 
 def _make(backend: str, name: str):
     def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10,
-               weighted_start=True, **_other):
-        return solve_throughput(instance, backend, name, time_limit, seed, hint, max_instances, bool(weighted_start))
+               weighted_start=True, polish=True, **_other):
+        return solve_throughput(instance, backend, name, time_limit, seed, hint, max_instances, bool(weighted_start),
+                                bool(polish))
 
     method.__name__ = f"throughput_{backend}"
     method.__doc__ = f"Exact throughput (Nasiri et al.) with {backend}: see the module docstring."
