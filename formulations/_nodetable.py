@@ -308,7 +308,8 @@ class _TableColumns:
 
     def best(self, duals: dict, want: int, phase1: bool = False) -> tuple[float, list[Column]]:
         rc = self.rc(duals, phase1)
-        top = np.argsort(-rc)[:want]
+        top = np.argpartition(-rc, want - 1)[:want] if want < len(rc) else np.arange(len(rc))
+        top = top[np.argsort(-rc[top], kind="stable")]
         return float(rc[top[0]]), [self.column(int(r)) for r in top]
 
     def at_least(self, duals: dict, threshold: float, cap: int) -> list[Column] | None:
@@ -379,50 +380,80 @@ class RackTable(_TableColumns):
     """Exact pricing and enumeration of a rack family (network, several racks) from every rack
     content z: z_g <= min(s_g, sum of the rack's node caps), the rack's total CPU and memory
     (the constraints of ``_rack_pricer``); value co(z). Built only when the box of contents is
-    small (``box_limit``), else the CP-SAT rack pricer is used."""
+    small (``box_limit``), else the CP-SAT rack pricer is used. The box is decoded from its
+    mixed-radix codes in one pass (contents sorted by code c(z) = sum_g z_g mult_g, looked up by
+    :meth:`rows`), and racks of equal node classes share one table."""
 
-    def __init__(self, pm, ri: int, edges, fi: int, conv, box_limit: int = 2_000_000):
+    def __init__(self, pm, ri: int, edges, fi: int, conv, box_limit: int = 30_000_000):
         G = pm.groups
         K = len(G)
         self.K, self.fi, self.conv, self.ri = K, fi, conv, ri
         self.ok = False
         nodes = [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == ri and pm.nodes[ni].slots]
         caps = [min(g.size, sum(pm.node_cap(g, ni) for ni in nodes)) for g in G]
-        if math.prod(c + 1 for c in caps) > box_limit:
-            return
-        cpu = [int(round(g.comp.cpu * 1000)) for g in G]
-        mem = [int(round(g.comp.memory_mb * 1000)) for g in G]
         cap_cpu = int(math.floor(sum(pm.nodes[ni].cpu for ni in nodes) * 1000 + 1e-6))
         cap_mem = int(math.floor(sum(pm.nodes[ni].memory_mb for ni in nodes) * 1000 + 1e-6))
-        Z = np.zeros((1, K), dtype=np.int16)
-        use = np.zeros((1, 2), dtype=np.int64)
-        lim = np.array([cap_cpu, cap_mem], dtype=np.int64)
-        for k in range(K):
-            parts_z, parts_u = [], []
-            for q in range(caps[k] + 1):
-                u = use + q * np.array([cpu[k], mem[k]], dtype=np.int64)
-                ok = (u <= lim).all(axis=1)
-                if not ok.any():
-                    break
-                zz = Z[ok].copy()
-                zz[:, k] = q
-                parts_z.append(zz)
-                parts_u.append(u[ok])
-            Z = np.concatenate(parts_z)
-            use = np.concatenate(parts_u)
-        A = np.zeros((K, K))
-        for (a, b), w in edges.items():
-            A[a, b] += w
-            A[b, a] += w
-        self.Z = Z
-        self.Zf = Z.astype(np.float64)
-        self.val = 0.5 * np.einsum("ik,kl,il->i", self.Zf, A, self.Zf)
+        key = (tuple(caps), cap_cpu, cap_mem)
+        cache = pm.__dict__.setdefault("_rack_tables", {})
+        if key not in cache:
+            cache[key] = self._contents(pm, caps, cap_cpu, cap_mem, edges, box_limit)
+        if cache[key] is None:
+            return
+        self.Z, self.val, self.codes, self.mult, self.radix, self.Zf = cache[key]
         self.ok = True
+
+    @staticmethod
+    def _contents(pm, caps, cap_cpu, cap_mem, edges, box_limit, zf_limit=50_000_000):
+        G = pm.groups
+        K = len(G)
+        radix = np.array(caps, dtype=np.int64) + 1
+        box = int(np.prod(radix))
+        if box > box_limit:
+            return None
+        mult = np.ones(K, dtype=np.int64)
+        for k in range(K - 2, -1, -1):
+            mult[k] = mult[k + 1] * radix[k + 1]
+        codes = np.arange(box, dtype=np.int64)
+        cpu = np.zeros(box, dtype=np.int64)
+        mem = np.zeros(box, dtype=np.int64)
+        cols = []
+        for k, g in enumerate(G):
+            zk = ((codes // mult[k]) % radix[k]).astype(np.int16)
+            cpu += zk.astype(np.int64) * int(round(g.comp.cpu * 1000))
+            mem += zk.astype(np.int64) * int(round(g.comp.memory_mb * 1000))
+            cols.append(zk)
+        ok = (cpu <= cap_cpu) & (mem <= cap_mem)
+        del cpu, mem
+        Z = np.stack([c[ok] for c in cols], axis=1)
+        codes = codes[ok]
+        val = np.zeros(len(Z))
+        for (a, b), w in edges.items():  # co(z) = sum_e w z_a z_b (a != b: no self-streams here)
+            val += w * Z[:, a].astype(np.float64) * Z[:, b]
+        Zf = Z.astype(np.float64) if Z.size <= zf_limit else None  # a float copy for fast pricing
+        return Z, val, codes, mult, radix, Zf
+
+    def rows(self, z: np.ndarray) -> np.ndarray:
+        """Rows of contents ``z`` (one per line; -1 where z is not a rack content)."""
+        c = np.asarray(z, dtype=np.int64) @ self.mult
+        inbox = ((np.asarray(z) >= 0) & (np.asarray(z) < self.radix)).all(axis=1)
+        pos = np.minimum(np.searchsorted(self.codes, c), len(self.codes) - 1)
+        return np.where(inbox & (self.codes[pos] == c), pos, -1)
+
+    def dot(self, pi: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Z pi over all contents (or ``rows``), one column at a time (no float copy of Z)."""
+        if rows is None and self.Zf is not None:
+            return self.Zf @ pi
+        Z = self.Z if rows is None else self.Z[rows]
+        out = np.zeros(len(Z))
+        for k in range(self.K):
+            if pi[k] != 0.0:
+                out += pi[k] * Z[:, k]
+        return out
 
     def rc(self, duals: dict, phase1: bool = False) -> np.ndarray:
         pi = np.array([duals.get(("cover", k), 0.0) - duals.get(("link", self.ri, k), 0.0) for k in range(self.K)])
         base = np.zeros(len(self.Z)) if phase1 else self.val
-        return base - self.Zf @ pi - duals.get(self.conv, 0.0)
+        return base - self.dot(pi) - duals.get(self.conv, 0.0)
 
     def column(self, r: int) -> Column:
         z = self.Z[r]
@@ -431,4 +462,3 @@ class RackTable(_TableColumns):
         coefs.update({("link", self.ri, k): -float(q) for k, q in key})
         coefs[self.conv] = 1.0
         return Column(self.fi, float(self.val[r]), coefs, key, key)
-

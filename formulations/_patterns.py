@@ -34,6 +34,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
+
 from planner import rates
 from planner.plan import Placement, Plan
 
@@ -1061,6 +1063,7 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
 
     subs: dict[Any, PatternModel] = {}
     lp_bound: dict[Any, float] = {}
+    sub_duals: list[tuple[int, Any]] = []  # (rack, cover duals) of every single-rack LP solved
 
     def rack_bound(ri: int, zc: Column) -> float:
         """Upper bound on rack ri's node + worker co-location with content zc: the LP of its
@@ -1071,13 +1074,20 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
             return -math.inf if cache[key] is None else cache[key][0]
         if key not in lp_bound:
             sub = _rack_sub(pm, ri, dict(zc.payload), info["edges"], model.deadline, node_seed)
-            b, _, _ = sub.generate()
+            b, sd, _ = sub.generate()
             lp_bound[key] = math.inf if b is None else b
+            if sd is not None and b is not None and b > -math.inf:
+                sub_duals.append((ri, np.array([sd.get(("cover", k), 0.0) for k in range(len(G))])))
             if b is not None and b > -math.inf:
                 subs[key] = sub
             st["rack_lp_bounds"] = st.get("rack_lp_bounds", 0) + 1
         return lp_bound[key]
 
+    if len(racks) == 2 and z_best > -math.inf:
+        two = _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, best, out, st,
+                               rack_bound, solve_rack, sub_duals, scale)
+        if two is not None:
+            return two
     delta = max(1e-6 * scale, 1e-3 * scale)
     while True:
         for fi in rack_f:
@@ -1160,6 +1170,124 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
             out.update(status="optimal", bound=z_best)
             return out
         delta = 4 * delta if z_best == -math.inf else min(4 * delta, ub - z_best)
+
+
+def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, best, out, st,
+                     rack_bound, solve_rack, sub_duals, scale) -> dict | None:
+    """Two racks whose contents and node classes all have tables: best-first search over every
+    rack-1 content z (rack 2 holds s - z), vectorised over the rack table, with no enumeration
+    margin (docs/formulations.md, "Two racks").
+
+    Bound of a split z: min(Lagrangian, co(z) + co(s - z) + B_1(z) + B_2(s - z)), where
+    B_r(z) = min over a pool of multipliers mu of (mu . z + sum_c |c| max_y (T_c(y) - mu . y))
+    bounds the node + worker co-location of rack r holding z (Lagrangian relaxation of its
+    cover rows, T_c = the node table of class c, y over all its vectors: valid for any mu).
+    The pool starts with the master's link duals and gains the cover duals of every single-rack
+    LP solved, so the bounds of all splits tighten as the search goes. The split of highest bound
+    gets its racks' LP bounds; if they beat the incumbent its racks are solved exactly. Optimal
+    once no split's bound beats the incumbent; stopped early, the bound is the best left.
+    None if not applicable (the caller's enumeration then runs)."""
+    from ._nodetable import table_sig
+
+    fams = model.families
+    rts = [fams[fi].table for fi in rack_f]
+    if any(rt is None or not hasattr(rt, "codes") for rt in rts):
+        return None
+    tables = pm.__dict__.get("_node_tables", {})
+    classes = {ri: [c for c in node_classes(pm, True) if pm.node_rack[c[0]] == ri] for ri in racks}
+    for ri in racks:
+        for c in classes[ri]:
+            if tables.get(table_sig(pm, c[0])) is None:
+                return None
+    G = pm.groups
+    K = len(G)
+    s = np.array([g.size for g in G], dtype=np.int64)
+    rt1, rt2 = rts
+    tol = 1e-7 * scale
+    # rack 2's row of s - z for every rack-1 content z, column by column (no K-wide temporaries)
+    c2 = np.zeros(len(rt1.Z), dtype=np.int64)
+    inbox = np.ones(len(rt1.Z), dtype=bool)
+    for k in range(K):
+        rest = s[k] - rt1.Z[:, k].astype(np.int64)
+        inbox &= (rest >= 0) & (rest < rt2.radix[k])
+        c2 += rest * rt2.mult[k]
+    pos = np.minimum(np.searchsorted(rt2.codes, c2), len(rt2.codes) - 1)
+    r2 = np.where(inbox & (rt2.codes[pos] == c2), pos, -1)
+    rc1, rc2 = rt1.rc(duals), rt2.rc(duals)
+    f1, f2 = rack_f
+    lag = np.full(len(r2), -np.inf)
+    ok = r2 >= 0
+    lag[ok] = ub - (maxrc[f1] - rc1[ok]) - (maxrc[f2] - rc2[r2[ok]])
+    if sig[racks[0]] == sig[racks[1]] and rt1.Z is rt2.Z:
+        lag[rt1.codes < c2] = -np.inf  # interchangeable racks: z >= s - z in code order
+    cand = np.flatnonzero(lag > z_best + tol)
+    del rc1, rc2, c2, inbox, pos
+    st["two_rack_splits"] = int(len(cand))
+    r1c, r2c, lagc = cand, r2[cand], lag[cand]
+    Z1, Z2 = rt1.Z[r1c], rt2.Z[r2c]
+    val = rt1.val[r1c] + rt2.val[r2c]
+    node_part = [np.full(len(cand), np.inf), np.full(len(cand), np.inf)]
+
+    def H(ri: int, mu: np.ndarray) -> float:
+        tot = 0.0
+        for c in classes[ri]:
+            t = tables[table_sig(pm, c[0])]
+            tot += len(c) * float(np.max(np.where(t.sel, t.value - t.Y.astype(np.float64) @ mu, -np.inf)))
+        return tot
+
+    def add_mu(ri: int, mu: np.ndarray) -> None:
+        h = H(ri, mu)
+        for side, Zs in ((0, Z1), (1, Z2)):
+            if racks[side] == ri or sig[racks[side]] == sig[ri]:
+                Zf = np.zeros(len(Zs))
+                for k in range(K):
+                    if mu[k] != 0.0:
+                        Zf += mu[k] * Zs[:, k]
+                np.minimum(node_part[side], Zf + h, out=node_part[side])
+
+    for ri in racks:
+        add_mu(ri, np.array([duals.get(("link", ri, k), 0.0) for k in range(K)]))
+    used = 0
+    alive = np.ones(len(cand), dtype=bool)
+    st["rack_tuples"] = 0
+    while True:
+        bnd = np.where(alive, np.minimum(lagc, val + node_part[0] + node_part[1]), -np.inf)
+        i = int(np.argmax(bnd)) if len(bnd) else -1
+        top = -math.inf if i < 0 else float(bnd[i])
+        if top <= z_best + tol:
+            out.update(status="optimal", bound=z_best)
+            st["margin"] = 0.0
+            return out
+        if time.monotonic() > (model.deadline or math.inf):
+            st["enumeration"] = "time limit in the two-rack search"
+            out["bound"] = min(ub, top)
+            return out
+        alive[i] = False
+        tup = [rt1.column(int(r1c[i])), rt2.column(int(r2c[i]))]
+        lpb = float(val[i]) + sum(rack_bound(ri, c) for ri, c in zip(racks, tup))
+        while used < len(sub_duals):
+            add_mu(*sub_duals[used])
+            used += 1
+        if lpb <= z_best + tol:
+            st["rack_tuples_pruned"] = st.get("rack_tuples_pruned", 0) + 1
+            continue
+        st["rack_tuples"] += 1
+        total = float(val[i])
+        parts = []
+        for ri, c in zip(racks, tup):
+            r = solve_rack(ri, c)
+            if r == "incomplete":
+                st["enumeration"] = "rack subproblem not proven"
+                out["bound"] = min(ub, top)
+                return out
+            if r is None:
+                total = -math.inf
+                break
+            total += r[0]
+            parts.extend(r[1])
+        if total > z_best:
+            z_best, best = total, parts
+            out.update(status="feasible", value=z_best, chosen=best)
 
 
 def seed_network(pm, model: PatternModel, info: dict, plan: Plan) -> float | None:
