@@ -280,7 +280,14 @@ class NodeTable:
 
     def split(self, i: int) -> tuple:
         """Best worker contents of vector i (tuple of sorted (group, count) tuples), recovered
-        from the levels of W: at level m, a content p with W_{m-1}(y - p) + co(p) = W_m(y)."""
+        from the levels of W: at level m, a content p with W_{m-1}(y - p) + co(p) = W_m(y).
+        Memoised: the rack search prices the same vectors in many rack subproblems."""
+        memo = self.__dict__.setdefault("_splits", {})
+        if i not in memo:
+            memo[i] = self._split(i)
+        return memo[i]
+
+    def _split(self, i: int) -> tuple:
         out = []
         y = self.Yp[i].astype(np.int64)
         m = len(self.levels) - 1
@@ -384,7 +391,7 @@ class RackTable(_TableColumns):
     mixed-radix codes in one pass (contents sorted by code c(z) = sum_g z_g mult_g, looked up by
     :meth:`rows`), and racks of equal node classes share one table."""
 
-    def __init__(self, pm, ri: int, edges, fi: int, conv, box_limit: int = 30_000_000):
+    def __init__(self, pm, ri: int, edges, fi: int, conv, box_limit: int = 4_000_000):
         G = pm.groups
         K = len(G)
         self.K, self.fi, self.conv, self.ri = K, fi, conv, ri
@@ -395,9 +402,9 @@ class RackTable(_TableColumns):
         cap_mem = int(math.floor(sum(pm.nodes[ni].memory_mb for ni in nodes) * 1000 + 1e-6))
         key = (tuple(caps), cap_cpu, cap_mem)
         cache = pm.__dict__.setdefault("_rack_tables", {})
-        if key not in cache:
+        if cache.get(key) is None and math.prod(c + 1 for c in caps) <= box_limit:
             cache[key] = self._contents(pm, caps, cap_cpu, cap_mem, edges, box_limit)
-        if cache[key] is None:
+        if cache.get(key) is None:
             return
         self.Z, self.val, self.codes, self.mult, self.radix, self.Zf = cache[key]
         self.ok = True

@@ -1085,7 +1085,7 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
 
     if len(racks) == 2 and z_best > -math.inf:
         two = _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, best, out, st,
-                               rack_bound, solve_rack, sub_duals, scale)
+                               rack_bound, solve_rack, sub_duals, scale, info["edges"])
         if two is not None:
             return two
     delta = max(1e-6 * scale, 1e-3 * scale)
@@ -1173,7 +1173,7 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
 
 
 def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, best, out, st,
-                     rack_bound, solve_rack, sub_duals, scale) -> dict | None:
+                     rack_bound, solve_rack, sub_duals, scale, edges, box_limit: int = 30_000_000) -> dict | None:
     """Two racks whose contents and node classes all have tables: best-first search over every
     rack-1 content z (rack 2 holds s - z), vectorised over the rack table, with no enumeration
     margin (docs/formulations.md, "Two racks").
@@ -1187,12 +1187,15 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     gets its racks' LP bounds; if they beat the incumbent its racks are solved exactly. Optimal
     once no split's bound beats the incumbent; stopped early, the bound is the best left.
     None if not applicable (the caller's enumeration then runs)."""
-    from ._nodetable import table_sig
+    from ._nodetable import RackTable, table_sig
 
     fams = model.families
     rts = [fams[fi].table for fi in rack_f]
-    if any(rt is None or not hasattr(rt, "codes") for rt in rts):
-        return None
+    for i, (ri, fi) in enumerate(zip(racks, rack_f)):
+        if not isinstance(rts[i], RackTable):  # too big to price with; the search only needs it once
+            rts[i] = RackTable(pm, ri, edges, fi, fams[fi].conv_row, box_limit=box_limit)
+            if not rts[i].ok:
+                return None
     tables = pm.__dict__.get("_node_tables", {})
     classes = {ri: [c for c in node_classes(pm, True) if pm.node_rack[c[0]] == ri] for ri in racks}
     for ri in racks:
@@ -1224,26 +1227,27 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     del rc1, rc2, c2, inbox, pos
     st["two_rack_splits"] = int(len(cand))
     r1c, r2c, lagc = cand, r2[cand], lag[cand]
-    Z1, Z2 = rt1.Z[r1c], rt2.Z[r2c]
+    Zs = [rt1.Z[r1c].astype(np.float64), rt2.Z[r2c].astype(np.float64)]
     val = rt1.val[r1c] + rt2.val[r2c]
     node_part = [np.full(len(cand), np.inf), np.full(len(cand), np.inf)]
+
+    Yf: dict[int, tuple] = {}  # per table: its selected vectors (float) and values
 
     def H(ri: int, mu: np.ndarray) -> float:
         tot = 0.0
         for c in classes[ri]:
             t = tables[table_sig(pm, c[0])]
-            tot += len(c) * float(np.max(np.where(t.sel, t.value - t.Y.astype(np.float64) @ mu, -np.inf)))
+            if id(t) not in Yf:
+                Yf[id(t)] = (t.Y[t.sel].astype(np.float64), t.value[t.sel])
+            Y, v = Yf[id(t)]
+            tot += len(c) * float(np.max(v - Y @ mu))
         return tot
 
     def add_mu(ri: int, mu: np.ndarray) -> None:
         h = H(ri, mu)
-        for side, Zs in ((0, Z1), (1, Z2)):
+        for side in (0, 1):
             if racks[side] == ri or sig[racks[side]] == sig[ri]:
-                Zf = np.zeros(len(Zs))
-                for k in range(K):
-                    if mu[k] != 0.0:
-                        Zf += mu[k] * Zs[:, k]
-                np.minimum(node_part[side], Zf + h, out=node_part[side])
+                np.minimum(node_part[side], Zs[side] @ mu + h, out=node_part[side])
 
     for ri in racks:
         add_mu(ri, np.array([duals.get(("link", ri, k), 0.0) for k in range(K)]))
@@ -1252,6 +1256,11 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     st["rack_tuples"] = 0
     while True:
         bnd = np.where(alive, np.minimum(lagc, val + node_part[0] + node_part[1]), -np.inf)
+        if 2 * np.count_nonzero(bnd > z_best + tol) < len(bnd):  # drop the splits already beaten
+            keep = np.flatnonzero(bnd > z_best + tol)
+            r1c, r2c, lagc, val, bnd, alive = r1c[keep], r2c[keep], lagc[keep], val[keep], bnd[keep], alive[keep]
+            Zs = [Zs[0][keep], Zs[1][keep]]
+            node_part = [node_part[0][keep], node_part[1][keep]]
         i = int(np.argmax(bnd)) if len(bnd) else -1
         top = -math.inf if i < 0 else float(bnd[i])
         if top <= z_best + tol:
