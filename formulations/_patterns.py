@@ -1172,6 +1172,11 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
         delta = 4 * delta if z_best == -math.inf else min(4 * delta, ub - z_best)
 
 
+def _rack_box(pm, ri: int) -> int:
+    nodes = [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == ri and pm.nodes[ni].slots]
+    return math.prod(min(g.size, sum(pm.node_cap(g, ni) for ni in nodes)) + 1 for g in pm.groups)
+
+
 def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, best, out, st,
                      rack_bound, solve_rack, sub_duals, scale, edges, box_limit: int = 30_000_000) -> dict | None:
     """Two racks whose contents and node classes all have tables: best-first search over every
@@ -1189,10 +1194,15 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     None if not applicable (the caller's enumeration then runs)."""
     from ._nodetable import RackTable, table_sig
 
+    t0 = time.monotonic()
     fams = model.families
     rts = [fams[fi].table for fi in rack_f]
     for i, (ri, fi) in enumerate(zip(racks, rack_f)):
         if not isinstance(rts[i], RackTable):  # too big to price with; the search only needs it once
+            # about 1e6 contents a second to build and scan on the shared 2-core machine (load 6):
+            # not started unless half the time left covers it
+            if model.deadline is not None and _rack_box(pm, ri) / 1e6 > 0.5 * (model.deadline - time.monotonic()):
+                return None
             rts[i] = RackTable(pm, ri, edges, fi, fams[fi].conv_row, box_limit=box_limit)
             if not rts[i].ok:
                 return None
@@ -1226,6 +1236,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     cand = np.flatnonzero(lag > z_best + tol)
     del rc1, rc2, c2, inbox, pos
     st["two_rack_splits"] = int(len(cand))
+    st["two_rack_setup_s"] = round(time.monotonic() - t0, 2)
     r1c, r2c, lagc = cand, r2[cand], lag[cand]
     Zs = [rt1.Z[r1c].astype(np.float64), rt2.Z[r2c].astype(np.float64)]
     val = rt1.val[r1c] + rt2.val[r2c]
