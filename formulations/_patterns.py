@@ -1077,7 +1077,13 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
             b, sd, _ = sub.generate()
             lp_bound[key] = math.inf if b is None else b
             if sd is not None and b is not None and b > -math.inf:
-                sub_duals.append((ri, np.array([sd.get(("cover", k), 0.0) for k in range(len(G))])))
+                # the cover duals of groups absent from zc are arbitrary (no column uses those
+                # rows); any mu is valid, and raising those entries only lowers the dual term at
+                # zc: take the larger of theirs and the master's link dual
+                zd = dict(zc.payload)
+                sub_duals.append((ri, np.array([sd.get(("cover", k), 0.0) if zd.get(k, 0) else
+                                                max(sd.get(("cover", k), 0.0), duals.get(("link", ri, k), 0.0))
+                                                for k in range(len(G))])))
             if b is not None and b > -math.inf:
                 subs[key] = sub
             st["rack_lp_bounds"] = st.get("rack_lp_bounds", 0) + 1
@@ -1172,6 +1178,27 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
         delta = 4 * delta if z_best == -math.inf else min(4 * delta, ub - z_best)
 
 
+def rack_dual_term(pm, ri: int, mu) -> float:
+    """sum over rack ri's node classes c of |c| max_y (T_c(y) - mu . y), T_c the node table's
+    values (node + worker co-location of count vector y): for any mu, mu . z plus this bounds
+    the node + worker co-location of the rack holding exactly z (Lagrangian relaxation of its
+    cover rows sum_nodes y = z; y over all vectors of the table, y <= z dropped)."""
+    from ._nodetable import table_sig
+
+    tables = pm.__dict__["_node_tables"]
+    memo = pm.__dict__.setdefault("_table_floats", {})
+    tot = 0.0
+    for c in node_classes(pm, True):
+        if pm.node_rack[c[0]] != ri:
+            continue
+        t = tables[table_sig(pm, c[0])]
+        if id(t) not in memo:
+            memo[id(t)] = (t.Y[t.sel].astype(np.float64), t.value[t.sel])
+        Y, v = memo[id(t)]
+        tot += len(c) * float(np.max(v - Y @ np.asarray(mu, dtype=np.float64)))
+    return tot
+
+
 def _rack_box(pm, ri: int) -> int:
     nodes = [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == ri and pm.nodes[ni].slots]
     return math.prod(min(g.size, sum(pm.node_cap(g, ni) for ni in nodes)) + 1 for g in pm.groups)
@@ -1242,17 +1269,8 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     val = rt1.val[r1c] + rt2.val[r2c]
     node_part = [np.full(len(cand), np.inf), np.full(len(cand), np.inf)]
 
-    Yf: dict[int, tuple] = {}  # per table: its selected vectors (float) and values
-
     def H(ri: int, mu: np.ndarray) -> float:
-        tot = 0.0
-        for c in classes[ri]:
-            t = tables[table_sig(pm, c[0])]
-            if id(t) not in Yf:
-                Yf[id(t)] = (t.Y[t.sel].astype(np.float64), t.value[t.sel])
-            Y, v = Yf[id(t)]
-            tot += len(c) * float(np.max(v - Y @ mu))
-        return tot
+        return rack_dual_term(pm, ri, mu)
 
     def add_mu(ri: int, mu: np.ndarray) -> None:
         h = H(ri, mu)

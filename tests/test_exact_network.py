@@ -403,3 +403,35 @@ def test_two_rack_search_agrees_with_enumeration(size, monkeypatch):
 @pytest.mark.parametrize("size", [(24, 6, 4), (30, 6, 4)])
 def test_two_rack_search_agrees_with_enumeration_bigger(size, monkeypatch):
     _two_rack_vs_enumeration(size, monkeypatch)
+
+
+def test_rack_dual_term_bounds_every_rack_content():
+    """mu . z + rack_dual_term(mu) >= the proven node + worker co-location of a rack holding z,
+    for random multipliers and for the single-rack LP's own duals (where it is the LP bound)."""
+    import numpy as np
+
+    from formulations import _patterns as P
+
+    pm = _network_pm(parse_instance(layered(16, 5, 4, 0)))
+    pat, info, _ = P.build_network(pm, None, 1)
+    K = len(pm.groups)
+    rt = next(f.table for f in pat.families if f.name.startswith("rack"))
+    rng = np.random.default_rng(3)
+    tight = 0
+    for r in rng.choice(len(rt.Z), 12, replace=False):
+        z = {k: int(q) for k, q in enumerate(rt.Z[r]) if q}
+        sub = P._rack_sub(pm, 0, z, info["edges"], None, [])
+        lp, duals, _ = sub.generate()
+        o = P.run_patterns(P._rack_sub(pm, 0, z, info["edges"], None, []), "cpsat", 1)
+        if o["status"] == "infeasible":
+            continue
+        assert o["status"] == "optimal"
+        zv = rt.Z[r].astype(float)
+        mus = [rng.uniform(-1, 1, K) for _ in range(3)] + [np.array([duals.get(("cover", k), 0.0) for k in range(K)])]
+        bounds = [float(mu @ zv) + P.rack_dual_term(pm, 0, mu) for mu in mus]
+        assert min(bounds) >= o["value"] - 1e-7
+        assert bounds[-1] >= lp - 1e-7  # a relaxation of that LP (y <= z dropped)
+        # absent groups priced out: then the LP's duals give its bound
+        mu = mus[-1] + np.where(zv == 0, 1e3, 0.0)
+        tight += float(mu @ zv) + P.rack_dual_term(pm, 0, mu) <= lp + 1e-6
+    assert tight >= 6
