@@ -1037,6 +1037,16 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
     done: set = set()
     st["rack_tuples"] = 0
 
+    def share(ri: int, sub: PatternModel) -> None:
+        """Node columns found in a rack subproblem are valid for any rack content that covers
+        them: reuse them as seeds."""
+        for c in sub.cols:
+            conv = sub.families[c.family].conv_row
+            if (conv, c.key) not in seen_seed:
+                seen_seed.add((conv, c.key))
+                coefs = {("link", ri, r[1]) if r[0] == "cover" else r: x for r, x in c.coefs.items()}
+                node_seed.append(Column(-1, c.value, coefs, c.payload, c.key))
+
     def solve_rack(ri: int, zc: Column) -> tuple[float, list] | None | str:
         z = dict(zc.payload)
         key = (sig[ri], zc.key) if list(sig.values()).count(sig[ri]) > 1 else (ri, zc.key)
@@ -1050,13 +1060,7 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
         if o["status"] != "optimal":
             return "incomplete"
         res = (o["value"], [(sub.families[c.family].name, c, v) for c, v in o["chosen"]])
-        # node columns found here are valid for any rack content that covers them: reuse them
-        for c in sub.cols:
-            conv = sub.families[c.family].conv_row
-            coefs = {("link", ri, r[1]) if r[0] == "cover" else r: x for r, x in c.coefs.items()}
-            if (conv, c.key) not in seen_seed:
-                seen_seed.add((conv, c.key))
-                node_seed.append(Column(-1, c.value, coefs, c.payload, c.key))
+        share(ri, sub)
         cache[key] = res
         st["rack_subproblems"] = st.get("rack_subproblems", 0) + 1
         return res
@@ -1086,6 +1090,7 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
                                                 for k in range(len(G))])))
             if b is not None and b > -math.inf:
                 subs[key] = sub
+                share(ri, sub)  # its node columns seed the next subproblems' LPs
             st["rack_lp_bounds"] = st.get("rack_lp_bounds", 0) + 1
         return lp_bound[key]
 
