@@ -420,19 +420,21 @@ class RackTable(_TableColumns):
         mult = np.ones(K, dtype=np.int64)
         for k in range(K - 2, -1, -1):
             mult[k] = mult[k + 1] * radix[k + 1]
-        codes = np.arange(box, dtype=np.int64)
-        cpu = np.zeros(box, dtype=np.int64)
-        mem = np.zeros(box, dtype=np.int64)
+        # column k of the box in code order: 0..cap_k, each repeated mult_k times, tiled
+        wide = cap_cpu >= 2**31 or cap_mem >= 2**31
+        acc = np.int64 if wide else np.int32
+        cpu = np.zeros(box, dtype=acc)
+        mem = np.zeros(box, dtype=acc)
         cols = []
         for k, g in enumerate(G):
-            zk = ((codes // mult[k]) % radix[k]).astype(np.int16)
-            cpu += zk.astype(np.int64) * int(round(g.comp.cpu * 1000))
-            mem += zk.astype(np.int64) * int(round(g.comp.memory_mb * 1000))
+            zk = np.tile(np.repeat(np.arange(radix[k], dtype=np.int16), mult[k]), box // (radix[k] * mult[k]))
+            cpu += zk.astype(acc) * acc(int(round(g.comp.cpu * 1000)))
+            mem += zk.astype(acc) * acc(int(round(g.comp.memory_mb * 1000)))
             cols.append(zk)
         ok = (cpu <= cap_cpu) & (mem <= cap_mem)
         del cpu, mem
         Z = np.stack([c[ok] for c in cols], axis=1)
-        codes = codes[ok]
+        codes = np.flatnonzero(ok).astype(np.int64)
         val = np.zeros(len(Z))
         for (a, b), w in edges.items():  # co(z) = sum_e w z_a z_b (a != b: no self-streams here)
             val += w * Z[:, a].astype(np.float64) * Z[:, b]

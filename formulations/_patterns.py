@@ -1231,9 +1231,9 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     rts = [fams[fi].table for fi in rack_f]
     for i, (ri, fi) in enumerate(zip(racks, rack_f)):
         if not isinstance(rts[i], RackTable):  # too big to price with; the search only needs it once
-            # about 1e6 contents a second to build and scan on the shared 2-core machine (load 6):
+            # about 2e6 contents a second to build and scan on the shared 2-core machine (load 6):
             # not started unless half the time left covers it
-            if model.deadline is not None and _rack_box(pm, ri) / 1e6 > 0.5 * (model.deadline - time.monotonic()):
+            if model.deadline is not None and _rack_box(pm, ri) / 2e6 > 0.5 * (model.deadline - time.monotonic()):
                 return None
             rts[i] = RackTable(pm, ri, edges, fi, fams[fi].conv_row, box_limit=box_limit)
             if not rts[i].ok:
