@@ -918,7 +918,9 @@ def build_network(pm, deadline, threads, tables: bool = True) -> tuple[PatternMo
                 return _with_conv(_rack_pricer(pm, ri, edges), conv)
 
             fam = Family(f"rack{ri}", 1, conv, build)
-            rt = RackTable(pm, ri, edges, len(fams), conv) if tables else None
+            # about 2e6 contents a second to build (shared 2-core machine): within 30 % of the time left
+            left = math.inf if deadline is None else deadline - time.monotonic()
+            rt = RackTable(pm, ri, edges, len(fams), conv) if tables and _rack_box(pm, ri) / 2e6 <= 0.3 * left else None
             if rt is not None and rt.ok:
                 fam.table = rt
             fams.append(fam)
