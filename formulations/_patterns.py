@@ -925,7 +925,11 @@ def build_network(pm, deadline, threads, tables: bool = True) -> tuple[PatternMo
                 fam.table = rt
             fams.append(fam)
     # value = const_reward; the master maximises co-location, the metric is const - value
-    return PatternModel(rows, fams, one_rack_const, deadline, 1), {"edges": edges, "const": const, "racks": racks}, const
+    # every plan's co-location value is a multiple of 1 / lcm_t E_t (integer pair counts over E_t)
+    lcm = math.lcm(*(int(t.executor_count) for _, t in pm.topos)) if pm.topos else 1
+    unit = 1.0 / lcm if lcm <= 10**6 else 0.0
+    return PatternModel(rows, fams, one_rack_const, deadline, 1), {"edges": edges, "const": const, "racks": racks,
+                                                                   "unit": unit}, const
 
 
 def _with_conv(pr: Pricer, conv) -> Pricer:
@@ -1098,7 +1102,7 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
 
     if len(racks) == 2 and z_best > -math.inf:
         two = _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, best, out, st,
-                               rack_bound, solve_rack, sub_duals, scale, info["edges"])
+                               rack_bound, solve_rack, sub_duals, scale, info["edges"], unit=info.get("unit", 0.0))
         if two is not None:
             return two
     delta = max(1e-6 * scale, 1e-3 * scale)
@@ -1212,7 +1216,8 @@ def _rack_box(pm, ri: int) -> int:
 
 
 def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, best, out, st,
-                     rack_bound, solve_rack, sub_duals, scale, edges, box_limit: int = 30_000_000) -> dict | None:
+                     rack_bound, solve_rack, sub_duals, scale, edges, box_limit: int = 30_000_000,
+                     unit: float = 0.0) -> dict | None:
     """Two racks whose contents and node classes all have tables: best-first search over every
     rack-1 content z (rack 2 holds s - z), vectorised over the rack table, with no enumeration
     margin (docs/formulations.md, "Two racks").
@@ -1251,6 +1256,9 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     s = np.array([g.size for g in G], dtype=np.int64)
     rt1, rt2 = rts
     tol = 1e-7 * scale
+    # plan values are multiples of `unit` (1 / lcm of the topologies' executor counts): a split
+    # can beat the incumbent only if its bound reaches z_best + unit
+    need = unit - tol if unit > 10 * tol else tol
     # rack 2's row of s - z for every rack-1 content z, column by column (no K-wide temporaries)
     c2 = np.zeros(len(rt1.Z), dtype=np.int64)
     inbox = np.ones(len(rt1.Z), dtype=bool)
@@ -1267,7 +1275,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     lag[ok] = ub - (maxrc[f1] - rc1[ok]) - (maxrc[f2] - rc2[r2[ok]])
     if sig[racks[0]] == sig[racks[1]] and rt1.Z is rt2.Z:
         lag[rt1.codes < c2] = -np.inf  # interchangeable racks: z >= s - z in code order
-    cand = np.flatnonzero(lag > z_best + tol)
+    cand = np.flatnonzero(lag > z_best + need)
     del rc1, rc2, c2, inbox, pos
     st["two_rack_splits"] = int(len(cand))
     st["two_rack_setup_s"] = round(time.monotonic() - t0, 2)
@@ -1287,25 +1295,31 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
 
     for ri in racks:
         add_mu(ri, np.array([duals.get(("link", ri, k), 0.0) for k in range(K)]))
+    def grid(b: float) -> float:
+        """A bound on plan values, rounded down to their grid (max(z_best, .): a plan exists)."""
+        if unit > 10 * tol:
+            b = math.floor(b / unit + 1e-6) * unit
+        return max(b, z_best)
+
     used = 0
     alive = np.ones(len(cand), dtype=bool)
     st["rack_tuples"] = 0
     while True:
         bnd = np.where(alive, np.minimum(lagc, val + node_part[0] + node_part[1]), -np.inf)
-        if 2 * np.count_nonzero(bnd > z_best + tol) < len(bnd):  # drop the splits already beaten
-            keep = np.flatnonzero(bnd > z_best + tol)
+        if 2 * np.count_nonzero(bnd > z_best + need) < len(bnd):  # drop the splits already beaten
+            keep = np.flatnonzero(bnd > z_best + need)
             r1c, r2c, lagc, val, bnd, alive = r1c[keep], r2c[keep], lagc[keep], val[keep], bnd[keep], alive[keep]
             Zs = [Zs[0][keep], Zs[1][keep]]
             node_part = [node_part[0][keep], node_part[1][keep]]
         i = int(np.argmax(bnd)) if len(bnd) else -1
         top = -math.inf if i < 0 else float(bnd[i])
-        if top <= z_best + tol:
+        if top <= z_best + need:
             out.update(status="optimal", bound=z_best)
             st["margin"] = 0.0
             return out
         if time.monotonic() > (model.deadline or math.inf):
             st["enumeration"] = "time limit in the two-rack search"
-            out["bound"] = min(ub, top)
+            out["bound"] = grid(min(ub, top))
             return out
         alive[i] = False
         tup = [rt1.column(int(r1c[i])), rt2.column(int(r2c[i]))]
@@ -1313,7 +1327,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
         while used < len(sub_duals):
             add_mu(*sub_duals[used])
             used += 1
-        if lpb <= z_best + tol:
+        if lpb <= z_best + need:
             st["rack_tuples_pruned"] = st.get("rack_tuples_pruned", 0) + 1
             continue
         st["rack_tuples"] += 1
@@ -1323,7 +1337,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
             r = solve_rack(ri, c)
             if r == "incomplete":
                 st["enumeration"] = "rack subproblem not proven"
-                out["bound"] = min(ub, top)
+                out["bound"] = grid(min(ub, top))
                 return out
             if r is None:
                 total = -math.inf
