@@ -1290,10 +1290,9 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
         return rack_dual_term(pm, ri, mu)
 
     def add_mu(ri: int, mu: np.ndarray) -> None:
-        h = H(ri, mu)
         for side in (0, 1):
-            if racks[side] == ri or sig[racks[side]] == sig[ri]:
-                np.minimum(node_part[side], Zs[side] @ mu + h, out=node_part[side])
+            if racks[side] == ri or sig[racks[side]] == sig[ri]:  # any mu is valid: its term per rack
+                np.minimum(node_part[side], Zs[side] @ mu + H(racks[side], mu), out=node_part[side])
 
     for ri in racks:
         add_mu(ri, np.array([duals.get(("link", ri, k), 0.0) for k in range(K)]))
