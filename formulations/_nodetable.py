@@ -77,15 +77,29 @@ def _node_vectors(pm, ni: int, limit: int) -> tuple[np.ndarray, np.ndarray, np.n
 class NodeTable:
     """The count vectors of one node class with their best worker splits (module docstring).
 
-    W is computed on the dense box prod_k (cap_k + 1) of count vectors: adding a worker content
-    p is one shifted slice of the box per content and level, with no index look-ups."""
+    Two exact ways to the same W (``dense``):
 
-    def __init__(self, pm, ni: int, edges: dict[tuple[int, int], float], limit: int = 400000,
-                 box_limit: int = 4_000_000, deadline: float | None = None):
+    * dense (the first one): W on the box prod_k (cap_k + 1) of count vectors; adding a worker
+      content p is one shifted slice of the box per content and level, with no index look-ups.
+      Its work is box x contents x slots, most of it on vectors the node cannot hold (46x8x4:
+      box 3,951,360 for 258,038 feasible vectors).
+    * sparse (the default): W only on the feasible vectors F, sorted by their mixed-radix code
+      c(y) = sum_k y_k mult_k. F is downward closed (caps and limits with non-negative
+      demands), so for y in F and a content p <= y, y - p is in F and c(y - p) = c(y) - c(p):
+      its row is a look-up (an index array over the box when it is small, else a binary
+      search in the sorted codes). The pairs (y, y - p) of a content p are the rows of F that
+      are 0 before p's first axis f (a prefix of the sorted codes: c(y) < mult_{f-1}) and
+      >= p from f on; they are found once and reused by every level. Its work is the number
+      of such pairs x slots (46x8x4: 28 million pairs)."""
+
+    def __init__(self, pm, ni: int, edges: dict[tuple[int, int], float], limit: int = 2_000_000,
+                 box_limit: int = 4_000_000, deadline: float | None = None, dense: bool = False,
+                 pair_limit: int = 60_000_000, budget: float | None = None, pair_rate: float = 4e7):
         G = pm.groups
         K = len(G)
         self.K = K
         self.ok = False
+        self.dense = dense
         nw = len(pm.nodes[ni].slots)
         pats = []
         for ti, _ in pm.topos:
@@ -108,7 +122,8 @@ class NodeTable:
         Y = vec[0][:, perm]
         P = P[:, perm]
         radix = [int(Y[:, k].max()) + 1 for k in range(K)]
-        if math.prod(radix) > box_limit:
+        box = math.prod(radix)
+        if dense and box > box_limit:
             return
         mult = np.ones(K, dtype=np.int64)
         for k in range(K - 2, -1, -1):
@@ -116,10 +131,13 @@ class NodeTable:
         codes = Y.astype(np.int64) @ mult
         order = np.argsort(codes, kind="stable")
         Y, codes = Y[order], codes[order]
-        feas = np.zeros(math.prod(radix), dtype=bool)
-        feas[codes] = True
+        self.codes, self.mult = codes, mult
+        self._lut = None
+        if box <= 4 * box_limit:
+            self._lut = np.full(box, -1, dtype=np.int32)
+            self._lut[codes] = np.arange(len(codes), dtype=np.int32)
         keep = (P < np.array(radix)).all(axis=1)
-        keep[keep] = feas[P[keep] @ mult]  # a worker content the node cannot hold alone is never used
+        keep[keep] = self._row(P[keep] @ mult) >= 0  # a content the node cannot hold alone is never used
         P = P[keep]
         pats = [p for p, kk in zip(pats, keep) if kk]
         A0 = np.zeros((K, K))
@@ -129,15 +147,48 @@ class NodeTable:
         A = A0[np.ix_(perm, perm)]
         Pf = P.astype(np.float64)
         co_p = 0.5 * np.einsum("ik,kl,il->i", Pf, A, Pf)
-        shape = tuple(radix)
-        W = np.full(shape, NEG)
+        self.P, self.co_p, self.pats, self.pcodes = P, co_p, pats, P @ mult
+        if dense:
+            levels = self._dense_levels(radix, codes, nw, deadline)
+            if levels is None:
+                return
+            Wf = levels[-1][codes]
+        else:
+            levels = self._sparse_levels(Y, codes, nw, deadline, pair_limit, budget, pair_rate)
+            if levels is None:
+                return
+            Wf = levels[-1]
+        sel = np.isfinite(Wf)
+        Yf = Y.astype(np.float64)
+        co_y = 0.5 * np.einsum("ik,kl,il->i", Yf, A, Yf)
+        inv = np.argsort(perm)
+        self.Yp = Y  # box (axis) order
+        self.Y = Y[:, inv]  # group order
+        self.value = co_y + np.where(sel, Wf, 0.0)
+        self.sel = sel
+        self.levels = levels
+        self.ok = True
+
+    def _row(self, c: np.ndarray) -> np.ndarray:
+        """Rows of the feasible vectors with codes ``c`` (-1 where none)."""
+        if self._lut is not None:
+            return self._lut[c]
+        pos = np.minimum(np.searchsorted(self.codes, c), len(self.codes) - 1)
+        return np.where(self.codes[pos] == c, pos, -1)
+
+    def _dense_levels(self, radix, codes, nw, deadline) -> list[np.ndarray] | None:
+        """W_0..W_nw on the dense box (flattened), -inf where no split covers."""
+        K, P, co_p = self.K, self.P, self.co_p
+        feas = np.zeros(math.prod(radix), dtype=bool)
+        feas[codes] = True
+        W = np.full(tuple(radix), NEG)
         W[(0,) * K] = 0.0  # W_0: the empty node
         levels = [W.reshape(-1)]
         for m in range(1, nw + 1):
             Wn = W.copy()
             for j in range(len(P)):
                 if j % 128 == 0 and deadline is not None and time.monotonic() > deadline:
-                    return
+                    return None
                 # some worker of an optimal split of y holds y's first group f; take it last:
                 # content p (first group f) only extends vectors that are 0 before axis f
                 p = P[j]
@@ -149,36 +200,107 @@ class NodeTable:
             Wn.reshape(-1)[~feas] = NEG
             W = Wn
             levels.append(W.reshape(-1))
-        Wf = W.reshape(-1)[codes]
-        sel = np.isfinite(Wf)
-        Yf = Y.astype(np.float64)
-        co_y = 0.5 * np.einsum("ik,kl,il->i", Yf, A, Yf)
-        inv = np.argsort(perm)
-        self.Yp, self.codes, self.mult = Y, codes, mult  # box (axis) order
-        self.Y = Y[:, inv]  # group order
-        self.value = co_y + np.where(sel, Wf, 0.0)
-        self.sel = sel
-        self.levels = levels
-        self.co_p = co_p
-        self.P = P
-        self.pats = pats
-        self.pcodes = P @ mult
-        self.ok = True
+        return levels
+
+    def _sparse_levels(self, Y, codes, nw, deadline, pair_limit, budget, pair_rate) -> list[np.ndarray] | None:
+        """W_0..W_nw on the feasible rows only (class docstring), -inf where no split covers;
+        None when the estimated work (pairs x levels at ``pair_rate`` a second, from a sample
+        of 64 contents) exceeds ``budget`` seconds or the build passes ``deadline``."""
+        K, P, co_p, mult = self.K, self.P, self.co_p, self.mult
+        N = len(codes)
+        first = np.argmax(P > 0, axis=1)
+        # rows 0 on the axes before f: a prefix of the sorted codes
+        prefix = [N] + [int(np.searchsorted(codes, mult[f - 1])) for f in range(1, K)]
+        # y >= p on every axis at once: fields of `bits` bits, the top one a guard bit set in
+        # y; (y | guards) - p keeps every guard iff no field borrows, i.e. y_k >= p_k for all k
+        bits = int(Y.max()).bit_length() + 1
+        if K * bits <= 62:
+            shift = np.array([1 << (bits * k) for k in range(K)], dtype=np.int64)
+            guard = int(sum(1 << (bits * k + bits - 1) for k in range(K)))
+            Yg = (Y.astype(np.int64) @ shift) | guard
+            Pg = P @ shift
+        else:
+            Yg = None
+            Y16 = Y.astype(np.int16)
+        if budget is not None:
+            # the work is the pairs x levels: count the pairs of a sample of contents first
+            rng = np.random.default_rng(0)
+            sample = rng.choice(len(P), size=min(len(P), 64), replace=False)
+            est = 0.0
+            for j in sample:
+                f = int(first[j])
+                L = prefix[f]
+                if Yg is not None:
+                    est += np.count_nonzero(((Yg[:L] - Pg[j]) & guard) == guard)
+                else:
+                    est += np.count_nonzero((Y16[:L, f:] >= P[j, f:].astype(np.int16)).all(axis=1))
+            self.est_pairs = est * len(P) / len(sample)
+            rate = pair_rate if self._lut is not None else pair_rate / 4  # binary search: slower
+            if self.est_pairs * nw / rate > budget:
+                return None
+        pairs: list[tuple[np.ndarray, np.ndarray]] | None = []
+        total = 0
+
+        def pairs_of(j: int) -> tuple[np.ndarray, np.ndarray]:
+            f = int(first[j])
+            L = prefix[f]
+            if Yg is not None:
+                tgt = np.flatnonzero(((Yg[:L] - Pg[j]) & guard) == guard)
+            else:
+                tgt = np.flatnonzero((Y16[:L, f:] >= P[j, f:].astype(np.int16)).all(axis=1))
+            src = self._row(codes[tgt] - self.pcodes[j])
+            return tgt.astype(np.int32), src.astype(np.int32)
+
+        W = np.full(N, NEG)
+        W[0] = 0.0  # the empty node has code 0, the smallest
+        levels = [W]
+        for m in range(1, nw + 1):
+            Wn = W.copy()
+            for j in range(len(P)):
+                if j % 64 == 0 and deadline is not None and time.monotonic() > deadline:
+                    return None
+                if pairs is not None and m > 1:
+                    tgt, src = pairs[j]
+                else:
+                    tgt, src = pairs_of(j)
+                    if pairs is not None:
+                        total += len(tgt)
+                        if total > pair_limit:
+                            pairs = None  # too many to keep: found again at every level
+                        else:
+                            pairs.append((tgt, src))
+                Wn[tgt] = np.maximum(Wn[tgt], W[src] + co_p[j])
+            W = Wn
+            levels.append(W)
+        return levels
+
+    def _level_at(self, m: int, c: int) -> float:
+        lv = self.levels[m]
+        return float(lv[c] if self.dense else lv[self._row(np.array([c]))[0]])
 
     def split(self, i: int) -> tuple:
         """Best worker contents of vector i (tuple of sorted (group, count) tuples), recovered
-        from the levels of W: at level m, a content p with W_{m-1}(y - p) + co(p) = W_m(y)."""
+        from the levels of W: at level m, a content p with W_{m-1}(y - p) + co(p) = W_m(y).
+        Memoised: the rack search prices the same vectors in many rack subproblems."""
+        memo = self.__dict__.setdefault("_splits", {})
+        if i not in memo:
+            memo[i] = self._split(i)
+        return memo[i]
+
+    def _split(self, i: int) -> tuple:
         out = []
         y = self.Yp[i].astype(np.int64)
         m = len(self.levels) - 1
         while y.any():
             c = int(y @ self.mult)
-            target = self.levels[m][c]
-            if m > 1 and self.levels[m - 1][c] >= target - 1e-9:
+            target = self._level_at(m, c)
+            if m > 1 and self._level_at(m - 1, c) >= target - 1e-9:
                 m -= 1
                 continue
             fits = np.flatnonzero((self.P <= y).all(axis=1))
-            prev = self.levels[m - 1][c - self.pcodes[fits]] + self.co_p[fits]
+            rest = c - self.pcodes[fits]
+            prev_lv = self.levels[m - 1]
+            prev = (prev_lv[rest] if self.dense else prev_lv[self._row(rest)]) + self.co_p[fits]
             j = int(fits[np.argmax(prev)])
             assert prev.max() >= target - 1e-9
             out.append(tuple(sorted(self.pats[j])))
@@ -193,7 +315,8 @@ class _TableColumns:
 
     def best(self, duals: dict, want: int, phase1: bool = False) -> tuple[float, list[Column]]:
         rc = self.rc(duals, phase1)
-        top = np.argsort(-rc)[:want]
+        top = np.argpartition(-rc, want - 1)[:want] if want < len(rc) else np.arange(len(rc))
+        top = top[np.argsort(-rc[top], kind="stable")]
         return float(rc[top[0]]), [self.column(int(r)) for r in top]
 
     def at_least(self, duals: dict, threshold: float, cap: int) -> list[Column] | None:
@@ -241,33 +364,21 @@ def table_sig(pm, ni: int) -> tuple:
     return (n.cpu, n.memory_mb, len(n.slots), tuple(sorted(n.resources.items())), n.site, tuple(n.id in p for p in pins))
 
 
-def node_table(pm, nodes: list[int], edges, deadline: float | None, work_limit: float = 4e10,
-               rate: float = 4e8) -> NodeTable | None:
+def node_table(pm, nodes: list[int], edges, deadline: float | None) -> NodeTable | None:
     """The table of a node class (shared by classes of equal capacity in other racks), or None
-    when it would be too big: box x worker contents x slots over ``work_limit``, or its
-    estimated build time (that work / ``rate`` per second, measured on the shared 2-core
-    machine) over 30 % of the time left; or the worker contents are not enumerable, or the
-    build passes half of the time left (then it is abandoned)."""
+    when it would be too big: its estimated build time (sampled pairs x levels, see
+    :class:`NodeTable`) over 30 % of the time left, more than 2 million count vectors, or the
+    worker contents not enumerable; or the build passes half of the time left (then it is
+    abandoned)."""
     ni = nodes[0]
-    n = pm.nodes[ni]
     sig = table_sig(pm, ni)
     cache = pm.__dict__.setdefault("_node_tables", {})
     if sig in cache:
         return cache[sig]
-    table = None
-    G = pm.groups
-    box = math.prod(pm.node_cap(g, ni) + 1 for g in G)
-    wp = pm.__dict__.setdefault("_worker_patterns", {})
-    npat = 0
-    for ti, _ in pm.topos:
-        if (ni, ti) not in wp:
-            wp[(ni, ti)] = worker_patterns(pm, ni, ti)
-        npat += len(wp[(ni, ti)] or []) if wp[(ni, ti)] is not None else math.inf
-    work = box * npat * len(n.slots)
     left = math.inf if deadline is None else deadline - time.monotonic()
-    if work <= work_limit and work / rate <= 0.3 * left:
-        t = NodeTable(pm, ni, edges, deadline=None if deadline is None else time.monotonic() + 0.5 * left)
-        table = t if t.ok else None
+    t = NodeTable(pm, ni, edges, deadline=None if deadline is None else time.monotonic() + 0.5 * left,
+                  budget=None if deadline is None else 0.3 * left)
+    table = t if t.ok else None
     cache[sig] = table
     return table
 
@@ -276,50 +387,82 @@ class RackTable(_TableColumns):
     """Exact pricing and enumeration of a rack family (network, several racks) from every rack
     content z: z_g <= min(s_g, sum of the rack's node caps), the rack's total CPU and memory
     (the constraints of ``_rack_pricer``); value co(z). Built only when the box of contents is
-    small (``box_limit``), else the CP-SAT rack pricer is used."""
+    small (``box_limit``), else the CP-SAT rack pricer is used. The box is decoded from its
+    mixed-radix codes in one pass (contents sorted by code c(z) = sum_g z_g mult_g, looked up by
+    :meth:`rows`), and racks of equal node classes share one table."""
 
-    def __init__(self, pm, ri: int, edges, fi: int, conv, box_limit: int = 2_000_000):
+    def __init__(self, pm, ri: int, edges, fi: int, conv, box_limit: int = 4_000_000):
         G = pm.groups
         K = len(G)
         self.K, self.fi, self.conv, self.ri = K, fi, conv, ri
         self.ok = False
         nodes = [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == ri and pm.nodes[ni].slots]
         caps = [min(g.size, sum(pm.node_cap(g, ni) for ni in nodes)) for g in G]
-        if math.prod(c + 1 for c in caps) > box_limit:
-            return
-        cpu = [int(round(g.comp.cpu * 1000)) for g in G]
-        mem = [int(round(g.comp.memory_mb * 1000)) for g in G]
         cap_cpu = int(math.floor(sum(pm.nodes[ni].cpu for ni in nodes) * 1000 + 1e-6))
         cap_mem = int(math.floor(sum(pm.nodes[ni].memory_mb for ni in nodes) * 1000 + 1e-6))
-        Z = np.zeros((1, K), dtype=np.int16)
-        use = np.zeros((1, 2), dtype=np.int64)
-        lim = np.array([cap_cpu, cap_mem], dtype=np.int64)
-        for k in range(K):
-            parts_z, parts_u = [], []
-            for q in range(caps[k] + 1):
-                u = use + q * np.array([cpu[k], mem[k]], dtype=np.int64)
-                ok = (u <= lim).all(axis=1)
-                if not ok.any():
-                    break
-                zz = Z[ok].copy()
-                zz[:, k] = q
-                parts_z.append(zz)
-                parts_u.append(u[ok])
-            Z = np.concatenate(parts_z)
-            use = np.concatenate(parts_u)
-        A = np.zeros((K, K))
-        for (a, b), w in edges.items():
-            A[a, b] += w
-            A[b, a] += w
-        self.Z = Z
-        self.Zf = Z.astype(np.float64)
-        self.val = 0.5 * np.einsum("ik,kl,il->i", self.Zf, A, self.Zf)
+        key = (tuple(caps), cap_cpu, cap_mem)
+        cache = pm.__dict__.setdefault("_rack_tables", {})
+        if cache.get(key) is None and math.prod(c + 1 for c in caps) <= box_limit:
+            cache[key] = self._contents(pm, caps, cap_cpu, cap_mem, edges, box_limit)
+        if cache.get(key) is None:
+            return
+        self.Z, self.val, self.codes, self.mult, self.radix, self.Zf = cache[key]
         self.ok = True
+
+    @staticmethod
+    def _contents(pm, caps, cap_cpu, cap_mem, edges, box_limit, zf_limit=50_000_000):
+        G = pm.groups
+        K = len(G)
+        radix = np.array(caps, dtype=np.int64) + 1
+        box = int(np.prod(radix))
+        if box > box_limit:
+            return None
+        mult = np.ones(K, dtype=np.int64)
+        for k in range(K - 2, -1, -1):
+            mult[k] = mult[k + 1] * radix[k + 1]
+        # column k of the box in code order: 0..cap_k, each repeated mult_k times, tiled
+        wide = cap_cpu >= 2**31 or cap_mem >= 2**31
+        acc = np.int64 if wide else np.int32
+        cpu = np.zeros(box, dtype=acc)
+        mem = np.zeros(box, dtype=acc)
+        cols = []
+        for k, g in enumerate(G):
+            zk = np.tile(np.repeat(np.arange(radix[k], dtype=np.int16), mult[k]), box // (radix[k] * mult[k]))
+            cpu += zk.astype(acc) * acc(int(round(g.comp.cpu * 1000)))
+            mem += zk.astype(acc) * acc(int(round(g.comp.memory_mb * 1000)))
+            cols.append(zk)
+        ok = (cpu <= cap_cpu) & (mem <= cap_mem)
+        del cpu, mem
+        Z = np.stack([c[ok] for c in cols], axis=1)
+        codes = np.flatnonzero(ok).astype(np.int64)
+        val = np.zeros(len(Z))
+        for (a, b), w in edges.items():  # co(z) = sum_e w z_a z_b (a != b: no self-streams here)
+            val += w * Z[:, a].astype(np.float64) * Z[:, b]
+        Zf = Z.astype(np.float64) if Z.size <= zf_limit else None  # a float copy for fast pricing
+        return Z, val, codes, mult, radix, Zf
+
+    def rows(self, z: np.ndarray) -> np.ndarray:
+        """Rows of contents ``z`` (one per line; -1 where z is not a rack content)."""
+        c = np.asarray(z, dtype=np.int64) @ self.mult
+        inbox = ((np.asarray(z) >= 0) & (np.asarray(z) < self.radix)).all(axis=1)
+        pos = np.minimum(np.searchsorted(self.codes, c), len(self.codes) - 1)
+        return np.where(inbox & (self.codes[pos] == c), pos, -1)
+
+    def dot(self, pi: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Z pi over all contents (or ``rows``), one column at a time (no float copy of Z)."""
+        if rows is None and self.Zf is not None:
+            return self.Zf @ pi
+        Z = self.Z if rows is None else self.Z[rows]
+        out = np.zeros(len(Z))
+        for k in range(self.K):
+            if pi[k] != 0.0:
+                out += pi[k] * Z[:, k]
+        return out
 
     def rc(self, duals: dict, phase1: bool = False) -> np.ndarray:
         pi = np.array([duals.get(("cover", k), 0.0) - duals.get(("link", self.ri, k), 0.0) for k in range(self.K)])
         base = np.zeros(len(self.Z)) if phase1 else self.val
-        return base - self.Zf @ pi - duals.get(self.conv, 0.0)
+        return base - self.dot(pi) - duals.get(self.conv, 0.0)
 
     def column(self, r: int) -> Column:
         z = self.Z[r]
@@ -328,4 +471,3 @@ class RackTable(_TableColumns):
         coefs.update({("link", self.ri, k): -float(q) for k, q in key})
         coefs[self.conv] = 1.0
         return Column(self.fi, float(self.val[r]), coefs, key, key)
-

@@ -34,6 +34,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
+
 from planner import rates
 from planner.plan import Placement, Plan
 
@@ -916,12 +918,18 @@ def build_network(pm, deadline, threads, tables: bool = True) -> tuple[PatternMo
                 return _with_conv(_rack_pricer(pm, ri, edges), conv)
 
             fam = Family(f"rack{ri}", 1, conv, build)
-            rt = RackTable(pm, ri, edges, len(fams), conv) if tables else None
+            # about 2e6 contents a second to build (shared 2-core machine): within 30 % of the time left
+            left = math.inf if deadline is None else deadline - time.monotonic()
+            rt = RackTable(pm, ri, edges, len(fams), conv) if tables and _rack_box(pm, ri) / 2e6 <= 0.3 * left else None
             if rt is not None and rt.ok:
                 fam.table = rt
             fams.append(fam)
     # value = const_reward; the master maximises co-location, the metric is const - value
-    return PatternModel(rows, fams, one_rack_const, deadline, 1), {"edges": edges, "const": const, "racks": racks}, const
+    # every plan's co-location value is a multiple of 1 / lcm_t E_t (integer pair counts over E_t)
+    lcm = math.lcm(*(int(t.executor_count) for _, t in pm.topos)) if pm.topos else 1
+    unit = 1.0 / lcm if lcm <= 10**6 else 0.0
+    return PatternModel(rows, fams, one_rack_const, deadline, 1), {"edges": edges, "const": const, "racks": racks,
+                                                                   "unit": unit}, const
 
 
 def _with_conv(pr: Pricer, conv) -> Pricer:
@@ -1035,6 +1043,16 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
     done: set = set()
     st["rack_tuples"] = 0
 
+    def share(ri: int, sub: PatternModel) -> None:
+        """Node columns found in a rack subproblem are valid for any rack content that covers
+        them: reuse them as seeds."""
+        for c in sub.cols:
+            conv = sub.families[c.family].conv_row
+            if (conv, c.key) not in seen_seed:
+                seen_seed.add((conv, c.key))
+                coefs = {("link", ri, r[1]) if r[0] == "cover" else r: x for r, x in c.coefs.items()}
+                node_seed.append(Column(-1, c.value, coefs, c.payload, c.key))
+
     def solve_rack(ri: int, zc: Column) -> tuple[float, list] | None | str:
         z = dict(zc.payload)
         key = (sig[ri], zc.key) if list(sig.values()).count(sig[ri]) > 1 else (ri, zc.key)
@@ -1048,19 +1066,14 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
         if o["status"] != "optimal":
             return "incomplete"
         res = (o["value"], [(sub.families[c.family].name, c, v) for c, v in o["chosen"]])
-        # node columns found here are valid for any rack content that covers them: reuse them
-        for c in sub.cols:
-            conv = sub.families[c.family].conv_row
-            coefs = {("link", ri, r[1]) if r[0] == "cover" else r: x for r, x in c.coefs.items()}
-            if (conv, c.key) not in seen_seed:
-                seen_seed.add((conv, c.key))
-                node_seed.append(Column(-1, c.value, coefs, c.payload, c.key))
+        share(ri, sub)
         cache[key] = res
         st["rack_subproblems"] = st.get("rack_subproblems", 0) + 1
         return res
 
     subs: dict[Any, PatternModel] = {}
     lp_bound: dict[Any, float] = {}
+    sub_duals: list[tuple[int, Any]] = []  # (rack, cover duals) of every single-rack LP solved
 
     def rack_bound(ri: int, zc: Column) -> float:
         """Upper bound on rack ri's node + worker co-location with content zc: the LP of its
@@ -1071,13 +1084,27 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
             return -math.inf if cache[key] is None else cache[key][0]
         if key not in lp_bound:
             sub = _rack_sub(pm, ri, dict(zc.payload), info["edges"], model.deadline, node_seed)
-            b, _, _ = sub.generate()
+            b, sd, _ = sub.generate()
             lp_bound[key] = math.inf if b is None else b
+            if sd is not None and b is not None and b > -math.inf:
+                # the cover duals of groups absent from zc are arbitrary (no column uses those
+                # rows); any mu is valid, and raising those entries only lowers the dual term at
+                # zc: take the larger of theirs and the master's link dual
+                zd = dict(zc.payload)
+                sub_duals.append((ri, np.array([sd.get(("cover", k), 0.0) if zd.get(k, 0) else
+                                                max(sd.get(("cover", k), 0.0), duals.get(("link", ri, k), 0.0))
+                                                for k in range(len(G))])))
             if b is not None and b > -math.inf:
                 subs[key] = sub
+                share(ri, sub)  # its node columns seed the next subproblems' LPs
             st["rack_lp_bounds"] = st.get("rack_lp_bounds", 0) + 1
         return lp_bound[key]
 
+    if len(racks) == 2 and z_best > -math.inf:
+        two = _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, best, out, st,
+                               rack_bound, solve_rack, sub_duals, scale, info["edges"], unit=info.get("unit", 0.0))
+        if two is not None:
+            return two
     delta = max(1e-6 * scale, 1e-3 * scale)
     while True:
         for fi in rack_f:
@@ -1160,6 +1187,167 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
             out.update(status="optimal", bound=z_best)
             return out
         delta = 4 * delta if z_best == -math.inf else min(4 * delta, ub - z_best)
+
+
+def rack_dual_term(pm, ri: int, mu) -> float:
+    """sum over rack ri's node classes c of |c| max_y (T_c(y) - mu . y), T_c the node table's
+    values (node + worker co-location of count vector y): for any mu, mu . z plus this bounds
+    the node + worker co-location of the rack holding exactly z (Lagrangian relaxation of its
+    cover rows sum_nodes y = z; y over all vectors of the table, y <= z dropped)."""
+    from ._nodetable import table_sig
+
+    tables = pm.__dict__["_node_tables"]
+    memo = pm.__dict__.setdefault("_table_floats", {})
+    tot = 0.0
+    for c in node_classes(pm, True):
+        if pm.node_rack[c[0]] != ri:
+            continue
+        t = tables[table_sig(pm, c[0])]
+        if id(t) not in memo:
+            memo[id(t)] = (t.Y[t.sel].astype(np.float64), t.value[t.sel])
+        Y, v = memo[id(t)]
+        tot += len(c) * float(np.max(v - Y @ np.asarray(mu, dtype=np.float64)))
+    return tot
+
+
+def _rack_box(pm, ri: int) -> int:
+    nodes = [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == ri and pm.nodes[ni].slots]
+    return math.prod(min(g.size, sum(pm.node_cap(g, ni) for ni in nodes)) + 1 for g in pm.groups)
+
+
+def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, best, out, st,
+                     rack_bound, solve_rack, sub_duals, scale, edges, box_limit: int = 30_000_000,
+                     unit: float = 0.0) -> dict | None:
+    """Two racks whose contents and node classes all have tables: best-first search over every
+    rack-1 content z (rack 2 holds s - z), vectorised over the rack table, with no enumeration
+    margin (docs/formulations.md, "Two racks").
+
+    Bound of a split z: min(Lagrangian, co(z) + co(s - z) + B_1(z) + B_2(s - z)), where
+    B_r(z) = min over a pool of multipliers mu of (mu . z + sum_c |c| max_y (T_c(y) - mu . y))
+    bounds the node + worker co-location of rack r holding z (Lagrangian relaxation of its
+    cover rows, T_c = the node table of class c, y over all its vectors: valid for any mu).
+    The pool starts with the master's link duals and gains the cover duals of every single-rack
+    LP solved, so the bounds of all splits tighten as the search goes. The split of highest bound
+    gets its racks' LP bounds; if they beat the incumbent its racks are solved exactly. Optimal
+    once no split's bound beats the incumbent; stopped early, the bound is the best left.
+    None if not applicable (the caller's enumeration then runs)."""
+    from ._nodetable import RackTable, table_sig
+
+    t0 = time.monotonic()
+    fams = model.families
+    rts = [fams[fi].table for fi in rack_f]
+    for i, (ri, fi) in enumerate(zip(racks, rack_f)):
+        if not isinstance(rts[i], RackTable):  # too big to price with; the search only needs it once
+            # about 2e6 contents a second to build and scan on the shared 2-core machine (load 6):
+            # not started unless 80 % of the time left covers it (the margin enumeration it
+            # replaces does not finish at these sizes either; a search stopped early keeps a
+            # valid bound)
+            if model.deadline is not None and _rack_box(pm, ri) / 2e6 > 0.8 * (model.deadline - time.monotonic()):
+                return None
+            rts[i] = RackTable(pm, ri, edges, fi, fams[fi].conv_row, box_limit=box_limit)
+            if not rts[i].ok:
+                return None
+    tables = pm.__dict__.get("_node_tables", {})
+    classes = {ri: [c for c in node_classes(pm, True) if pm.node_rack[c[0]] == ri] for ri in racks}
+    for ri in racks:
+        for c in classes[ri]:
+            if tables.get(table_sig(pm, c[0])) is None:
+                return None
+    G = pm.groups
+    K = len(G)
+    s = np.array([g.size for g in G], dtype=np.int64)
+    rt1, rt2 = rts
+    tol = 1e-7 * scale
+    # plan values are multiples of `unit` (1 / lcm of the topologies' executor counts): a split
+    # can beat the incumbent only if its bound reaches z_best + unit
+    need = unit - tol if unit > 10 * tol else tol
+    # rack 2's row of s - z for every rack-1 content z, column by column (no K-wide temporaries)
+    c2 = np.zeros(len(rt1.Z), dtype=np.int64)
+    inbox = np.ones(len(rt1.Z), dtype=bool)
+    for k in range(K):
+        rest = s[k] - rt1.Z[:, k].astype(np.int64)
+        inbox &= (rest >= 0) & (rest < rt2.radix[k])
+        c2 += rest * rt2.mult[k]
+    pos = np.minimum(np.searchsorted(rt2.codes, c2), len(rt2.codes) - 1)
+    r2 = np.where(inbox & (rt2.codes[pos] == c2), pos, -1)
+    rc1, rc2 = rt1.rc(duals), rt2.rc(duals)
+    f1, f2 = rack_f
+    lag = np.full(len(r2), -np.inf)
+    ok = r2 >= 0
+    lag[ok] = ub - (maxrc[f1] - rc1[ok]) - (maxrc[f2] - rc2[r2[ok]])
+    if sig[racks[0]] == sig[racks[1]] and rt1.Z is rt2.Z:
+        lag[rt1.codes < c2] = -np.inf  # interchangeable racks: z >= s - z in code order
+    cand = np.flatnonzero(lag > z_best + need)
+    del rc1, rc2, c2, inbox, pos
+    st["two_rack_splits"] = int(len(cand))
+    st["two_rack_setup_s"] = round(time.monotonic() - t0, 2)
+    r1c, r2c, lagc = cand, r2[cand], lag[cand]
+    Zs = [rt1.Z[r1c].astype(np.float64), rt2.Z[r2c].astype(np.float64)]
+    val = rt1.val[r1c] + rt2.val[r2c]
+    node_part = [np.full(len(cand), np.inf), np.full(len(cand), np.inf)]
+
+    def H(ri: int, mu: np.ndarray) -> float:
+        return rack_dual_term(pm, ri, mu)
+
+    def add_mu(ri: int, mu: np.ndarray) -> None:
+        for side in (0, 1):
+            if racks[side] == ri or sig[racks[side]] == sig[ri]:  # any mu is valid: its term per rack
+                np.minimum(node_part[side], Zs[side] @ mu + H(racks[side], mu), out=node_part[side])
+
+    for ri in racks:
+        add_mu(ri, np.array([duals.get(("link", ri, k), 0.0) for k in range(K)]))
+    def grid(b: float) -> float:
+        """A bound on plan values, rounded down to their grid (max(z_best, .): a plan exists)."""
+        if unit > 10 * tol:
+            b = math.floor(b / unit + 1e-6) * unit
+        return max(b, z_best)
+
+    used = 0
+    alive = np.ones(len(cand), dtype=bool)
+    st["rack_tuples"] = 0
+    while True:
+        bnd = np.where(alive, np.minimum(lagc, val + node_part[0] + node_part[1]), -np.inf)
+        if 2 * np.count_nonzero(bnd > z_best + need) < len(bnd):  # drop the splits already beaten
+            keep = np.flatnonzero(bnd > z_best + need)
+            r1c, r2c, lagc, val, bnd, alive = r1c[keep], r2c[keep], lagc[keep], val[keep], bnd[keep], alive[keep]
+            Zs = [Zs[0][keep], Zs[1][keep]]
+            node_part = [node_part[0][keep], node_part[1][keep]]
+        i = int(np.argmax(bnd)) if len(bnd) else -1
+        top = -math.inf if i < 0 else float(bnd[i])
+        if top <= z_best + need:
+            out.update(status="optimal", bound=z_best)
+            st["margin"] = 0.0
+            return out
+        if time.monotonic() > (model.deadline or math.inf):
+            st["enumeration"] = "time limit in the two-rack search"
+            out["bound"] = grid(min(ub, top))
+            return out
+        alive[i] = False
+        tup = [rt1.column(int(r1c[i])), rt2.column(int(r2c[i]))]
+        lpb = float(val[i]) + sum(rack_bound(ri, c) for ri, c in zip(racks, tup))
+        while used < len(sub_duals):
+            add_mu(*sub_duals[used])
+            used += 1
+        if lpb <= z_best + need:
+            st["rack_tuples_pruned"] = st.get("rack_tuples_pruned", 0) + 1
+            continue
+        st["rack_tuples"] += 1
+        total = float(val[i])
+        parts = []
+        for ri, c in zip(racks, tup):
+            r = solve_rack(ri, c)
+            if r == "incomplete":
+                st["enumeration"] = "rack subproblem not proven"
+                out["bound"] = grid(min(ub, top))
+                return out
+            if r is None:
+                total = -math.inf
+                break
+            total += r[0]
+            parts.extend(r[1])
+        if total > z_best:
+            z_best, best = total, parts
+            out.update(status="feasible", value=z_best, chosen=best)
 
 
 def seed_network(pm, model: PatternModel, info: dict, plan: Plan) -> float | None:

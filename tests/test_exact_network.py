@@ -321,3 +321,117 @@ def test_network_30_executors_6_components_proven():
     assert r.metrics["feasible"] and abs(r.bound - r.objective) <= TOL
     heur = planner.solve(inst, "network", "storm.ras")
     assert r.objective <= heur.objective + TOL
+
+
+# --- sparse node table, vectorised rack table, two-rack search (branch net-table) ----------------
+
+@pytest.mark.parametrize("size", [(20, 5, 4), (30, 6, 4)])
+def test_sparse_node_table_matches_dense(size):
+    """W over the feasible vectors only (default) == W on the dense box (the first DP)."""
+    import numpy as np
+
+    from formulations import _patterns as P
+    from formulations._nodetable import NodeTable
+
+    pm = _network_pm(parse_instance(layered(*size, 0)))
+    _, info, _ = P.build_network(pm, None, 1, tables=False)
+    sparse = NodeTable(pm, 0, info["edges"])
+    dense = NodeTable(pm, 0, info["edges"], dense=True)
+    assert sparse.ok and dense.ok and not sparse.dense and dense.dense
+    assert (sparse.Y == dense.Y).all() and (sparse.sel == dense.sel).all()
+    assert np.allclose(sparse.value[sparse.sel], dense.value[dense.sel], atol=1e-9)
+    # the split read back from the sparse levels has the table's value
+    K = len(pm.groups)
+    A = np.zeros((K, K))
+    for (a, b), w in info["edges"].items():
+        A[a, b] += w
+        A[b, a] += w
+    for i in np.random.default_rng(2).choice(len(sparse.Y), 40, replace=False):
+        split = sparse.split(int(i))
+        ws = [np.array([dict(w).get(k, 0) for k in range(K)], dtype=float) for w in split]
+        y = sparse.Y[i].astype(float)
+        assert np.allclose(sum(ws), y)
+        assert 0.5 * y @ A @ y + sum(0.5 * w @ A @ w for w in ws) == pytest.approx(sparse.value[i], abs=1e-9)
+
+
+def test_rack_table_is_every_rack_content():
+    """The vectorised rack table == every z <= min(s, rack caps) within the rack's CPU and
+    memory, found by a plain product loop, with value co(z)."""
+    import itertools
+
+    from formulations._nodetable import RackTable
+
+    pm = _network_pm(parse_instance(layered(12, 5, 4, 0)))
+    G = pm.groups
+    edges = {(0, 1): 0.5, (1, 3): 0.25, (2, 4): 1.0}
+    rt = RackTable(pm, 0, edges, 0, ("conv", "rack", 0))
+    assert rt.ok
+    nodes = [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == 0]
+    caps = [min(g.size, sum(pm.node_cap(g, ni) for ni in nodes)) for g in G]
+    cpu = sum(pm.nodes[ni].cpu for ni in nodes)
+    mem = sum(pm.nodes[ni].memory_mb for ni in nodes)
+    want = {}
+    for z in itertools.product(*(range(c + 1) for c in caps)):
+        if sum(q * g.comp.cpu for q, g in zip(z, G)) <= cpu + 1e-9 and sum(q * g.comp.memory_mb for q, g in zip(z, G)) <= mem + 1e-9:
+            want[z] = sum(w * z[a] * z[b] for (a, b), w in edges.items())
+    got = {tuple(int(q) for q in z): float(v) for z, v in zip(rt.Z, rt.val)}
+    assert got.keys() == want.keys() and all(got[z] == pytest.approx(want[z]) for z in want)
+    assert (rt.rows(rt.Z[::7]) == list(range(0, len(rt.Z), 7))).all()
+
+
+def _two_rack_vs_enumeration(size, monkeypatch):
+    from formulations import _patterns as P
+
+    inst = parse_instance(layered(*size, 0))
+    r = planner.solve(inst, "network", "exact.cpsat", time_limit=60)
+    assert "two_rack_splits" in r.details  # the search ran
+    with monkeypatch.context() as m:
+        m.setattr(P, "_two_rack_search", lambda *a, **k: None)  # the rack-content enumeration instead
+        old = planner.solve(inst, "network", "exact.cpsat", time_limit=60)
+    assert "two_rack_splits" not in old.details
+    assert r.status.value == old.status.value == "optimal"
+    assert r.objective == pytest.approx(old.objective, abs=TOL) and r.metrics["feasible"]
+    assert r.bound == pytest.approx(r.objective, abs=TOL)
+
+
+@pytest.mark.parametrize("size", [(16, 5, 4), (20, 5, 4)])
+def test_two_rack_search_agrees_with_enumeration(size, monkeypatch):
+    _two_rack_vs_enumeration(size, monkeypatch)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("size", [(24, 6, 4), (30, 6, 4)])
+def test_two_rack_search_agrees_with_enumeration_bigger(size, monkeypatch):
+    _two_rack_vs_enumeration(size, monkeypatch)
+
+
+def test_rack_dual_term_bounds_every_rack_content():
+    """mu . z + rack_dual_term(mu) >= the proven node + worker co-location of a rack holding z,
+    for random multipliers and for the single-rack LP's own duals (where it is the LP bound)."""
+    import numpy as np
+
+    from formulations import _patterns as P
+
+    pm = _network_pm(parse_instance(layered(16, 5, 4, 0)))
+    pat, info, _ = P.build_network(pm, None, 1)
+    K = len(pm.groups)
+    rt = next(f.table for f in pat.families if f.name.startswith("rack"))
+    rng = np.random.default_rng(3)
+    tight = 0
+    for r in rng.choice(len(rt.Z), 12, replace=False):
+        z = {k: int(q) for k, q in enumerate(rt.Z[r]) if q}
+        sub = P._rack_sub(pm, 0, z, info["edges"], None, [])
+        lp, duals, _ = sub.generate()
+        o = P.run_patterns(P._rack_sub(pm, 0, z, info["edges"], None, []), "cpsat", 1)
+        if o["status"] == "infeasible":
+            continue
+        assert o["status"] == "optimal"
+        zv = rt.Z[r].astype(float)
+        mus = [rng.uniform(-1, 1, K) for _ in range(3)] + [np.array([duals.get(("cover", k), 0.0) for k in range(K)])]
+        bounds = [float(mu @ zv) + P.rack_dual_term(pm, 0, mu) for mu in mus]
+        assert min(bounds) >= o["value"] - 1e-7
+        assert bounds[-1] >= lp - 1e-7  # a relaxation of that LP (y <= z dropped)
+        # absent groups priced out: then the LP's duals give its bound
+        mu = mus[-1] + np.where(zv == 0, 1e3, 0.0)
+        tight += float(mu @ zv) + P.rack_dual_term(pm, 0, mu) <= lp + 1e-6
+    assert tight >= 6
