@@ -313,9 +313,9 @@ def milp(d, R, hint, time_limit, solver, seed, relaxed: bool, symmetry, cover, p
                     if math.isfinite(r.peak):
                         p += d.rho[c] * y <= r.peak * x  # the rate condition, on the share
             p += pulp.lpSum(v[(c, s, r.q)] for r in R[c]) <= u[s]
-        Qc = pulp.lpSum(terms)
-        p += Qc >= lo
-        p += Qc <= hi
+        # Q_c as a variable: each rate row below then has 2 nonzeros, not 1 + S |R_c|
+        Qc = pulp.LpVariable(f"Q_{c}", lo, hi)
+        p += Qc == pulp.lpSum(terms)
         if shared:
             p += pulp.lpSum(y for (cc, _, _), y in f.items() if cc == c) == 1
         cover(c, v, lambda e: p.addConstraint(e), pulp.lpSum)
@@ -356,22 +356,14 @@ def milp(d, R, hint, time_limit, solver, seed, relaxed: bool, symmetry, cover, p
     pw, big = price_weights(d)
     objective = big * pulp.lpSum(u) + pulp.lpSum(pw[k] * w[k] for k in range(len(d.nodes)))
     p += objective
-    warm = False
     cutoff = None
     if hint is not None:
-        if solver == "cbc":
-            for kk, x in v.items():
-                x.setInitialValue(1 if hint.get((kk[0], kk[1])) == kk[2] else 0)
-            used = {s for (_, s) in hint}
-            for s in range(d.S):
-                u[s].setInitialValue(1 if s in used else 0)
-            for k in range(len(d.nodes)):
-                w[k].setInitialValue(1 if any(d.slot_node[s] == k for s in used) else 0)
-            warm = True
-        else:  # HiGHS through SciPy takes no start: the hint's value becomes a cutoff
-            n, _ = key(d, hint)
-            cutoff = big * n + sum(pw[k] for k in {d.slot_node[s] for (_, s) in hint})
-            p += objective <= cutoff
+        # the seed's value becomes a cutoff for both MILPs: HiGHS through SciPy takes no start,
+        # and CBC given this model's start (binaries, or every variable) exited abnormally on
+        # the Diamond micro-DAG at 50 tuples/s
+        n, _ = key(d, hint)
+        cutoff = big * n + sum(pw[k] for k in {d.slot_node[s] for (_, s) in hint})
+        p += objective <= cutoff
     if time_limit is not None:
         # the back ends translate the PuLP model outside the solver's clock (an MPS file for
         # CBC, SciPy arrays for HiGHS): keep the margin measured for the pattern model
@@ -379,7 +371,7 @@ def milp(d, R, hint, time_limit, solver, seed, relaxed: bool, symmetry, cover, p
         time_limit = time_limit - (time.monotonic() - started) - margin
         if time_limit <= 0.05:
             return core.Outcome("unknown", seconds=time.monotonic() - started), None, big
-    out = core.run_pulp(p, solver, time_limit, warm=warm)
+    out = core.run_pulp(p, solver, time_limit)
     if out.status == "infeasible" and solver == "cbc" and time_limit is not None and out.seconds >= time_limit:
         out.status = "unknown"  # CBC stopped by its clock is no proof (see slots._milp)
     if out.status == "infeasible" and cutoff is not None:

@@ -557,11 +557,18 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
     run = _sr.cpsat if backend == "cpsat" else _sr.milp
     args = dict(symmetry=_symmetry, cover=lambda c, v, add, total=sum: _cover(d, c, v, add, total),
                 price_weights=_price_weights)
-    if backend == "cpsat":
-        out, q, _ = run(d, R, best, left(0.8), seed, relaxed=True, **args)
-    else:
-        out, q, _ = run(d, R, best, left(0.8), backend, seed, relaxed=True, **args)
-    details["relaxation"] = {"status": out.status, "seconds": round(out.seconds, 3)}
+    def attempt(limit, relaxed):
+        """One model; a solver that fails (CBC has exited abnormally on the Diamond micro-DAG's
+        share model) proves nothing and finds nothing: say so and keep the seeds."""
+        try:
+            if backend == "cpsat":
+                return run(d, R, best, limit, seed, relaxed=relaxed, **args)[:2] + (None,)
+            return run(d, R, best, limit, backend, seed, relaxed=relaxed, **args)[:2] + (None,)
+        except Exception as e:  # noqa: BLE001 - a solver's failure is reported, not raised
+            return core.Outcome("unknown"), None, f"{type(e).__name__}: {e}"[:300]
+
+    out, q, err = attempt(left(0.8), True)
+    details["relaxation"] = {"status": out.status, "seconds": round(out.seconds, 3)} | ({"error": err} if err else {})
     proven = out.status in ("optimal", "cutoff")
     if out.status == "cutoff":  # HiGHS: nothing beats the seed given as a cutoff
         q = None
@@ -572,11 +579,8 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         # the relaxation's plan overuses a slot within its rounding slack: look for a plan
         # that keeps to 100 % (the restriction) in the time left
         details["relaxation"]["plan"] = "outside the evaluator's limit"
-        if backend == "cpsat":
-            o2, q2, _ = run(d, R, best, left(), seed, relaxed=False, **args)
-        else:
-            o2, q2, _ = run(d, R, best, left(), backend, seed, relaxed=False, **args)
-        details["restriction"] = {"status": o2.status, "seconds": round(o2.seconds, 3)}
+        o2, q2, err2 = attempt(left(), False)
+        details["restriction"] = {"status": o2.status, "seconds": round(o2.seconds, 3)} | ({"error": err2} if err2 else {})
         if q2 is not None and checked(d, q2) and (best is None or obj(q2) < obj(best)):
             best = q2
         proven = proven and best is not None and out.objective is not None and obj(best) <= round(out.objective)
@@ -600,6 +604,8 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         bound = float(min(n, max(vb, lb or 0)))
         status = Status.FEASIBLE
         msg = "stopped by the time limit: best allocation so far, with the proven bound"
+        if err:
+            msg = f"the solver failed ({err}): best seed allocation, with the volume bound"
     details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in best})
     return Result(problem="slots", method=method, status=status, plan=make_plan(d, best), bound=bound,
                   details=details, message=msg)
