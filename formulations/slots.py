@@ -544,7 +544,8 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
     peak_inst = instance.model_copy(update={"params": instance.params.model_copy(update={"slot_usage": "peak"})})
     pr = solve_slots(peak_inst, backend, method, None if deadline is None else left(0.25), seed, None, model)
     pq = _plan_to_q(d, pr.plan) if pr.plan is not None else None
-    details["peak_seed"] = {"status": pr.status.value, "used": pq is not None and checked(d, pq)}
+    details["peak_seed"] = {"status": pr.status.value, "used": pq is not None and checked(d, pq),
+                            "slots": None if pq is None else len({s for (_, s) in pq})}
     if details["peak_seed"]["used"]:
         seeds.append(pq)
     pw, big = _price_weights(d)
