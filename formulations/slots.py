@@ -14,8 +14,9 @@ Two models (option ``model``). The default ("auto") is the configuration model o
 ``_slotpatterns`` (slot contents as patterns, a thread-count level per component), exact under
 ``slot_usage = "peak"`` and used when no component is pinned and none has ``max_per_node``;
 it proves the Shukla micro-DAGs in seconds. Otherwise (or with ``model="assign"``) the
-assignment model below. Under ``slot_usage = "rate"`` neither is exact: both return their
-peak-usage optimum as ``feasible`` (see docs/formulations.md, "Slots").
+assignment model below. Under ``slot_usage = "rate"`` (usage scaled by rate taken / peak, so
+by 1/Q_c) the exact methods run ``_slotsrate`` (share MILP, product CP-SAT model) seeded by the
+peak-usage optimum, see ``_solve_rate`` and docs/formulations.md, "Slots", "Rate usage".
 
 Assignment model: a binary v_csq says "slot s holds exactly q threads of c". The rate condition
 q rho_c / Q_c <= peak(c, q) is  Q_c >= q rho_c / peak(c, q), i.e.  Q_c >= need_cq v_csq  with
