@@ -381,3 +381,50 @@ def milp(d, R, hint, time_limit, solver, seed, relaxed: bool, symmetry, cover, p
     if out.status in ("optimal", "feasible"):
         q = {(c, s): qq for (c, s, qq), x in v.items() if (x.varValue or 0) > 0.5}
     return out, q, big
+
+
+# --- a constructive seed ---------------------------------------------------------------------
+
+def greedy(d, R) -> dict[tuple[int, int], int] | None:
+    """A quick plan under rate usage, or None: each component takes the fewest equal groups
+    (k groups of q threads, Q_c = k q, every group within its peak and alone within 100 %),
+    least total usage among those; the groups are then packed first-fit decreasing into the
+    slots in order (pins, max_per_node and incompatible pairs respected). Checked by ``valid``."""
+    groups = []  # (cpu, mem, c, q)
+    for c in range(d.C):
+        best = None
+        for r in R[c]:
+            for k in range(1, d.S + 1):
+                Q = k * r.q
+                if Q < r.need:
+                    continue
+                cpu, mem = (r.a_cpu / Q, r.a_mem / Q) if r.scaled else (r.cpu, r.mem)
+                if cpu > 100 or mem > 100:
+                    continue
+                cand = (k, k * cpu + k * mem, r.q, cpu, mem)
+                if best is None or cand < best:
+                    best = cand
+                break  # larger k for this row only costs slots
+        if best is None:
+            return None
+        k, _, q, cpu, mem = best
+        groups += [(cpu, mem, c, q)] * k
+    groups.sort(key=lambda g: -(g[0] + g[1]))
+    load = [[0.0, 0.0] for _ in range(d.S)]
+    q: dict[tuple[int, int], int] = {}
+    per_node: dict[tuple[int, int], int] = {}
+    for cpu, mem, c, qq in groups:
+        for s in range(d.S):
+            k = d.slot_node[s]
+            if (not d.allowed[c][s] or (c, s) in q or load[s][0] + cpu > 100 or load[s][1] + mem > 100
+                    or any((a == c and (b, s) in q) or (b == c and (a, s) in q) for a, b in d.incompatible)
+                    or (d.max_per_node[c] is not None and per_node.get((c, k), 0) + qq > d.max_per_node[c])):
+                continue
+            q[(c, s)] = qq
+            load[s][0] += cpu
+            load[s][1] += mem
+            per_node[(c, k)] = per_node.get((c, k), 0) + qq
+            break
+        else:
+            return None
+    return q if valid(d, R, q) else None

@@ -518,8 +518,9 @@ def _solve_patterns(instance: Instance, d: SlotsData, backend: str, method: str,
 def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed, hint, model: str,
                 started: float) -> Result:
     """Exact driver under ``params.slot_usage = "rate"`` (``_slotsrate``; docs/formulations.md,
-    "Slots", "Rate usage"). Seeds: the hint (checked under rate usage) and the peak-usage
-    optimum (rate-feasible: its scale is <= 1), found with a quarter of the time. Then the
+    "Slots", "Rate usage"). Seeds: the hint (checked under rate usage), a greedy plan
+    (``_slotsrate.greedy``) and the peak-usage optimum (rate-feasible: its scale is <= 1),
+    found with 40 % of the time. Then the
     relaxation (a bound valid for every plan the evaluator accepts); its plan is kept when the
     evaluator's rule accepts it, otherwise the restriction looks for a plan in the time left."""
     d = prepare(instance, peak_usage_filter=False)
@@ -542,8 +543,12 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
     hq = _hint(instance, d, hint, method, details, check=checked)
     if hq is not None:
         seeds.append(hq)
+    gq = _sr.greedy(d, R)
+    details["greedy_seed"] = None if gq is None else len({s for (_, s) in gq})
+    if gq is not None:
+        seeds.append(gq)
     peak_inst = instance.model_copy(update={"params": instance.params.model_copy(update={"slot_usage": "peak"})})
-    pr = solve_slots(peak_inst, backend, method, None if deadline is None else left(0.25), seed, None, model)
+    pr = solve_slots(peak_inst, backend, method, None if deadline is None else left(0.4), seed, None, model)
     pq = _plan_to_q(d, pr.plan) if pr.plan is not None else None
     details["peak_seed"] = {"status": pr.status.value, "used": pq is not None and checked(d, pq),
                             "slots": None if pq is None else len({s for (_, s) in pq})}
