@@ -428,3 +428,21 @@ def greedy(d, R) -> dict[tuple[int, int], int] | None:
         else:
             return None
     return q if valid(d, R, q) else None
+
+
+# --- proving the slot count when slots are interchangeable ------------------------------------
+
+def first_slots(d, k: int):
+    """``d`` cut to its first k slots (nodes kept; a node past the cut has no slot)."""
+    import dataclasses
+
+    return dataclasses.replace(d, slots=d.slots[:k], slot_node=d.slot_node[:k],
+                               allowed=[row[:k] for row in d.allowed])
+
+
+def remap(d, q, nodes: list[int]) -> dict[tuple[int, int], int]:
+    """The contents of q's used slots moved, in order, onto the slots of ``nodes``."""
+    target = [s for s in range(d.S) if d.slot_node[s] in set(nodes)]
+    used = sorted({s for (_, s) in q})
+    m = dict(zip(used, target))
+    return {(c, m[s]): x for (c, s), x in q.items()}

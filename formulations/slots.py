@@ -564,17 +564,19 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
     run = _sr.cpsat if backend == "cpsat" else _sr.milp
     args = dict(symmetry=_symmetry, cover=lambda c, v, add, total=sum: _cover(d, c, v, add, total),
                 price_weights=_price_weights)
-    def attempt(limit, relaxed):
+    def attempt(limit, relaxed, dd=d, start="best"):
         """One model; a solver that fails (CBC has exited abnormally on the Diamond micro-DAG's
         share model) proves nothing and finds nothing: say so and keep the seeds."""
+        h = best if start == "best" else start
         try:
             if backend == "cpsat":
-                return run(d, R, best, limit, seed, relaxed=relaxed, **args)[:2] + (None,)
-            return run(d, R, best, limit, backend, seed, relaxed=relaxed, **args)[:2] + (None,)
+                return run(dd, R, h, limit, seed, relaxed=relaxed, **args)[:2] + (None,)
+            return run(dd, R, h, limit, backend, seed, relaxed=relaxed, **args)[:2] + (None,)
         except Exception as e:  # noqa: BLE001 - a solver's failure is reported, not raised
             return core.Outcome("unknown"), None, f"{type(e).__name__}: {e}"[:300]
 
-    out, q, err = attempt(left(0.8), True)
+    interchangeable = _sp.applicable(d) is None  # no pins, no max_per_node: any slot holds any content
+    out, q, err = attempt(left(0.5 if interchangeable else 0.8), True)
     details["relaxation"] = {"status": out.status, "seconds": round(out.seconds, 3)} | ({"error": err} if err else {})
     proven = out.status in ("optimal", "cutoff")
     if out.status == "cutoff":  # HiGHS: nothing beats the seed given as a cutoff
@@ -591,6 +593,32 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         if q2 is not None and checked(d, q2) and (best is None or obj(q2) < obj(best)):
             best = q2
         proven = proven and best is not None and out.objective is not None and obj(best) <= round(out.objective)
+    descent = None
+    if not proven and best is not None and out.status != "infeasible" and interchangeable:
+        # Slots are interchangeable: "no plan with k slots" is the relaxation on the first k
+        # slots being infeasible. Step down from the incumbent while time is left; a proof at
+        # n - 1 makes n optimal, and the cheapest node set holding n slots then gives the cost.
+        n = len({s for (_, s) in best})
+        floor_ = max(_sr.volume_bound(d, R), _sr.slot_bound(out.bound, big) or 0)
+        descent = {"steps": []}
+        while n - 1 >= floor_ and (deadline is None or left() > 0.2):
+            dk = _sr.first_slots(d, n - 1)
+            ok, qk, errk = attempt(left(), True, dk, None)
+            descent["steps"].append({"slots": n - 1, "status": ok.status})
+            if ok.status == "infeasible":
+                floor_ = n
+                break
+            if qk is None or not _sr.valid(dk, R, qk):
+                break
+            best, n = qk, len({s for (_, s) in qk})
+        if floor_ >= n:
+            nodes = _sp.cheapest_nodes(d, n)
+            moved = _sr.remap(d, best, nodes) if nodes is not None else None
+            if moved is not None and checked(d, moved) and obj(moved) <= obj(best):
+                best = moved
+                proven = True
+        descent["bound"] = floor_
+        details["descent"] = descent
     if out.status == "infeasible":
         if best is not None:
             return Result(problem="slots", method=method, status=Status.ERROR, details=details,
@@ -608,7 +636,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         status, bound, msg = Status.OPTIMAL, float(n), ""
     else:
         lb = _sr.slot_bound(out.bound, big)
-        bound = float(min(n, max(vb, lb or 0)))
+        bound = float(min(n, max(vb, lb or 0, descent["bound"] if descent else 0)))
         status = Status.FEASIBLE
         msg = "stopped by the time limit: best allocation so far, with the proven bound"
         if err:
