@@ -115,7 +115,7 @@ def slots(limit: float, dags, rates_, assign: bool = True, interpolate: bool = F
     print(f"{n} instances solved by both: brute force {tot_bf:.2f} s, CP-SAT {tot_cp:.2f} s, ratio {tot_bf / tot_cp:.1f}")
 
 
-def slots_rate(limit: float, dags, rates_) -> None:
+def slots_rate(limit: float, dags, rates_, shipped: bool = True) -> None:
     """Under ``params.slot_usage = "rate"``: the shipped shukla-* instances and the micro-DAGs
     (8 VMs x 4 slots, modelled rows only) with each back end; the peak-usage optimum each run
     started from (its seed); the Shukla pairs (fewest slots among passing plans)."""
@@ -123,7 +123,8 @@ def slots_rate(limit: float, dags, rates_) -> None:
     print("| instance | " + " | ".join(f"{m}: time status, slots / bound" for m in SOLVERS)
           + " | peak seed (slots) | Shukla pairs: best passing (passing / 5) | fewest slots of any pair (passes?) |")
     print("|---|" + "---|" * (len(SOLVERS) + 3))
-    cases = [(name, planner.load_instance(name)) for name in ("shukla-linear", "shukla-diamond", "shukla-star")]
+    names = ("shukla-linear", "shukla-diamond", "shukla-star") if shipped else ()
+    cases = [(name, planner.load_instance(name)) for name in names]
     for dag in dags:
         for rate in rates_:
             inst = shukla_micro_dag(dag, rate, nodes=8)
@@ -173,9 +174,15 @@ def main() -> None:
                     help="only the slots table with interpolated task models (the shipped instances' setting)")
     ap.add_argument("--slots-rate", action="store_true",
                     help="only the slots table under slot_usage='rate' (shipped shukla-* and micro-DAGs, up to 13 minutes)")
+    ap.add_argument("--slots-rate-low", action="store_true",
+                    help="the micro-DAGs under slot_usage='rate' at 10 and 25 tuples/s, where Shukla pairs' plans pass")
     a = ap.parse_args()
     t0 = time.time()
-    if a.slots_rate:
+    if a.slots_rate_low:
+        print(f"load average at start: {os.getloadavg()[0]:.2f}")
+        slots_rate(20, ["linear", "diamond", "star"], [10, 25], shipped=False)
+        print(f"load average at end: {os.getloadavg()[0]:.2f}")
+    elif a.slots_rate:
         print(f"load average at start: {os.getloadavg()[0]:.2f}")
         slots_rate(20, ["linear", "diamond", "star"], [50, 100, 200])
         print(f"load average at end: {os.getloadavg()[0]:.2f}")
