@@ -522,7 +522,9 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
     (``_slotsrate.greedy``) and the peak-usage optimum (rate-feasible: its scale is <= 1),
     found with 40 % of the time. Then the
     relaxation (a bound valid for every plan the evaluator accepts); its plan is kept when the
-    evaluator's rule accepts it, otherwise the restriction looks for a plan in the time left."""
+    evaluator's rule accepts it, otherwise the restriction looks for a plan in the time left.
+    With interchangeable slots, a descent then proves the slot count (relaxation on n - 1
+    slots infeasible) and takes the cheapest nodes for n slots."""
     d = prepare(instance, peak_usage_filter=False)
     R = _sr.rows(d)
     for c, cid in enumerate(d.comps):
