@@ -663,14 +663,14 @@ def bruteforce_slots(instance: Instance, time_limit=None) -> Result:
     CPU and memory), slots of one node taken as a multiset; the rate check is done with
     ``rates.executor_rates`` on the full allocation. Minimises (slots used, VM cost)."""
     method = "exact.bruteforce"
-    d = prepare(instance)
+    scaled = instance.params.slot_usage == "rate"  # usage x load/peak, checked at the leaves
+    # under rate usage a row above 100 % may fit once scaled: keep it (the check used to run on
+    # the peak-filtered rows first and called such instances infeasible)
+    d = prepare(instance, peak_usage_filter=not scaled)
     why = _no_option(d)
     if why:
         return Result(problem="slots", method=method, status=Status.INFEASIBLE, message=why)
     t = instance.topologies[0]
-    scaled = instance.params.slot_usage == "rate"  # usage x load/peak, checked at the leaves
-    if scaled:
-        d = prepare(instance, peak_usage_filter=False)
     contents = [()]  # the empty slot first
     import itertools
 

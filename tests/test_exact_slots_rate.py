@@ -242,3 +242,23 @@ def test_descent_proves_when_the_full_model_does_not(monkeypatch, backend):
         steps += bool(r.details["descent"]["steps"])
         proven += 1
     assert proven >= 6 and steps >= 1  # some proofs need a step down (others meet the volume bound)
+
+
+def test_a_row_above_100_percent_fits_when_split():
+    """A one-thread row at 150 % CPU and peak = the rate: one thread alone overloads its slot,
+    two threads in two slots take half the rate each (75 %). Rate usage allows it (peak usage
+    does not); the optimum is 2 slots, and the restriction must not place one thread in one slot
+    (it would if it divided by the largest thread count instead of Q_c)."""
+    inst = {"topologies": [{"id": "t", "input_rate": 10, "components": [{"id": "s", "kind": "spout"}], "streams": []}],
+            "cluster": {"racks": [{"id": "r", "nodes": [{"id": "n0", "slots": 3, "price": 1}]}]},
+            "perf_models": [{"name": "s", "points": [{"threads": 1, "rate": 10, "cpu": 150, "memory": 10}]}],
+            "params": {"slot_usage": "rate"}}
+    assert planner.solve(peak_of(inst), "slots", "exact.bruteforce").status == Status.INFEASIBLE
+    ref = agree(inst)
+    assert ref.objective == 2
+    for backend in ("cpsat", "highs"):
+        sr, d, R, args = _parts(inst)
+        run = sr.cpsat if backend == "cpsat" else sr.milp
+        extra = (0,) if backend == "cpsat" else ("highs", 0)
+        out, q, _ = run(d, R, None, None, *extra, relaxed=False, **args)
+        assert out.status == "optimal" and sr.valid(d, R, q) and sr.key(d, q)[0] == 2, backend
