@@ -598,21 +598,23 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
     descent = None
     if not proven and best is not None and out.status != "infeasible" and interchangeable:
         # Slots are interchangeable: "no plan with k slots" is the relaxation on the first k
-        # slots being infeasible. Step down from the incumbent while time is left; a proof at
-        # n - 1 makes n optimal, and the cheapest node set holding n slots then gives the cost.
+        # slots being infeasible. Step up from the bound while time is left (small k are the
+        # quick proofs): each infeasible k raises the bound; the first k with a plan that
+        # passes is the optimal slot count; the cheapest node set holding n slots then gives
+        # the cost.
         n = len({s for (_, s) in best})
         floor_ = max(_sr.volume_bound(d, R), _sr.slot_bound(out.bound, big) or 0)
         descent = {"steps": []}
-        while n - 1 >= floor_ and (deadline is None or left() > 0.2):
-            dk = _sr.first_slots(d, n - 1)
-            ok, qk, errk = attempt(left(), True, dk, None)
-            descent["steps"].append({"slots": n - 1, "status": ok.status})
+        while floor_ < n and (deadline is None or left() > 0.2):
+            dk = _sr.first_slots(d, floor_)
+            ok, qk, _ = attempt(left(), True, dk, None)
+            descent["steps"].append({"slots": floor_, "status": ok.status})
             if ok.status == "infeasible":
-                floor_ = n
-                break
-            if qk is None or not _sr.valid(dk, R, qk):
-                break
-            best, n = qk, len({s for (_, s) in qk})
+                floor_ += 1
+                continue
+            if qk is not None and _sr.valid(dk, R, qk):
+                best, n = qk, len({s for (_, s) in qk})  # n == floor_: nothing below is left
+            break
         if floor_ >= n:
             nodes = _sp.cheapest_nodes(d, n)
             moved = _sr.remap(d, best, nodes) if nodes is not None else None
