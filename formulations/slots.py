@@ -523,8 +523,8 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
     found with 40 % of the time. Then the
     relaxation (a bound valid for every plan the evaluator accepts); its plan is kept when the
     evaluator's rule accepts it, otherwise the restriction looks for a plan in the time left.
-    With interchangeable slots, a descent then proves the slot count (relaxation on n - 1
-    slots infeasible) and takes the cheapest nodes for n slots."""
+    With interchangeable slots, a slot-count search up from the bound then proves the slot
+    count (relaxation on fewer slots infeasible) and takes the cheapest nodes for that count."""
     d = prepare(instance, peak_usage_filter=False)
     R = _sr.rows(d)
     for c, cid in enumerate(d.comps):

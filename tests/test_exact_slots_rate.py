@@ -212,8 +212,8 @@ def test_rate_usage_matches_the_evaluator():
 
 @pytest.mark.parametrize("backend", ["exact.cpsat", "exact.milp-highs"])
 def test_descent_proves_when_the_full_model_does_not(monkeypatch, backend):
-    """With interchangeable slots the driver proves the slot count by the relaxation on the first
-    n - 1 slots and takes the cheapest nodes for n slots. The full model is made to give up
+    """With interchangeable slots the driver proves the slot count by the relaxation on fewer
+    slots (searching up from the bound) and takes the cheapest nodes for that count. The full model is made to give up
     (as at a time limit): the answer must still be brute force's optimum, proven."""
     from formulations import _slotsrate as sr
     from formulations.gap import Outcome
@@ -241,7 +241,7 @@ def test_descent_proves_when_the_full_model_does_not(monkeypatch, backend):
         assert r.metrics["vm_cost"] == pytest.approx(ref.metrics["vm_cost"], abs=1e-9), seed
         steps += bool(r.details["descent"]["steps"])
         proven += 1
-    assert proven >= 6 and steps >= 1  # some proofs need a step down (others meet the volume bound)
+    assert proven >= 6 and steps >= 1  # some proofs need a step (others meet the volume bound)
 
 
 def test_a_row_above_100_percent_fits_when_split():
