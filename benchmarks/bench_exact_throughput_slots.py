@@ -2,10 +2,11 @@
 CBC vs HiGHS), brute force vs CP-SAT where brute force finishes, and the GAP core on chu1997
 types c and d with a 60 s limit. Prints markdown tables (docs/benchmarks.md).
 
-    PYTHONPATH=$PWD python benchmarks/bench_exact_throughput_slots.py [--quick | --slots]
+    PYTHONPATH=$PWD python benchmarks/bench_exact_throughput_slots.py [--quick | --slots | --slots-rate]
 
 ``--slots`` runs only the slots table (about 4 minutes on the shared 2-core machine);
-``--slots-interpolated`` the same micro-DAGs with interpolated task models (up to 9 minutes).
+``--slots-interpolated`` the same micro-DAGs with interpolated task models (up to 9 minutes);
+``--slots-rate`` the shipped shukla-* instances and the micro-DAGs under slot_usage='rate'.
 
 Everything runs in one process, one solve at a time; CP-SAT uses 2 workers, CBC and HiGHS 1
 thread. The machine is shared, so times are indicative; ratios come from one run.
@@ -114,6 +115,37 @@ def slots(limit: float, dags, rates_, assign: bool = True, interpolate: bool = F
     print(f"{n} instances solved by both: brute force {tot_bf:.2f} s, CP-SAT {tot_cp:.2f} s, ratio {tot_bf / tot_cp:.1f}")
 
 
+def slots_rate(limit: float, dags, rates_, shipped: bool = True) -> None:
+    """Under ``params.slot_usage = "rate"``: the shipped shukla-* instances and the micro-DAGs
+    (8 VMs x 4 slots, modelled rows only) with each back end; the peak-usage optimum each run
+    started from (its seed); the Shukla pairs (fewest slots among passing plans)."""
+    print(f"\n### slots under slot_usage='rate' (time limit {limit:g} s, model building and the peak seed included)\n")
+    print("| instance | " + " | ".join(f"{m}: time status, slots / bound" for m in SOLVERS)
+          + " | peak seed (slots) | Shukla pairs: best passing (passing / 5) | fewest slots of any pair (passes?) |")
+    print("|---|" + "---|" * (len(SOLVERS) + 3))
+    names = ("shukla-linear", "shukla-diamond", "shukla-star") if shipped else ()
+    cases = [(name, planner.load_instance(name)) for name in names]
+    for dag in dags:
+        for rate in rates_:
+            inst = shukla_micro_dag(dag, rate, nodes=8)
+            inst["params"] = {"slot_usage": "rate"}
+            cases.append((f"micro {dag} {rate}", inst))
+    for name, inst in cases:
+        rs = [planner.solve(inst, "slots", m, time_limit=limit) for m in SOLVERS]
+        for r in rs:
+            assert r.plan is None or r.metrics["feasible"], (name, r.method, r.metrics["violations"])
+        cells = [f"{cell(r)}, {r.objective if r.objective is not None else '-'} / {r.bound if r.bound is not None else '-'}" for r in rs]
+        seed = rs[0].details.get("peak_seed", {}).get("slots", "-")
+        hs = [planner.solve(inst, "slots", p) for p in PAIRS]
+        hs = [h for h in hs if h.plan is not None]
+        passing = [h for h in hs if h.metrics["feasible"]]
+        bp = min(passing, key=lambda h: (h.objective, h.metrics["vm_cost"]), default=None)
+        fewest = min(hs, key=lambda h: h.objective, default=None)
+        bcell = "-" if bp is None else f"{bp.objective:g} ({bp.method})"
+        fcell = "-" if fewest is None else f"{fewest.objective:g} ({'yes' if fewest.metrics['feasible'] else 'no'})"
+        print(f"| {name} | " + " | ".join(cells) + f" | {seed} | {bcell} ({len(passing)}/{len(PAIRS)}) | {fcell} |", flush=True)
+
+
 def gap(limit: float, names) -> None:
     import csv
 
@@ -140,9 +172,21 @@ def main() -> None:
     ap.add_argument("--slots", action="store_true", help="only the slots table (Linear/Diamond/Star x 50/100/200)")
     ap.add_argument("--slots-interpolated", action="store_true",
                     help="only the slots table with interpolated task models (the shipped instances' setting)")
+    ap.add_argument("--slots-rate", action="store_true",
+                    help="only the slots table under slot_usage='rate' (shipped shukla-* and micro-DAGs, up to 13 minutes)")
+    ap.add_argument("--slots-rate-low", action="store_true",
+                    help="the micro-DAGs under slot_usage='rate' at 10 and 25 tuples/s, where Shukla pairs' plans pass")
     a = ap.parse_args()
     t0 = time.time()
-    if a.slots_interpolated:
+    if a.slots_rate_low:
+        print(f"load average at start: {os.getloadavg()[0]:.2f}")
+        slots_rate(20, ["linear", "diamond", "star"], [10, 25], shipped=False)
+        print(f"load average at end: {os.getloadavg()[0]:.2f}")
+    elif a.slots_rate:
+        print(f"load average at start: {os.getloadavg()[0]:.2f}")
+        slots_rate(20, ["linear", "diamond", "star"], [50, 100, 200])
+        print(f"load average at end: {os.getloadavg()[0]:.2f}")
+    elif a.slots_interpolated:
         print(f"load average at start: {os.getloadavg()[0]:.2f}")
         slots(20, ["linear", "diamond", "star"], [50, 100, 200], assign=False, interpolate=True, tiny_=False)
         print(f"load average at end: {os.getloadavg()[0]:.2f}")

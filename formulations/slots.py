@@ -14,8 +14,9 @@ Two models (option ``model``). The default ("auto") is the configuration model o
 ``_slotpatterns`` (slot contents as patterns, a thread-count level per component), exact under
 ``slot_usage = "peak"`` and used when no component is pinned and none has ``max_per_node``;
 it proves the Shukla micro-DAGs in seconds. Otherwise (or with ``model="assign"``) the
-assignment model below. Under ``slot_usage = "rate"`` neither is exact: both return their
-peak-usage optimum as ``feasible`` (see docs/formulations.md, "Slots").
+assignment model below. Under ``slot_usage = "rate"`` (usage scaled by rate taken / peak, so
+by 1/Q_c) the exact methods run ``_slotsrate`` (share MILP, product CP-SAT model) seeded by the
+peak-usage optimum, see ``_solve_rate`` and docs/formulations.md, "Slots", "Rate usage".
 
 Assignment model: a binary v_csq says "slot s holds exactly q threads of c". The rate condition
 q rho_c / Q_c <= peak(c, q) is  Q_c >= q rho_c / peak(c, q), i.e.  Q_c >= need_cq v_csq  with
@@ -36,6 +37,7 @@ from planner.plan import Placement, Plan, Result, Status
 from planner.registry import register
 
 from . import _slotpatterns as _sp
+from . import _slotsrate as _sr
 from . import gap as core
 
 OPTIONS = {"hint": None, "max_instances": 10, "model": "auto"}
@@ -381,7 +383,9 @@ def _valid(d: SlotsData, q: dict[tuple[int, int], int]) -> bool:
     return True
 
 
-def _hint(instance, d: SlotsData, hint, method, details):
+def _hint(instance, d: SlotsData, hint, method, details, check=None):
+    """The plan of method ``hint`` as threads per (component, slot), when ``check`` (default:
+    the peak-usage rule) accepts it; else None. Recorded in ``details["hint"]``."""
     if hint is None:
         return None
     if hint == method:
@@ -394,18 +398,23 @@ def _hint(instance, d: SlotsData, hint, method, details):
         raise InstanceError("options.hint", f"cannot use {hint!r} as a hint: {e}") from None
     q = None
     if r.ok and r.plan is not None:
-        ci = {c: k for k, c in enumerate(d.comps)}
-        si = {sl: k for k, sl in enumerate(d.slots)}
-        q = {}
-        for p in r.plan.placements:
-            key = (ci.get(p.component), si.get((p.node, p.slot)))
-            if None in key:
-                q = None
-                break
-            q[key] = q.get(key, 0) + 1
-        if q is not None and not _valid(d, q):
+        q = _plan_to_q(d, r.plan)
+        if q is not None and not (check or _valid)(d, q):
             q = None
     details["hint"] = {"method": hint, "status": r.status.value, "used": q is not None}
+    return q
+
+
+def _plan_to_q(d: SlotsData, plan: Plan) -> dict[tuple[int, int], int] | None:
+    """Threads per (component, slot) of a plan; None when it names an unknown component or slot."""
+    ci = {c: k for k, c in enumerate(d.comps)}
+    si = {sl: k for k, sl in enumerate(d.slots)}
+    q: dict[tuple[int, int], int] = {}
+    for p in plan.placements:
+        key = (ci.get(p.component), si.get((p.node, p.slot)))
+        if None in key:
+            return None
+        q[key] = q.get(key, 0) + 1
     return q
 
 
@@ -422,12 +431,11 @@ def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, 
     started = time.monotonic()
     if model not in MODELS:
         raise InstanceError("options.model", f"must be one of {', '.join(MODELS)}, got {model!r}")
+    if instance.params.slot_usage == "rate":
+        return _solve_rate(instance, backend, method, time_limit, seed, hint, model, started)
     d = prepare(instance)
-    rate_mode = instance.params.slot_usage == "rate"
     why = _no_option(d)
     if why:
-        if rate_mode:
-            return _rate_mode_unknown(method, why)
         return Result(problem="slots", method=method, status=Status.INFEASIBLE, message=why)
     if model != "assign":
         why_not = _sp.applicable(d)
@@ -448,8 +456,6 @@ def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, 
         out, q, big = _milp(d, hq, time_limit, backend)
         if q is None and out.status == "infeasible" and hq is not None:
             q, out.status = hq, "optimal"  # only the hint's cutoff can cut everything: the hint is optimal
-    if out.status == "infeasible" and rate_mode:
-        return _rate_mode_unknown(method, "no allocation under peak usage")
     if out.status == "infeasible":
         return Result(problem="slots", method=method, status=Status.INFEASIBLE,
                       message="no thread allocation sustains the target rate within the slots (proven): "
@@ -458,17 +464,13 @@ def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, 
         return Result(problem="slots", method=method, status=Status.UNKNOWN, message="time limit reached before any allocation")
     slots_used = len({s for (_, s) in q})
     if out.bound is not None and out.status == "feasible":
-        bound = float(min(slots_used, math.ceil(out.bound / big - 1e-9) if out.bound > 0 else 0))
+        # the bound is on big * slots + cost with cost < big: slots >= ceil((bound - big + 1) / big)
+        lb = _sr.slot_bound(out.bound, big)
+        bound = float(min(slots_used, lb)) if lb is not None else None
     else:
         bound = float(slots_used)
     status = Status.OPTIMAL if out.status == "optimal" else Status.FEASIBLE
     msg = "" if status == Status.OPTIMAL else "stopped by the time limit: best allocation so far, with the proven bound"
-    if instance.params.slot_usage == "rate":
-        # usage scaled by load/peak is q rho/(Q peak): 1/Q is not modelled. A peak-feasible
-        # allocation is rate-feasible (the scale is <= 1) but fewer slots may exist.
-        status, bound = Status.FEASIBLE, None
-        msg = ("params.slot_usage='rate' is not modelled exactly (usage scales with 1/Q_c): this is the optimum "
-               "under peak usage, feasible but not proven optimal here; exact.bruteforce handles 'rate' on tiny instances")
     details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in q})
     return Result(problem="slots", method=method, status=status, plan=make_plan(d, q), bound=bound, details=details,
                   message=msg)
@@ -478,7 +480,6 @@ def _solve_patterns(instance: Instance, d: SlotsData, backend: str, method: str,
                     started: float, fallback: bool = False) -> Result | None:
     """The configuration model (``_slotpatterns``): exact under peak usage. None when there
     are too many slot contents and ``fallback`` lets the caller use the assignment model."""
-    rate_mode = instance.params.slot_usage == "rate"
     details: dict = {}
     hq = _hint(instance, d, hint, method, details)
     hint_contents = None
@@ -494,8 +495,6 @@ def _solve_patterns(instance: Instance, d: SlotsData, backend: str, method: str,
             return None
         return Result(problem="slots", method=method, status=Status.UNKNOWN, details=details,
                       message=f"pattern model: {info['stopped']}; use model='assign'")
-    if status == "infeasible" and rate_mode:
-        return _rate_mode_unknown(method, "no allocation under peak usage")
     if status == "infeasible":
         return Result(problem="slots", method=method, status=Status.INFEASIBLE, details=details,
                       message="no thread allocation sustains the target rate within the slots (proven): "
@@ -511,19 +510,144 @@ def _solve_patterns(instance: Instance, d: SlotsData, backend: str, method: str,
                       message="internal error: the pattern model returned an allocation that breaks the model")
     st = Status.OPTIMAL if status == "optimal" else Status.FEASIBLE
     msg = "" if st == Status.OPTIMAL else "stopped by the time limit: best allocation so far, with the proven bound"
-    if rate_mode:
-        st, bound = Status.FEASIBLE, None
-        msg = ("params.slot_usage='rate' is not modelled exactly (usage scales with 1/Q_c): this is the optimum "
-               "under peak usage, feasible but not proven optimal here; exact.bruteforce handles 'rate' on tiny instances")
     details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in q})
     return Result(problem="slots", method=method, status=st, plan=make_plan(d, q),
                   bound=None if bound is None else float(bound), details=details, message=msg)
 
 
-def _rate_mode_unknown(method: str, why: str) -> Result:
-    return Result(problem="slots", method=method, status=Status.UNKNOWN,
-                  message=f"{why}; params.slot_usage='rate' is not modelled exactly (usage scales with 1/Q_c), "
-                          "so that proves nothing here; exact.bruteforce handles 'rate' on tiny instances")
+def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed, hint, model: str,
+                started: float) -> Result:
+    """Exact driver under ``params.slot_usage = "rate"`` (``_slotsrate``; docs/formulations.md,
+    "Slots", "Rate usage"). Seeds: the hint (checked under rate usage), a greedy plan
+    (``_slotsrate.greedy``) and the peak-usage optimum (rate-feasible: its scale is <= 1),
+    found with 40 % of the time. Then the
+    relaxation (a bound valid for every plan the evaluator accepts); its plan is kept when the
+    evaluator's rule accepts it, otherwise the restriction looks for a plan in the time left.
+    With interchangeable slots, a slot-count search up from the bound then proves the slot
+    count (relaxation on fewer slots infeasible) and takes the cheapest nodes for that count."""
+    d = prepare(instance, peak_usage_filter=False)
+    R = _sr.rows(d)
+    for c, cid in enumerate(d.comps):
+        if not R[c]:
+            return Result(problem="slots", method=method, status=Status.INFEASIBLE,
+                          message=f"component {cid!r}: no thread count fits one slot (unscaled CPU or memory > 100 %, or zero peak rate)")
+        if not any(d.allowed[c]):
+            return Result(problem="slots", method=method, status=Status.INFEASIBLE,
+                          message=f"component {cid!r}: no slot satisfies its pins")
+    deadline = None if time_limit is None else started + time_limit
+
+    def left(share: float = 1.0):
+        return None if deadline is None else max(0.0, (deadline - time.monotonic()) * share)
+
+    details: dict = {"model": "rate-" + ("products" if backend == "cpsat" else "shares"), "slot_usage": "rate"}
+    checked = lambda dd, qq: _sr.valid(dd, R, qq)  # noqa: E731
+    seeds = []
+    hq = _hint(instance, d, hint, method, details, check=checked)
+    if hq is not None:
+        seeds.append(hq)
+    gq = _sr.greedy(d, R)
+    details["greedy_seed"] = None if gq is None else len({s for (_, s) in gq})
+    if gq is not None:
+        seeds.append(gq)
+    peak_inst = instance.model_copy(update={"params": instance.params.model_copy(update={"slot_usage": "peak"})})
+    pr = solve_slots(peak_inst, backend, method, None if deadline is None else left(0.4), seed, None, model)
+    pq = _plan_to_q(d, pr.plan) if pr.plan is not None else None
+    details["peak_seed"] = {"status": pr.status.value, "used": pq is not None and checked(d, pq),
+                            "slots": None if pq is None else len({s for (_, s) in pq})}
+    if details["peak_seed"]["used"]:
+        seeds.append(pq)
+    pw, big = _price_weights(d)
+
+    def obj(q) -> int:
+        used = {s for (_, s) in q}
+        return big * len(used) + sum(pw[k] for k in {d.slot_node[s] for s in used})
+
+    best = min(seeds, key=obj) if seeds else None
+    run = _sr.cpsat if backend == "cpsat" else _sr.milp
+    args = dict(symmetry=_symmetry, cover=lambda c, v, add, total=sum: _cover(d, c, v, add, total),
+                price_weights=_price_weights)
+    def attempt(limit, relaxed, dd=d, start="best"):
+        """One model; a solver that fails (CBC has exited abnormally on the Diamond micro-DAG's
+        share model) proves nothing and finds nothing: say so and keep the seeds."""
+        h = best if start == "best" else start
+        try:
+            if backend == "cpsat":
+                return run(dd, R, h, limit, seed, relaxed=relaxed, **args)[:2] + (None,)
+            return run(dd, R, h, limit, backend, seed, relaxed=relaxed, **args)[:2] + (None,)
+        except Exception as e:  # noqa: BLE001 - a solver's failure is reported, not raised
+            return core.Outcome("unknown"), None, f"{type(e).__name__}: {e}"[:300]
+
+    interchangeable = _sp.applicable(d) is None  # no pins, no max_per_node: any slot holds any content
+    out, q, err = attempt(left(0.5 if interchangeable else 0.8), True)
+    details["relaxation"] = {"status": out.status, "seconds": round(out.seconds, 3)} | ({"error": err} if err else {})
+    proven = out.status in ("optimal", "cutoff")
+    if out.status == "cutoff":  # HiGHS: nothing beats the seed given as a cutoff
+        q = None
+    if q is not None and checked(d, q):
+        if best is None or obj(q) <= obj(best):
+            best = q
+    elif q is not None:
+        # the relaxation's plan overuses a slot within its rounding slack: look for a plan
+        # that keeps to 100 % (the restriction) in the time left
+        details["relaxation"]["plan"] = "outside the evaluator's limit"
+        o2, q2, err2 = attempt(left(), False)
+        details["restriction"] = {"status": o2.status, "seconds": round(o2.seconds, 3)} | ({"error": err2} if err2 else {})
+        if q2 is not None and checked(d, q2) and (best is None or obj(q2) < obj(best)):
+            best = q2
+        proven = proven and best is not None and out.objective is not None and obj(best) <= round(out.objective)
+    descent = None
+    if not proven and best is not None and out.status != "infeasible" and interchangeable:
+        # Slots are interchangeable: "no plan with k slots" is the relaxation on the first k
+        # slots being infeasible. Step up from the bound while time is left (small k are the
+        # quick proofs): each infeasible k raises the bound; the first k with a plan that
+        # passes is the optimal slot count; the cheapest node set holding n slots then gives
+        # the cost.
+        n = len({s for (_, s) in best})
+        floor_ = max(_sr.volume_bound(d, R), _sr.slot_bound(out.bound, big) or 0)
+        descent = {"steps": []}
+        while floor_ < n and (deadline is None or left() > 0.2):
+            dk = _sr.first_slots(d, floor_)
+            ok, qk, _ = attempt(left(), True, dk, None)
+            descent["steps"].append({"slots": floor_, "status": ok.status})
+            if ok.status == "infeasible":
+                floor_ += 1
+                continue
+            if qk is not None and _sr.valid(dk, R, qk):
+                best, n = qk, len({s for (_, s) in qk})  # n == floor_: nothing below is left
+            break
+        if floor_ >= n:
+            nodes = _sp.cheapest_nodes(d, n)
+            moved = _sr.remap(d, best, nodes) if nodes is not None else None
+            if moved is not None and checked(d, moved) and obj(moved) <= obj(best):
+                best = moved
+                proven = True
+        descent["bound"] = floor_
+        details["descent"] = descent
+    if out.status == "infeasible":
+        if best is not None:
+            return Result(problem="slots", method=method, status=Status.ERROR, details=details,
+                          message="internal error: the rate relaxation is infeasible but a seed plan passes the rate rule")
+        return Result(problem="slots", method=method, status=Status.INFEASIBLE, details=details,
+                      message="no thread allocation sustains the target rate within the slots (proven under rate usage)")
+    vb = _sr.volume_bound(d, R)
+    if best is None:
+        lb = _sr.slot_bound(out.bound, big)
+        return Result(problem="slots", method=method, status=Status.UNKNOWN, details=details,
+                      bound=float(max(vb, lb or 0)),
+                      message="time limit reached before any allocation")
+    n = len({s for (_, s) in best})
+    if proven:
+        status, bound, msg = Status.OPTIMAL, float(n), ""
+    else:
+        lb = _sr.slot_bound(out.bound, big)
+        bound = float(min(n, max(vb, lb or 0, descent["bound"] if descent else 0)))
+        status = Status.FEASIBLE
+        msg = "stopped by the time limit: best allocation so far, with the proven bound"
+        if err:
+            msg = f"the solver failed ({err}): best seed allocation, with the volume bound"
+    details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in best})
+    return Result(problem="slots", method=method, status=status, plan=make_plan(d, best), bound=bound,
+                  details=details, message=msg)
 
 
 # --- brute force --------------------------------------------------------------------------------
@@ -541,14 +665,14 @@ def bruteforce_slots(instance: Instance, time_limit=None) -> Result:
     CPU and memory), slots of one node taken as a multiset; the rate check is done with
     ``rates.executor_rates`` on the full allocation. Minimises (slots used, VM cost)."""
     method = "exact.bruteforce"
-    d = prepare(instance)
+    scaled = instance.params.slot_usage == "rate"  # usage x load/peak, checked at the leaves
+    # under rate usage a row above 100 % may fit once scaled: keep it (the check used to run on
+    # the peak-filtered rows first and called such instances infeasible)
+    d = prepare(instance, peak_usage_filter=not scaled)
     why = _no_option(d)
     if why:
         return Result(problem="slots", method=method, status=Status.INFEASIBLE, message=why)
     t = instance.topologies[0]
-    scaled = instance.params.slot_usage == "rate"  # usage x load/peak, checked at the leaves
-    if scaled:
-        d = prepare(instance, peak_usage_filter=False)
     contents = [()]  # the empty slot first
     import itertools
 

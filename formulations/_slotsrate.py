@@ -1,0 +1,448 @@
+"""Exact models for ``slots`` under ``params.slot_usage = "rate"`` (docs/formulations.md,
+"Slots", "Rate usage").
+
+Under "rate", q threads of c in one slot take the rate q rho_c / Q_c (even routing; Q_c = c's
+thread count) and use the model row at q threads scaled by that rate over the row's peak:
+
+    CPU = cpu_cq * (q rho_c / Q_c) / peak_cq = A_cq / Q_c,   A_cq = cpu_cq q rho_c / peak_cq
+
+(memory alike), for a row with a finite, positive peak ("scaled" rows; the evaluator uses the
+row unscaled otherwise: "constant" rows). The rate condition q rho_c / Q_c <= peak_cq is
+Q_c >= need_cq as under peak usage. The usage is linear in iota_c = 1 / Q_c.
+
+MILP (CBC, HiGHS), exact without thread-count levels: with v_csq binary ("slot s holds q
+threads of c") and f_csq >= 0 the share of c's rate that slot s takes,
+
+    f_csq <= q iota_c,   f_csq >= q iota_c - q iotamax_c (1 - v_csq),   f_csq <= q iotamax_c v_csq,
+    sum_{s,q} f_csq = 1
+
+force f_csq = q iota_c v_csq, so sum f = iota_c Q_c = 1: iota_c = 1/Q_c exactly, and the slot
+rows are linear:  sum_{scaled} (cpu_cq rho_c / peak_cq) f_csq + sum_{constant} cpu_cq v_csq <= 100 u_s.
+The LP relaxation lets a component's rate split unevenly over its groups (weighted routing),
+which is the bound it gives.
+
+CP-SAT (integers only): t_cs * Q_c >= a_cs (AddMultiplicationEquality), a_cs = sum_q
+round(SCALE A_cq) v_csq, sum_c t_cs + constants <= capacity. Rounding A down and allowing
+100 SCALE + (number of scaled components that may share the slot) gives a *relaxation* (each
+ceiling of a_cs / Q_c adds less than 1), whose bound is valid; rounding up with capacity
+100 SCALE gives a *restriction*, whose plans are truly feasible. The driver solves the
+relaxation, keeps its plan when the evaluator's rule accepts it (then its optimum is proven),
+and otherwise solves the restriction (or the MILP with 100 - 1e-3 %) for a plan, reporting the
+relaxation's bound.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from . import gap as core
+
+SCALE = 10_000  # CP-SAT: percent x 10^4
+CHECK_TOL = 9e-7  # relative slack of the plan check (the evaluator allows 1e-6)
+
+
+@dataclass
+class RateRow:
+    """q threads of c in one slot under rate usage."""
+
+    q: int
+    need: int
+    peak: float
+    scaled: bool  # usage = a_cpu / Q_c (else the constant cpu, mem)
+    cpu: float
+    mem: float
+    a_cpu: float  # cpu q rho / peak (scaled rows)
+    a_mem: float
+
+
+def rows(d) -> list[list[RateRow]]:
+    """Per component, its usable rows under rate usage (``d`` prepared without the peak filter).
+    A constant row above 100 % is dropped; a scaled row is kept (its usage is at most its row
+    because Q_c >= need_cq keeps the scale <= 1, and can be far less)."""
+    out = []
+    for c in range(d.C):
+        rho = d.rho[c]
+        row = []
+        for o in d.options[c]:
+            scaled = math.isfinite(o.peak) and o.peak > 0
+            if not scaled and (o.cpu > 100 + 1e-9 or o.mem > 100 + 1e-9):
+                continue
+            a_cpu = o.cpu * o.q * rho / o.peak if scaled else 0.0
+            a_mem = o.mem * o.q * rho / o.peak if scaled else 0.0
+            row.append(RateRow(o.q, o.need, o.peak, scaled, o.cpu, o.mem, a_cpu, a_mem))
+        out.append(row)
+    return out
+
+
+def q_bounds(d, R, c: int) -> tuple[int, int]:
+    """The least and largest thread count of c in any plan."""
+    lo = max(1, min(r.need for r in R[c])) if R[c] else 1
+    top = max((r.q for r in R[c]), default=0)
+    hi = sum(top for s in range(d.S) if d.allowed[c][s])
+    if d.max_per_node[c] is not None:
+        hi = min(hi, d.max_per_node[c] * len(d.nodes))
+    return lo, max(lo, hi)
+
+
+def usage(d, R, q: dict[tuple[int, int], int]) -> list[tuple[float, float]] | None:
+    """Per used slot (CPU %, memory %) of allocation ``q`` under rate usage, or None when a
+    group breaks its rate condition, its pins, max_per_node or an incompatible pair."""
+    Q = [sum(x for (c, _), x in q.items() if c == cc) for cc in range(d.C)]
+    if any(x < 1 for x in Q):
+        return None
+    by = [{r.q: r for r in R[c]} for c in range(d.C)]
+    per_node = {}
+    out = []
+    for s in range(d.S):
+        cpu = mem = 0.0
+        here = []
+        for c in range(d.C):
+            x = q.get((c, s), 0)
+            if not x:
+                continue
+            r = by[c].get(x)
+            if r is None or not d.allowed[c][s] or Q[c] < r.need:
+                return None
+            here.append(c)
+            k = (c, d.slot_node[s])
+            per_node[k] = per_node.get(k, 0) + x
+            if d.max_per_node[c] is not None and per_node[k] > d.max_per_node[c]:
+                return None
+            if r.scaled:
+                cpu += r.a_cpu / Q[c]
+                mem += r.a_mem / Q[c]
+            else:
+                cpu += r.cpu
+                mem += r.mem
+        if any(a in here and b in here for a, b in d.incompatible):
+            return None
+        if here:
+            out.append((cpu, mem))
+    return out
+
+
+def valid(d, R, q) -> bool:
+    """Does ``q`` pass the evaluator's slot rule under rate usage (with a margin inside its
+    1e-6 tolerance)?"""
+    u = usage(d, R, q)
+    return u is not None and all(a <= 100 * (1 + CHECK_TOL) and b <= 100 * (1 + CHECK_TOL) for a, b in u)
+
+
+def key(d, q) -> tuple[int, float]:
+    used = {s for (_, s) in q}
+    return len(used), sum(d.price[k] for k in {d.slot_node[s] for s in used})
+
+
+def volume_bound(d, R) -> int:
+    """Slots every plan needs: each component's least total usage (a scaled component's shares
+    sum to 1, so its usage is at least rho_c min_q cpu_cq / peak_cq; a constant one uses at
+    least its smallest row) over the evaluator's limit of one slot, for CPU and for memory."""
+    tot_c = tot_m = 0.0
+    for c in range(d.C):
+        if not R[c]:
+            continue
+        if all(r.scaled for r in R[c]):
+            tot_c += d.rho[c] * min(r.cpu / r.peak for r in R[c])
+            tot_m += d.rho[c] * min(r.mem / r.peak for r in R[c])
+        else:
+            tot_c += min(r.cpu if not r.scaled else 0.0 for r in R[c])
+            tot_m += min(r.mem if not r.scaled else 0.0 for r in R[c])
+    lim = 100.0 * (1 + 1e-6)
+    return max(1, math.ceil(tot_c / lim - 1e-9), math.ceil(tot_m / lim - 1e-9))
+
+
+def slot_bound(bound_obj: float | None, big: int) -> int | None:
+    """Slots bound from a bound on big * slots + cost (0 <= cost < big)."""
+    if bound_obj is None or not math.isfinite(bound_obj):
+        return None
+    return max(0, math.ceil((bound_obj - (big - 1)) / big - 1e-9))
+
+
+# --- CP-SAT ----------------------------------------------------------------------------------
+
+def cpsat(d, R, hint, time_limit, seed, relaxed: bool, symmetry, cover, price_weights):
+    """The integer model (relaxed or restricted, see the module docstring). Returns
+    (Outcome, q or None, big)."""
+    from ortools.sat.python import cp_model
+
+    started = time.monotonic()
+    rnd = math.floor if relaxed else math.ceil
+    eps = -1e-6 if relaxed else 1e-6  # float noise: round towards the safe side of each model
+    m = cp_model.CpModel()
+    v = {}
+    u = [m.NewBoolVar(f"u[{s}]") for s in range(d.S)]
+    w = [m.NewBoolVar(f"w[{k}]") for k in range(len(d.nodes))]
+    Q = []
+    cap = 100 * SCALE
+    vol_cpu, vol_mem = [], []  # volume cut terms: least total usage of each component
+    vol_c = vol_m = 0
+    for c in range(d.C):
+        lo, hi = q_bounds(d, R, c)
+        Qc = m.NewIntVar(lo, hi, f"Q[{c}]")
+        Q.append(Qc)
+        terms = []
+        for s in range(d.S):
+            if not d.allowed[c][s]:
+                continue
+            vs = []
+            for r in R[c]:
+                x = m.NewBoolVar(f"v[{c},{s},{r.q}]")
+                v[(c, s, r.q)] = x
+                vs.append(x)
+                terms.append(r.q * x)
+                if r.need > 1:
+                    m.Add(Qc >= r.need).OnlyEnforceIf(x)
+                m.AddImplication(x, u[s])
+            if vs:
+                m.AddAtMostOne(vs)
+        m.Add(Qc == sum(terms))
+        cover(c, v, lambda e: m.Add(e))
+        sc = [r for r in R[c] if r.scaled]
+        if sc and len(sc) == len(R[c]) and d.rho[c] > 0:
+            # total usage of c is rho_c sum_s share_s cpu/peak >= rho_c min(cpu/peak): valid for every plan
+            vol_c += math.floor(SCALE * d.rho[c] * min(r.cpu / r.peak for r in sc) * (1 - 1e-9))
+            vol_m += math.floor(SCALE * d.rho[c] * min(r.mem / r.peak for r in sc) * (1 - 1e-9))
+    for s in range(d.S):
+        here = [(c, r) for c in range(d.C) for r in R[c] if (c, s, r.q) in v]
+        if not here:
+            m.Add(u[s] == 0)
+            m.AddImplication(u[s], w[d.slot_node[s]])
+            continue
+        rows_cpu, rows_mem = [], []
+        n_scaled = 0
+        for c in sorted({c for c, _ in here}):
+            mine = [r for cc, r in here if cc == c]
+            const = [r for r in mine if not r.scaled]
+            rows_cpu += [rnd(r.cpu * SCALE - eps) * v[(c, s, r.q)] for r in const]
+            rows_mem += [rnd(r.mem * SCALE - eps) * v[(c, s, r.q)] for r in const]
+            if relaxed:
+                vol_cpu += [rnd(r.cpu * SCALE - eps) * v[(c, s, r.q)] for r in const]
+                vol_mem += [rnd(r.mem * SCALE - eps) * v[(c, s, r.q)] for r in const]
+            sc = [r for r in mine if r.scaled and (r.a_cpu > 0 or r.a_mem > 0)]
+            if not sc:
+                continue
+            n_scaled += 1
+            for name, attr, acc in (("t", "a_cpu", rows_cpu), ("m", "a_mem", rows_mem)):
+                coef = [(max(0, rnd(getattr(r, attr) * SCALE - eps)), v[(c, s, r.q)]) for r in sc]
+                top = max(a for a, _ in coef)
+                if top == 0:
+                    continue
+                lo, _ = q_bounds(d, R, c)
+                tmax = min(cap + d.C + 1, -(-top // lo))
+                t = m.NewIntVar(0, tmax, f"{name}[{c},{s}]")
+                p = m.NewIntVar(0, tmax * q_bounds(d, R, c)[1], f"{name}Q[{c},{s}]")
+                m.AddMultiplicationEquality(p, [t, Q[c]])
+                m.Add(p >= sum(a * x for a, x in coef))
+                acc.append(t)
+        # relaxation: each ceiling of a / Q adds < 1 per scaled component, and the evaluator
+        # accepts 1e-6 relative over 100 % (1 unit at SCALE 10^4)
+        extra = n_scaled + 1 if relaxed else 0
+        m.Add(sum(rows_cpu) <= cap + extra)
+        m.Add(sum(rows_mem) <= cap + extra)
+        m.AddImplication(u[s], w[d.slot_node[s]])
+        m.Add(u[s] <= sum(v[(c, s, r.q)] for c, r in here))
+        for c1, c2 in d.incompatible:
+            a = [v[(c, s, r.q)] for c, r in here if c == c1]
+            b = [v[(c, s, r.q)] for c, r in here if c == c2]
+            if a and b:
+                m.Add(sum(a) + sum(b) <= 1)
+    if relaxed:  # the volume cut (valid for every plan; the restriction needs no bound)
+        m.Add((cap + d.C + 1) * sum(u) >= vol_c + sum(vol_cpu))
+        m.Add((cap + d.C + 1) * sum(u) >= vol_m + sum(vol_mem))
+    for c in range(d.C):
+        if d.max_per_node[c] is not None:
+            for k in range(len(d.nodes)):
+                terms = [r.q * v[(c, s, r.q)] for s in range(d.S) if d.slot_node[s] == k for r in R[c] if (c, s, r.q) in v]
+                if terms:
+                    m.Add(sum(terms) <= d.max_per_node[c])
+    symmetry(d, m.Add, u, w)
+    pw, big = price_weights(d)
+    m.Minimize(big * sum(u) + sum(pw[k] * w[k] for k in range(len(d.nodes))))
+    if hint is not None:
+        for kk, x in v.items():
+            m.AddHint(x, 1 if hint.get((kk[0], kk[1])) == kk[2] else 0)
+    if time_limit is not None:  # building counts against the limit
+        time_limit = time_limit - (time.monotonic() - started)
+        if time_limit <= 0.05:
+            return core.Outcome("unknown", seconds=time.monotonic() - started), None, big
+    out, sol = core.run_cpsat(m, time_limit, seed)
+    out.seconds = time.monotonic() - started
+    q = None
+    if out.status in ("optimal", "feasible"):
+        q = {(c, s): qq for (c, s, qq), x in v.items() if sol.Value(x)}
+    return out, q, big
+
+
+# --- MILP ------------------------------------------------------------------------------------
+
+def milp(d, R, hint, time_limit, solver, seed, relaxed: bool, symmetry, cover, price_weights):
+    """The share model (module docstring) with CBC or HiGHS; ``relaxed`` False lowers the slot
+    capacity to 100 - 1e-3 % (room for the solvers' tolerances). Returns (Outcome, q, big)."""
+    import pulp
+
+    started = time.monotonic()
+    # relaxed: the evaluator's own limit (100 % plus its 1e-6 relative tolerance)
+    capacity = 100.0 * (1 + 1e-6) if relaxed else 100.0 - 1e-3
+    p = pulp.LpProblem("slots_rate", pulp.LpMinimize)
+    v, f = {}, {}
+    u = [pulp.LpVariable(f"u_{s}", cat="Binary") for s in range(d.S)]
+    w = [pulp.LpVariable(f"w_{k}", cat="Binary") for k in range(len(d.nodes))]
+    def out_of_time() -> bool:
+        return time_limit is not None and time.monotonic() - started > time_limit
+
+    for c in range(d.C):
+        lo, hi = q_bounds(d, R, c)
+        shared = d.rho[c] > 0 and any(r.scaled for r in R[c])
+        iota = pulp.LpVariable(f"iota_{c}", 1.0 / hi, 1.0 / lo) if shared else None
+        terms = []
+        for s in range(d.S):
+            if not d.allowed[c][s]:
+                continue
+            if out_of_time():  # building the PuLP model counts against the limit
+                return core.Outcome("unknown", seconds=time.monotonic() - started), None, price_weights(d)[1]
+            for r in R[c]:
+                x = v[(c, s, r.q)] = pulp.LpVariable(f"v_{c}_{s}_{r.q}", cat="Binary")
+                terms.append(r.q * x)
+                if shared:
+                    y = f[(c, s, r.q)] = pulp.LpVariable(f"f_{c}_{s}_{r.q}", 0, 1)
+                    p += y <= r.q * iota
+                    p += y >= r.q * iota - (r.q / lo) * (1 - x)
+                    p += y <= min(1.0, r.q / lo) * x
+                    if math.isfinite(r.peak):
+                        p += d.rho[c] * y <= r.peak * x  # the rate condition, on the share
+            p += pulp.lpSum(v[(c, s, r.q)] for r in R[c]) <= u[s]
+        # Q_c as a variable: each rate row below then has 2 nonzeros, not 1 + S |R_c|
+        Qc = pulp.LpVariable(f"Q_{c}", lo, hi)
+        p += Qc == pulp.lpSum(terms)
+        if shared:
+            p += pulp.lpSum(y for (cc, _, _), y in f.items() if cc == c) == 1
+        cover(c, v, lambda e: p.addConstraint(e), pulp.lpSum)
+        for r in R[c]:
+            if r.need > 1:
+                for s in range(d.S):
+                    if (c, s, r.q) in v:
+                        p += Qc >= r.need * v[(c, s, r.q)]
+    for s in range(d.S):
+        here = [(c, r) for c in range(d.C) for r in R[c] if (c, s, r.q) in v]
+        cpu, mem = [], []
+        for c, r in here:
+            x = v[(c, s, r.q)]
+            if r.scaled and (c, s, r.q) in f:
+                cpu.append(r.cpu * d.rho[c] / r.peak * f[(c, s, r.q)])
+                mem.append(r.mem * d.rho[c] / r.peak * f[(c, s, r.q)])
+            elif not r.scaled:
+                cpu.append(r.cpu * x)
+                mem.append(r.mem * x)
+        p += pulp.lpSum(cpu) <= capacity * u[s]
+        p += pulp.lpSum(mem) <= capacity * u[s]
+        p += u[s] <= w[d.slot_node[s]]
+        if here:
+            p += u[s] <= pulp.lpSum(v[(c, s, r.q)] for c, r in here)
+        else:
+            p += u[s] == 0
+        for c1, c2 in d.incompatible:
+            both = [v[(c, s, r.q)] for c, r in here if c in (c1, c2)]
+            if both:
+                p += pulp.lpSum(both) <= 1
+    for c in range(d.C):
+        if d.max_per_node[c] is not None:
+            for k in range(len(d.nodes)):
+                terms = [r.q * v[(c, s, r.q)] for s in range(d.S) if d.slot_node[s] == k for r in R[c] if (c, s, r.q) in v]
+                if terms:
+                    p += pulp.lpSum(terms) <= d.max_per_node[c]
+    symmetry(d, lambda e: p.addConstraint(e), u, w)
+    pw, big = price_weights(d)
+    objective = big * pulp.lpSum(u) + pulp.lpSum(pw[k] * w[k] for k in range(len(d.nodes)))
+    p += objective
+    cutoff = None
+    if hint is not None:
+        # the seed's value becomes a cutoff for both MILPs: HiGHS through SciPy takes no start,
+        # and CBC given this model's start (binaries, or every variable) exited abnormally on
+        # the Diamond micro-DAG at 50 tuples/s
+        n, _ = key(d, hint)
+        cutoff = big * n + sum(pw[k] for k in {d.slot_node[s] for (_, s) in hint})
+        p += objective <= cutoff
+    if time_limit is not None:
+        # the back ends translate the PuLP model outside the solver's clock (an MPS file for
+        # CBC, SciPy arrays for HiGHS): keep the margin measured for the pattern model
+        margin = 0.3 + 4e-5 * sum(len(con) for con in p.constraints.values())
+        time_limit = time_limit - (time.monotonic() - started) - margin
+        if time_limit <= 0.05:
+            return core.Outcome("unknown", seconds=time.monotonic() - started), None, big
+    out = core.run_pulp(p, solver, time_limit)
+    if out.status == "infeasible" and solver == "cbc" and time_limit is not None and out.seconds >= time_limit:
+        out.status = "unknown"  # CBC stopped by its clock is no proof (see slots._milp)
+    if out.status == "infeasible" and cutoff is not None:
+        # only the cutoff can cut everything when the hint is a plan: nothing beats the hint
+        out.status, out.bound = "cutoff", float(cutoff)
+    q = None
+    if out.status in ("optimal", "feasible"):
+        q = {(c, s): qq for (c, s, qq), x in v.items() if (x.varValue or 0) > 0.5}
+    return out, q, big
+
+
+# --- a constructive seed ---------------------------------------------------------------------
+
+def greedy(d, R) -> dict[tuple[int, int], int] | None:
+    """A quick plan under rate usage, or None: each component takes the fewest equal groups
+    (k groups of q threads, Q_c = k q, every group within its peak and alone within 100 %),
+    least total usage among those; the groups are then packed first-fit decreasing into the
+    slots in order (pins, max_per_node and incompatible pairs respected). Checked by ``valid``."""
+    groups = []  # (cpu, mem, c, q)
+    for c in range(d.C):
+        best = None
+        for r in R[c]:
+            for k in range(1, d.S + 1):
+                Q = k * r.q
+                if Q < r.need:
+                    continue
+                cpu, mem = (r.a_cpu / Q, r.a_mem / Q) if r.scaled else (r.cpu, r.mem)
+                if cpu > 100 or mem > 100:
+                    continue
+                cand = (k, k * cpu + k * mem, r.q, cpu, mem)
+                if best is None or cand < best:
+                    best = cand
+                break  # larger k for this row only costs slots
+        if best is None:
+            return None
+        k, _, q, cpu, mem = best
+        groups += [(cpu, mem, c, q)] * k
+    groups.sort(key=lambda g: -(g[0] + g[1]))
+    load = [[0.0, 0.0] for _ in range(d.S)]
+    q: dict[tuple[int, int], int] = {}
+    per_node: dict[tuple[int, int], int] = {}
+    for cpu, mem, c, qq in groups:
+        for s in range(d.S):
+            k = d.slot_node[s]
+            if (not d.allowed[c][s] or (c, s) in q or load[s][0] + cpu > 100 or load[s][1] + mem > 100
+                    or any((a == c and (b, s) in q) or (b == c and (a, s) in q) for a, b in d.incompatible)
+                    or (d.max_per_node[c] is not None and per_node.get((c, k), 0) + qq > d.max_per_node[c])):
+                continue
+            q[(c, s)] = qq
+            load[s][0] += cpu
+            load[s][1] += mem
+            per_node[(c, k)] = per_node.get((c, k), 0) + qq
+            break
+        else:
+            return None
+    return q if valid(d, R, q) else None
+
+
+# --- proving the slot count when slots are interchangeable ------------------------------------
+
+def first_slots(d, k: int):
+    """``d`` cut to its first k slots (nodes kept; a node past the cut has no slot)."""
+    import dataclasses
+
+    return dataclasses.replace(d, slots=d.slots[:k], slot_node=d.slot_node[:k],
+                               allowed=[row[:k] for row in d.allowed])
+
+
+def remap(d, q, nodes: list[int]) -> dict[tuple[int, int], int]:
+    """The contents of q's used slots moved, in order, onto the slots of ``nodes``."""
+    target = [s for s in range(d.S) if d.slot_node[s] in set(nodes)]
+    used = sorted({s for (_, s) in q})
+    m = dict(zip(used, target))
+    return {(c, m[s]): x for (c, s), x in q.items()}
