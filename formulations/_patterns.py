@@ -1167,18 +1167,11 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
                 st["rack_tuples_pruned"] = st.get("rack_tuples_pruned", 0) + 1
                 continue
             st["rack_tuples"] += 1
-            total = sum(c.value for c in tup)
-            parts = []
-            for ri, c in zip(racks, tup):
-                r = solve_rack(ri, c)
-                if r == "incomplete":
-                    st["enumeration"] = "rack subproblem not proven"
-                    return out
-                if r is None:
-                    total = -math.inf
-                    break
-                total += r[0]
-                parts.extend(r[1])
+            res = _solve_tuple(solve_rack, racks, tup, sum(c.value for c in tup))
+            if res is None:
+                st["enumeration"] = "rack subproblem not proven"
+                return out
+            total, parts = res
             if total > z_best:
                 z_best, best = total, parts
                 out.update(status="feasible", value=z_best, chosen=best)
@@ -1187,6 +1180,22 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
             out.update(status="optimal", bound=z_best)
             return out
         delta = 4 * delta if z_best == -math.inf else min(4 * delta, ub - z_best)
+
+
+def _solve_tuple(solve_rack, racks, tup, base: float):
+    """Solve every rack's node problem for one tuple of rack contents: (base + their values,
+    their node columns), value -inf when a rack has no plan, None when a rack's subproblem was
+    not proven (the caller's search cannot claim anything then)."""
+    total, parts = base, []
+    for ri, c in zip(racks, tup):
+        r = solve_rack(ri, c)
+        if r == "incomplete":
+            return None
+        if r is None:
+            return -math.inf, parts
+        total += r[0]
+        parts.extend(r[1])
+    return total, parts
 
 
 def rack_dual_term(pm, ri: int, mu) -> float:
@@ -1332,19 +1341,12 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
             st["rack_tuples_pruned"] = st.get("rack_tuples_pruned", 0) + 1
             continue
         st["rack_tuples"] += 1
-        total = float(val[i])
-        parts = []
-        for ri, c in zip(racks, tup):
-            r = solve_rack(ri, c)
-            if r == "incomplete":
-                st["enumeration"] = "rack subproblem not proven"
-                out["bound"] = grid(min(ub, top))
-                return out
-            if r is None:
-                total = -math.inf
-                break
-            total += r[0]
-            parts.extend(r[1])
+        res = _solve_tuple(solve_rack, racks, tup, float(val[i]))
+        if res is None:
+            st["enumeration"] = "rack subproblem not proven"
+            out["bound"] = grid(min(ub, top))
+            return out
+        total, parts = res
         if total > z_best:
             z_best, best = total, parts
             out.update(status="feasible", value=z_best, chosen=best)

@@ -162,6 +162,25 @@ def slot_bound(bound_obj: float | None, big: int) -> int | None:
 
 # --- CP-SAT ----------------------------------------------------------------------------------
 
+def cpsat_tail(d, m, v, u, w, rows, hint, symmetry, price_weights) -> int:
+    """What both CP-SAT slots models (this one and ``slots._cpsat``) end with: max_per_node per
+    node (``rows[c]``: objects with ``.q``), slot/node symmetry, the objective W slots + VM cost,
+    and the hint (a {(c, s): q} allocation). Returns W."""
+    for c in range(d.C):
+        if d.max_per_node[c] is not None:
+            for k in range(len(d.nodes)):
+                terms = [r.q * v[(c, s, r.q)] for s in range(d.S) if d.slot_node[s] == k for r in rows[c] if (c, s, r.q) in v]
+                if terms:
+                    m.Add(sum(terms) <= d.max_per_node[c])
+    symmetry(d, m.Add, u, w)
+    pw, big = price_weights(d)
+    m.Minimize(big * sum(u) + sum(pw[k] * w[k] for k in range(len(d.nodes))))
+    if hint is not None:
+        for key, x in v.items():
+            m.AddHint(x, 1 if hint.get((key[0], key[1])) == key[2] else 0)
+    return big
+
+
 def cpsat(d, R, hint, time_limit, seed, relaxed: bool, symmetry, cover, price_weights):
     """The integer model (relaxed or restricted, see the module docstring). Returns
     (Outcome, q or None, big)."""
@@ -251,18 +270,7 @@ def cpsat(d, R, hint, time_limit, seed, relaxed: bool, symmetry, cover, price_we
     if relaxed:  # the volume cut (valid for every plan; the restriction needs no bound)
         m.Add((cap + d.C + 1) * sum(u) >= vol_c + sum(vol_cpu))
         m.Add((cap + d.C + 1) * sum(u) >= vol_m + sum(vol_mem))
-    for c in range(d.C):
-        if d.max_per_node[c] is not None:
-            for k in range(len(d.nodes)):
-                terms = [r.q * v[(c, s, r.q)] for s in range(d.S) if d.slot_node[s] == k for r in R[c] if (c, s, r.q) in v]
-                if terms:
-                    m.Add(sum(terms) <= d.max_per_node[c])
-    symmetry(d, m.Add, u, w)
-    pw, big = price_weights(d)
-    m.Minimize(big * sum(u) + sum(pw[k] * w[k] for k in range(len(d.nodes))))
-    if hint is not None:
-        for kk, x in v.items():
-            m.AddHint(x, 1 if hint.get((kk[0], kk[1])) == kk[2] else 0)
+    big = cpsat_tail(d, m, v, u, w, R, hint, symmetry, price_weights)
     if time_limit is not None:  # building counts against the limit
         time_limit = time_limit - (time.monotonic() - started)
         if time_limit <= 0.05:

@@ -210,18 +210,7 @@ def _cpsat(d: SlotsData, hint, time_limit, seed):
             b = [v[k] for k in v if k[1] == s and k[0] == c2]
             if a and b:
                 m.Add(sum(both) <= 1)
-    for c in range(d.C):
-        if d.max_per_node[c] is not None:
-            for k in range(len(d.nodes)):
-                terms = [o.q * v[(c, s, o.q)] for s in range(d.S) if d.slot_node[s] == k for o in d.options[c] if (c, s, o.q) in v]
-                if terms:
-                    m.Add(sum(terms) <= d.max_per_node[c])
-    _symmetry(d, m.Add, u, w)
-    pw, big = _price_weights(d)
-    m.Minimize(big * sum(u) + sum(pw[k] * w[k] for k in range(len(d.nodes))))
-    if hint is not None:
-        for key, x in v.items():
-            m.AddHint(x, 1 if hint.get((key[0], key[1])) == key[2] else 0)
+    big = _sr.cpsat_tail(d, m, v, u, w, d.options, hint, _symmetry, _price_weights)
     out, sol = core.run_cpsat(m, time_limit, seed)
     q = None
     if out.status in ("optimal", "feasible"):
