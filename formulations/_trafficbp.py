@@ -67,7 +67,20 @@ class _Fam:
         for (a, b), r in pairs.items():
             V += r * self.Y[:, a] * self.Y[:, b]
         self.V = V
-        self.index = {tuple(row): i for i, row in enumerate(self.Y.tolist())}
+        self.radix = np.cumprod([1] + [int(c) + 1 for c in self.Y.max(axis=0)[:-1]]) if len(self.Y) else np.ones(len(G))
+        self.codes = self.Y @ self.radix
+        self.order = np.argsort(self.codes)
+
+    def find(self, y) -> int | None:
+        """Table row of count vector y, or None."""
+        y = np.asarray(y, dtype=np.int64)
+        if len(self.Y) == 0 or (y > self.Y.max(axis=0)).any() or (y < 0).any():
+            return None
+        c = int(y @ self.radix)
+        j = np.searchsorted(self.codes, c, sorter=self.order)
+        if j < len(self.order) and self.codes[self.order[j]] == c:
+            return int(self.order[j])
+        return None
 
     def best_o(self, pw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per table row, the worker counts maximising -pw . o and that value."""
@@ -92,8 +105,9 @@ class _TooBig(Exception):
 class TrafficBP:
     """Best-first branch and price over the configuration master (module docstring)."""
 
-    def __init__(self, pm, pairs, deadline: float | None, limit: int = 3_000_000):
+    def __init__(self, pm, pairs, deadline: float | None, limit: int = 3_000_000, strong: int = 4):
         self.pm = pm
+        self.strong = strong
         self.deadline = deadline
         G = pm.groups
         self.K = len(G)
@@ -107,6 +121,8 @@ class TrafficBP:
         self.seen: set = set()
         self.masks: list[tuple[int, np.ndarray, Any]] = []  # branch properties: (family, mask, description)
         self.stats: dict[str, Any] = {"bp_nodes": 0, "bp_lp": 0, "bp_columns": 0}
+        self._h = None  # the master LP (HiGHS), kept across solves
+        self.root_lag = None
         self.inc_value = -math.inf
         self.inc: list[tuple[int, int, tuple[int, ...], int]] | None = None  # (fam, row, o, count)
 
@@ -127,7 +143,7 @@ class TrafficBP:
         agg: dict = {}
         val = 0.0
         for f, y, o in nodes:
-            i = self.fams[f].index.get(tuple(int(v) for v in y))
+            i = self.fams[f].find(y)
             if i is None:
                 return False
             val += self.fams[f].V[i]
@@ -135,7 +151,7 @@ class TrafficBP:
         for f, fam in enumerate(self.fams):  # the other nodes of each class are empty
             used = sum(c for (g, _, _), c in agg.items() if g == f)
             if used < fam.count:
-                z = fam.index[tuple([0] * self.K)]
+                z = fam.find([0] * self.K)
                 key = (f, z, tuple([0] * len(self.tis)))
                 agg[key] = agg.get(key, 0) + fam.count - used
         for f, i, o in agg:
@@ -149,50 +165,72 @@ class TrafficBP:
     # --- the node LP ---------------------------------------------------------------------------
     def _lp(self, rows: list[tuple[int, int, float]]):
         """Master LP over the pool with branch rows (mask id, sign, rhs): sign * count <= rhs.
-        Returns (value, lambda, duals) with duals (cover, workers, conv per family, branch)."""
-        from scipy.optimize import linprog
-        from scipy.sparse import csc_matrix, hstack, identity, vstack
+        One HiGHS model kept across calls (columns appended, branch rows swapped), so each
+        solve starts from the last basis. Artificials on the equality rows keep every node LP
+        feasible (a relaxation, so still a bound). Returns (value, lambda, equality-row duals,
+        branch-row duals (>= 0), equality right-hand sides, branch right-hand sides)."""
+        import highspy
 
-        P = len(self.pool)
-        F = len(self.fams)
-        T = len(self.tis)
-        fam = np.array([p[0] for p in self.pool])
-        row = np.array([p[1] for p in self.pool])
-        A_cov = np.zeros((self.K, P))
-        A_w = np.zeros((T, P))
-        A_conv = np.zeros((F, P))
-        v = np.zeros(P)
-        for f, fm in enumerate(self.fams):
-            sel = np.nonzero(fam == f)[0]
-            A_cov[:, sel] = fm.Y[row[sel]].T
-            v[sel] = fm.V[row[sel]]
-            A_conv[f, sel] = 1.0
-        for j, p in enumerate(self.pool):
-            A_w[:, j] = p[2]
-        A_eq = np.vstack([A_cov, A_w, A_conv])
+        inf = highspy.kHighsInf
+        K, T, F = self.K, len(self.tis), len(self.fams)
+        ne = K + T + F
         b_eq = np.concatenate([self.s, self.S, [fm.count for fm in self.fams]])
-        A_ub = np.zeros((len(rows), P))
-        b_ub = np.zeros(len(rows))
-        for r, (mid, sign, rhs) in enumerate(rows):
-            f, mask, _ = self.masks[mid]
-            sel = np.nonzero(fam == f)[0]
-            A_ub[r, sel] = sign * mask[row[sel]]
-            b_ub[r] = rhs
-        big = 100.0 * (1.0 + float(np.abs(v).max(initial=0.0)))
-        ne = A_eq.shape[0]
-        # artificials on the equality rows keep every node LP feasible (a relaxation: still a bound)
-        Aeq = hstack([csc_matrix(A_eq), identity(ne, format="csc"), -identity(ne, format="csc")]).tocsc()
-        c = np.concatenate([-v, np.full(2 * ne, big)])
-        Aub = None
-        if rows:
-            Aub = hstack([csc_matrix(A_ub), csc_matrix((len(rows), 2 * ne))]).tocsc()
-        res = linprog(c, A_ub=Aub, b_ub=b_ub if rows else None, A_eq=Aeq, b_eq=b_eq, bounds=(0, None), method="highs")
+        h = self._h
+        if h is None:
+            h = self._h = highspy.Highs()
+            h.setOptionValue("output_flag", False)
+            h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+            for r in range(ne):
+                h.addRow(float(b_eq[r]), float(b_eq[r]), 0, np.array([], dtype=np.int32), np.array([]))
+            big = 100.0 * (1.0 + max(float(np.abs(fm.V).max(initial=0.0)) for fm in self.fams))
+            for r in range(ne):
+                for c in (1.0, -1.0):
+                    h.addCol(-big, 0.0, inf, 1, np.array([r], dtype=np.int32), np.array([c]))
+            self._ncols = 0
+            self._rows: list = []
+        if self._rows != rows:  # swap the branch rows
+            if self._rows:
+                h.deleteRows(len(self._rows), np.arange(ne, ne + len(self._rows), dtype=np.int32))
+            fam = np.array([p[0] for p in self.pool[:self._ncols]], dtype=np.int64)
+            row = np.array([p[1] for p in self.pool[:self._ncols]], dtype=np.int64)
+            for mid, sign, rhs in rows:
+                f, mask, _ = self.masks[mid]
+                sel = np.nonzero(fam == f)[0] if self._ncols else np.zeros(0, dtype=np.int64)
+                sel = sel[mask[row[sel]] > 0]
+                lo, hi = (-inf, rhs) if sign > 0 else (-rhs, inf)
+                h.addRow(lo, hi, len(sel), (2 * ne + sel).astype(np.int32), np.ones(len(sel)))
+            self._rows = list(rows)
+        for j in range(self._ncols, len(self.pool)):  # new columns, with their branch-row entries
+            f, i, o = self.pool[j]
+            fm = self.fams[f]
+            idx, val = [], []
+            for g in range(K):
+                if fm.Y[i, g]:
+                    idx.append(g)
+                    val.append(float(fm.Y[i, g]))
+            for t in range(T):
+                if o[t]:
+                    idx.append(K + t)
+                    val.append(float(o[t]))
+            idx.append(K + T + f)
+            val.append(1.0)
+            for r, (mid, _, _) in enumerate(rows):
+                g, mask, _ = self.masks[mid]
+                if g == f and mask[i] > 0:
+                    idx.append(ne + r)
+                    val.append(1.0)
+            h.addCol(float(fm.V[i]), 0.0, inf, len(idx), np.array(idx, dtype=np.int32), np.array(val))
+        self._ncols = len(self.pool)
+        h.run()
         self.stats["bp_lp"] += 1
-        if res.status != 0:
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None
-        pi_eq = -res.eqlin.marginals
-        pi_ub = -res.ineqlin.marginals if rows else np.zeros(0)
-        return -res.fun, res.x[:P], pi_eq, pi_ub, b_eq, b_ub
+        sol = h.getSolution()
+        lam = np.array(sol.col_value[2 * ne:])
+        dual = np.array(sol.row_dual)
+        pi_ub = np.maximum(0.0, np.array([sign for _, sign, _ in rows]) * dual[ne:]) if rows else np.zeros(0)
+        b_ub = np.array([rhs for _, _, rhs in rows]) if rows else np.zeros(0)
+        return h.getInfo().objective_function_value, lam, dual[:ne], pi_ub, b_eq, b_ub
 
     def _price(self, pi_eq, pi_ub, rows, want: int = 15):
         """Best reduced cost per family (exact) and improving columns. The duals of the rows
@@ -241,6 +279,8 @@ class TrafficBP:
             K, T = self.K, len(self.tis)
             lag = float(pi_eq[:K + T] @ b_eq[:K + T] + (pi_ub @ b_ub if len(rows) else 0.0) + counts @ (
                 np.array(maxrc) + pi_eq[K + T:]))
+            if lag < best and not rows:  # the root's duals: phase 2 enumerates against them
+                self.root_lag = (lag, pi_eq.copy(), list(maxrc))
             best = min(best, lag)
             added = sum(self.add(*c) for c in new)
             self.stats["bp_columns"] = len(self.pool)
@@ -248,8 +288,9 @@ class TrafficBP:
                 return best, lam
 
     # --- branching -----------------------------------------------------------------------------
-    def _branch(self, lam: np.ndarray):
-        """A fractional aggregated count (mask id, value) or None when the content multiset is integral."""
+    def _branch(self, lam: np.ndarray, n: int = 1):
+        """Up to n fractional aggregated counts [(mask id, value)], the most fractional first, of
+        the first kind that has one; [] when the content multiset is integral."""
         used = [(j, x) for j, x in enumerate(lam) if x > 1e-9]
         for kind in ("single", "pair", "vector"):
             agg: dict = {}
@@ -269,9 +310,9 @@ class TrafficBP:
             frac = [(abs(a - math.floor(a) - 0.5), key, a) for key, a in agg.items()
                     if min(a - math.floor(a), math.ceil(a) - a) > 1e-6]
             if frac:
-                _, key, a = min(frac, key=lambda t: (t[0], str(t[1])))
-                return self._mask(key), a
-        return None
+                frac.sort(key=lambda t: (t[0], str(t[1])))
+                return [(self._mask(key), a) for _, key, a in frac[:n]]
+        return []
 
     def _mask(self, key) -> int:
         for mid, (_, _, k) in enumerate(self.masks):
@@ -355,8 +396,8 @@ class TrafficBP:
                 break
             if b <= self.inc_value + 1e-7 * scale:
                 continue
-            br = self._branch(lam)
-            if br is None:
+            cands = self._branch(lam, self.strong)
+            if not cands:
                 plan = self._integral_plan(lam)
                 if plan is not None:
                     self.set_incumbent(plan)
@@ -364,10 +405,29 @@ class TrafficBP:
                 status = "feasible"  # cannot happen (see docstring); keep the node's bound, stop
                 heapq.heappush(heap, (-b, tick, rows))
                 break
-            mid, a = br
-            for sign, rhs in ((1, math.floor(a)), (-1, -math.ceil(a))):
-                tick += 1
-                heapq.heappush(heap, (-b, tick, rows + [(mid, sign, float(rhs))]))
+            # strong branching: bound both children of a few candidates (column generation to
+            # convergence, cheap with the shared pool) and branch where the weaker child drops most
+            best = None
+            for mid, a in cands:
+                kids = []
+                for sign, rhs in ((1, math.floor(a)), (-1, -math.ceil(a))):
+                    r2 = rows + [(mid, sign, float(rhs))]
+                    cb, clam = (self.solve_node(r2) if len(cands) > 1 else (b, None))
+                    cb = min(cb, b)
+                    if clam is not None and cb > self.inc_value and not self._branch(clam):
+                        plan = self._integral_plan(clam)
+                        if plan is not None and self.set_incumbent(plan):
+                            scale = max(1.0, abs(self.inc_value))
+                    kids.append((cb, r2))
+                score = (b - kids[0][0] + 1e-6) * (b - kids[1][0] + 1e-6)
+                if best is None or score > best[0]:
+                    best = (score, kids)
+                if self.left() <= 0:
+                    break
+            for cb, r2 in best[1]:
+                if cb > self.inc_value + 1e-7 * scale:
+                    tick += 1
+                    heapq.heappush(heap, (-cb, tick, r2))
         open_bound = max([-nb for nb, _, _ in heap], default=-math.inf)
         bound = max(self.inc_value, open_bound, bound_closed)
         if heap and open_bound > self.inc_value:
@@ -377,3 +437,40 @@ class TrafficBP:
         self.stats["bp_open"] = len(heap)
         return {"status": status, "value": None if self.inc is None else self.inc_value,
                 "bound": None if bound == -math.inf else bound, "incumbent": self.inc}
+
+
+# --- the configuration model's view (traffic_plan, phase 2) ---------------------------------------
+
+def bp_column(bp: TrafficBP, pm, f: int, i: int, o) -> Column:
+    """A configuration-model column (``_patterns.build_traffic``'s rows and payload)."""
+    fm = bp.fams[f]
+    ys = tuple((k, int(q)) for k, q in enumerate(fm.Y[i]) if q > 0)
+    os_ = tuple((ti, int(x)) for ti, x in zip(bp.tis, o))
+    coefs: dict[Any, float] = {("cover", k): float(q) for k, q in ys}
+    for ti, x in os_:
+        if x:
+            coefs[("workers", ti)] = float(x)
+    coefs[("conv", "node", fm.cls[0])] = 1.0
+    payload = ("y", ys, os_)
+    return Column(f, float(fm.V[i]), coefs, payload, payload)
+
+
+class BPTable:
+    """Exact enumeration of a family's columns by reduced cost from the B&P table (one
+    topology), for ``PatternModel.enumerate`` (traffic phase 2)."""
+
+    def __init__(self, bp: TrafficBP, pm, f: int):
+        self.bp, self.pm, self.f = bp, pm, f
+
+    def at_least(self, duals: dict, threshold: float, cap: int) -> list[Column] | None:
+        bp, fm = self.bp, self.bp.fams[self.f]
+        pc = np.array([duals.get(("cover", k), 0.0) for k in range(bp.K)])
+        pw = duals.get(("workers", bp.tis[0]), 0.0)
+        base = fm.V - fm.Y @ pc - duals.get(("conv", "node", fm.cls[0]), 0.0)
+        out: list[Column] = []
+        for o in range(int(fm.lo.min(initial=0)), int(fm.hi.max(initial=0)) + 1):
+            sel = np.nonzero((fm.lo[:, 0] <= o) & (o <= fm.hi[:, 0]) & (base - pw * o >= threshold))[0]
+            if len(out) + len(sel) > cap:
+                return None
+            out.extend(bp_column(bp, self.pm, self.f, int(i), (o,)) for i in sel)
+        return out

@@ -99,6 +99,56 @@ def _improver(run: Run, base: PlacementModel, pat, pairs):
     return improve
 
 
+def _branch_and_price(run: Run, base: PlacementModel, pairs):
+    """Phase 1 by branch and price over node tables (``formulations._trafficbp``): returns
+    (out, pat) in ``run_patterns``' format, ``pat`` the configuration model holding the
+    incumbent's columns (and table enumeration for phase 2), or None when a node table is too
+    big (more than 3,000,000 count vectors) or there are no pairs."""
+    from ._trafficbp import BPTable, TrafficBP, _TooBig, bp_column
+
+    if not pairs:
+        return None
+    try:
+        bp = TrafficBP(base, pairs, run.deadline(0.85))
+    except _TooBig:
+        return None
+    pat, const = patterns.build_traffic(base, pairs, run.deadline(0.85), run.threads)
+    if len(bp.tis) == 1:
+        for fi, fam in enumerate(pat.families):
+            fam.table = BPTable(bp, base, fi)
+    size = min(5.0, max(0.05, 0.002 * len(base.nodes) * sum(g.size for g in base.groups)))
+    budget = size if run.time_limit is None else max(0.05, min(size, 0.1 * run.time_limit))
+    seeded = seed_traffic(base, pat, pairs, [], None, budget, run.seed)
+    if seeded is not None:
+        nodes = []
+        for col, cnt in seeded[1]:
+            _, ys, os_ = col.payload
+            y = [0] * len(base.groups)
+            for k, q in ys:
+                y[k] = q
+            nodes.extend([(col.family, tuple(y), tuple(o for _, o in os_))] * cnt)
+        bp.set_incumbent(nodes)
+    res = bp.run()
+    stats = {**bp.stats, "method": "branch and price"}
+    if seeded is not None:
+        stats["incumbent_search"] = seeded[0]
+    out = {"status": res["status"], "value": res["value"], "bound": res["bound"], "chosen": None, "stats": stats}
+    if res["incumbent"] is not None:
+        out["chosen"] = []
+        for f, i, o, cnt in res["incumbent"]:
+            c = bp_column(bp, base, f, i, o)
+            pat.add(c)
+            out["chosen"].append((next(x for x in pat.cols if x.family == c.family and x.key == c.key), cnt))
+    if bp.root_lag is not None:
+        lag, pi_eq, maxrc = bp.root_lag
+        K, T = bp.K, len(bp.tis)
+        duals = {("cover", k): float(pi_eq[k]) for k in range(K)}
+        duals.update({("workers", ti): float(pi_eq[K + t]) for t, ti in enumerate(bp.tis)})
+        duals.update({("conv", "node", fm.cls[0]): float(pi_eq[K + T + f]) for f, fm in enumerate(bp.fams)})
+        out["lagrangian"] = (lag, duals, maxrc)
+    return out, pat, const
+
+
 def solve_traffic(run: Run) -> Result:
     """Minimise inter-node traffic (then inter-worker) with exactly min(W,E) workers per topology."""
     groups, pairs = traffic_pairs(run)
@@ -109,9 +159,14 @@ def solve_traffic(run: Run) -> Result:
     pat_bound = None
     hint_fallback = None
     if why is None:
-        pat, const = patterns.build_traffic(base, pairs, run.deadline(0.75), run.threads)
-        out = patterns.run_patterns(pat, run.backend, run.threads, improve=_improver(run, base, pat, pairs) if pairs else None)
-        details.update({"model": "configuration", **out.get("stats", {})})
+        bpo = _branch_and_price(run, base, pairs)
+        if bpo is not None:
+            out, pat, const = bpo
+            details.update({"model": "configuration (branch and price)", **out["stats"]})
+        else:
+            pat, const = patterns.build_traffic(base, pairs, run.deadline(0.75), run.threads)
+            out = patterns.run_patterns(pat, run.backend, run.threads, improve=_improver(run, base, pat, pairs) if pairs else None)
+            details.update({"model": "configuration", **out.get("stats", {})})
         if out["chosen"] is not None:
             plan = patterns.traffic_plan(base, pat, out["chosen"])
             if (out["status"] == "optimal" and not pairs) or (out["status"] != "optimal" and (
