@@ -62,6 +62,9 @@ class _Fam:
         ok = (lo.sum(axis=1) <= slots) & (lo <= hi).all(axis=1)
         self.Y, self.lo, self.hi = Y[ok], lo[ok], hi[ok]
         self.cap = self.Y.max(axis=0) if len(self.Y) else np.zeros(len(G), dtype=np.int64)
+        # for the pricing's matrix-vector product: [y | lo | hi] (worker bounds of one topology)
+        self.Z = np.hstack([self.Y, self.lo, self.hi]).astype(float) if len(tis) == 1 else self.Y.astype(float)
+        self.YT = np.ascontiguousarray(self.Y.T)  # per-group columns for the penalty look-ups
         self.slots = slots
         V = np.zeros(len(self.Y))
         for (a, b), r in pairs.items():
@@ -239,8 +242,16 @@ class TrafficBP:
         pc, pw, pconv = pi_eq[:K], pi_eq[K:K + T], pi_eq[K + T:]
         maxrc, new = [], []
         for f, fm in enumerate(self.fams):
-            o, og = fm.best_o(pw)
-            look = [pc[g] * np.arange(fm.cap[g] + 1, dtype=float) for g in range(K)]
+            if T == 1:  # one product: value - pc.y - pw o, o = lo or hi
+                o = fm.lo if pw[0] >= 0 else fm.hi
+                w = np.concatenate([-pc, [-pw[0], 0.0] if pw[0] >= 0 else [0.0, -pw[0]]])
+                rc = fm.Z @ w
+            else:
+                o, og = fm.best_o(pw)
+                rc = og - fm.Z @ pc
+            rc += fm.V
+            rc -= pconv[f]
+            look = [np.zeros(fm.cap[g] + 1) for g in range(K)]
             other = []
             for r, (mid, sign, _) in enumerate(rows):
                 g, mask, key = self.masks[mid]
@@ -250,16 +261,17 @@ class TrafficBP:
                     look[key[1]][key[2]:] += pi_ub[r] * sign
                 else:
                     other.append((pi_ub[r] * sign, mask))
-            rc = fm.V + og - pconv[f]
             for g in range(K):
                 if look[g].any():
-                    rc -= look[g][fm.Y[:, g]]
+                    rc -= look[g][fm.YT[g]]
             for c, mask in other:
                 rc -= c * mask
-            top = np.argpartition(-rc, min(want, len(rc) - 1))[:want]
             m = float(rc.max())
             maxrc.append(m)
-            for i in top[np.argsort(-rc[top])]:
+            pos = np.flatnonzero(rc > 1e-9 * max(1.0, m))
+            if len(pos) > want:
+                pos = pos[np.argpartition(-rc[pos], want)[:want]]
+            for i in pos[np.argsort(-rc[pos])]:
                 if rc[i] > 1e-9 * max(1.0, abs(fm.V[i])):
                     new.append((f, int(i), o[i]))
         return maxrc, new
@@ -371,7 +383,7 @@ class TrafficBP:
         tick = 0
         root_bound = None
         heapq.heappush(heap, (-math.inf, tick, []))
-        bound_closed = -math.inf  # nodes closed without a proof of their own bound: none (kept open)
+        unresolved = -math.inf  # bound of nodes left without a plan or a branch
         status = "optimal"
         while heap:
             negb, _, rows = heap[0]
@@ -402,9 +414,10 @@ class TrafficBP:
                 if plan is not None:
                     self.set_incumbent(plan)
                     continue
-                status = "feasible"  # cannot happen (see docstring); keep the node's bound, stop
-                heapq.heappush(heap, (-b, tick, rows))
-                break
+                # the LP leans on artificials (the node may have no plan): no plan and no
+                # branch here, so the node stays unresolved with its (valid) bound
+                unresolved = max(unresolved, b)
+                continue
             # strong branching: bound both children of a few candidates (column generation to
             # convergence, cheap with the shared pool) and branch where the weaker child drops most
             best = None
@@ -429,11 +442,11 @@ class TrafficBP:
                     tick += 1
                     heapq.heappush(heap, (-cb, tick, r2))
         open_bound = max([-nb for nb, _, _ in heap], default=-math.inf)
-        bound = max(self.inc_value, open_bound, bound_closed)
-        if heap and open_bound > self.inc_value:
+        bound = max(self.inc_value, open_bound, unresolved)
+        if bound > self.inc_value + 1e-7 * max(1.0, abs(self.inc_value) if self.inc is not None else 1.0):
             status = "feasible"
         if self.inc is None:
-            status = "unknown" if heap else "infeasible"
+            status = "unknown"  # infeasibility is not proven here (big-M artificials)
         self.stats["bp_open"] = len(heap)
         return {"status": status, "value": None if self.inc is None else self.inc_value,
                 "bound": None if bound == -math.inf else bound, "incumbent": self.inc}

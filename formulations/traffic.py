@@ -160,6 +160,8 @@ def solve_traffic(run: Run) -> Result:
     hint_fallback = None
     if why is None:
         bpo = _branch_and_price(run, base, pairs)
+        if bpo is not None and bpo[0]["chosen"] is None and not run.expired():
+            bpo = None  # no plan found (B&P does not prove infeasibility): column generation's proof
         if bpo is not None:
             out, pat, const = bpo
             details.update({"model": "configuration (branch and price)", **out["stats"]})
