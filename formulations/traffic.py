@@ -129,7 +129,7 @@ def _branch_and_price(run: Run, base: PlacementModel, pairs):
             nodes.extend([(col.family, tuple(y), tuple(o for _, o in os_))] * cnt)
         bp.set_incumbent(nodes)
     res = bp.run()
-    stats = {**bp.stats, "method": "branch and price"}
+    stats = dict(bp.stats)
     if seeded is not None:
         stats["incumbent_search"] = seeded[0]
     out = {"status": res["status"], "value": res["value"], "bound": res["bound"], "chosen": None, "stats": stats}
@@ -164,7 +164,7 @@ def solve_traffic(run: Run) -> Result:
             bpo = None  # no plan found (B&P does not prove infeasibility): column generation's proof
         if bpo is not None:
             out, pat, const = bpo
-            details.update({"model": "configuration (branch and price)", **out["stats"]})
+            details.update({"model": "configuration", "phase1_method": "branch and price", **out["stats"]})
         else:
             pat, const = patterns.build_traffic(base, pairs, run.deadline(0.75), run.threads)
             out = patterns.run_patterns(pat, run.backend, run.threads, improve=_improver(run, base, pat, pairs) if pairs else None)
