@@ -105,11 +105,32 @@ class _TooBig(Exception):
     pass
 
 
+class _View:
+    """The rows of a family's table still able to improve on the incumbent in a subtree
+    (reduced-cost fixing); idx None = the whole table. Arrays are copies (fast pricing)."""
+
+    def __init__(self, fm: _Fam, idx: np.ndarray | None):
+        self.idx = idx
+        if idx is None:
+            self.Z, self.V, self.YT, self.lo, self.hi = fm.Z, fm.V, fm.YT, fm.lo, fm.hi
+        else:
+            self.Z, self.V, self.YT, self.lo, self.hi = fm.Z[idx], fm.V[idx], fm.YT[:, idx], fm.lo[idx], fm.hi[idx]
+
+    def __len__(self) -> int:
+        return len(self.V)
+
+    def full(self, i: int) -> int:
+        return int(i) if self.idx is None else int(self.idx[i])
+
+
 class TrafficBP:
     """Best-first branch and price over the configuration master (module docstring)."""
 
-    def __init__(self, pm, pairs, deadline: float | None, limit: int = 3_000_000, strong: int = 4):
+    def __init__(self, pm, pairs, deadline: float | None, limit: int = 3_000_000, strong: int = 4,
+                 fixing: bool = True):
         self.pm = pm
+        self.fixing = fixing
+        self._bytes = 0.0
         self.strong = strong
         self.deadline = deadline
         G = pm.groups
@@ -235,21 +256,29 @@ class TrafficBP:
         b_ub = np.array([rhs for _, _, rhs in rows]) if rows else np.zeros(0)
         return h.getInfo().objective_function_value, lam, dual[:ne], pi_ub, b_eq, b_ub
 
-    def _price(self, pi_eq, pi_ub, rows, want: int = 15):
-        """Best reduced cost per family (exact) and improving columns. The duals of the rows
-        y_g >= k add up to one penalty per value of y_g, applied with one look-up per group."""
+    def _price(self, pi_eq, pi_ub, rows, views, want: int = 15):
+        """Best reduced cost per family (exact over its view) and improving columns, and the
+        reduced costs over the views. The duals of the rows y_g >= k add up to one penalty
+        per value of y_g, applied with one look-up per group."""
         K, T = self.K, len(self.tis)
         pc, pw, pconv = pi_eq[:K], pi_eq[K:K + T], pi_eq[K + T:]
-        maxrc, new = [], []
+        maxrc, new, rcs = [], [], []
         for f, fm in enumerate(self.fams):
+            vw = views[f]
+            if len(vw) == 0:
+                maxrc.append(-math.inf)
+                rcs.append(np.zeros(0))
+                continue
             if T == 1:  # one product: value - pc.y - pw o, o = lo or hi
-                o = fm.lo if pw[0] >= 0 else fm.hi
+                o = vw.lo if pw[0] >= 0 else vw.hi
                 w = np.concatenate([-pc, [-pw[0], 0.0] if pw[0] >= 0 else [0.0, -pw[0]]])
-                rc = fm.Z @ w
+                rc = vw.Z @ w
             else:
                 o, og = fm.best_o(pw)
-                rc = og - fm.Z @ pc
-            rc += fm.V
+                if vw.idx is not None:
+                    o, og = o[vw.idx], og[vw.idx]
+                rc = og - vw.Z @ pc
+            rc += vw.V
             rc -= pconv[f]
             look = [np.zeros(fm.cap[g] + 1) for g in range(K)]
             other = []
@@ -260,33 +289,37 @@ class TrafficBP:
                 if len(key) == 3 and key[1] != "y":
                     look[key[1]][key[2]:] += pi_ub[r] * sign
                 else:
-                    other.append((pi_ub[r] * sign, mask))
+                    other.append((pi_ub[r] * sign, mask if vw.idx is None else mask[vw.idx]))
             for g in range(K):
                 if look[g].any():
-                    rc -= look[g][fm.YT[g]]
+                    rc -= look[g][vw.YT[g]]
             for c, mask in other:
                 rc -= c * mask
             m = float(rc.max())
             maxrc.append(m)
+            rcs.append(rc)
             pos = np.flatnonzero(rc > 1e-9 * max(1.0, m))
             if len(pos) > want:
                 pos = pos[np.argpartition(-rc[pos], want)[:want]]
             for i in pos[np.argsort(-rc[pos])]:
-                if rc[i] > 1e-9 * max(1.0, abs(fm.V[i])):
-                    new.append((f, int(i), o[i]))
-        return maxrc, new
+                if rc[i] > 1e-9 * max(1.0, abs(vw.V[i])):
+                    new.append((f, vw.full(i), o[i]))
+        return maxrc, new, rcs
 
-    def solve_node(self, rows) -> tuple[float, np.ndarray | None]:
-        """Column generation at a node; (bound, lambda at the last LP) (lambda None if stopped early)."""
+    def solve_node(self, rows, views) -> tuple[float, np.ndarray | None, list]:
+        """Column generation at a node; (bound, lambda at the last LP (None if stopped early),
+        the views for its children). Reduced-cost fixing: with the last duals pi,
+        value <= L(pi) - sum_p (maxrc_f - rc_p) lambda_p for every plan of the node, so a plan
+        better than the incumbent z uses only rows with rc_p >= maxrc_f - (L(pi) - z)."""
         best = math.inf
         while True:
             if self.left() <= 0:
-                return best, None
+                return best, None, views
             out = self._lp(rows)
             if out is None:
-                return best, None
+                return best, None, views
             val, lam, pi_eq, pi_ub, b_eq, b_ub = out
-            maxrc, new = self._price(pi_eq, pi_ub, rows)
+            maxrc, new, rcs = self._price(pi_eq, pi_ub, rows, views)
             counts = np.array([fm.count for fm in self.fams], dtype=float)
             K, T = self.K, len(self.tis)
             lag = float(pi_eq[:K + T] @ b_eq[:K + T] + (pi_ub @ b_ub if len(rows) else 0.0) + counts @ (
@@ -297,7 +330,23 @@ class TrafficBP:
             added = sum(self.add(*c) for c in new)
             self.stats["bp_columns"] = len(self.pool)
             if not added or best - val <= 1e-9 * max(1.0, abs(val)):
-                return best, lam
+                return best, lam, self._fix(views, rcs, maxrc, lag)
+
+    def _fix(self, views, rcs, maxrc, lag):
+        if self.inc_value == -math.inf or self.fixing is False:
+            return views
+        margin = lag - self.inc_value + 1e-7 * max(1.0, abs(self.inc_value))
+        out = []
+        for f, (vw, rc) in enumerate(zip(views, rcs)):
+            keep = np.flatnonzero(rc >= maxrc[f] - margin)
+            if len(keep) <= 0.5 * len(vw) and self._bytes < 1.5e9:
+                idx = keep if vw.idx is None else vw.idx[keep]
+                nv = _View(self.fams[f], idx)
+                self._bytes += nv.Z.nbytes + nv.YT.nbytes + nv.V.nbytes
+                out.append(nv)
+            else:
+                out.append(vw)
+        return out
 
     # --- branching -----------------------------------------------------------------------------
     def _branch(self, lam: np.ndarray, n: int = 1):
@@ -382,11 +431,11 @@ class TrafficBP:
         heap: list = []
         tick = 0
         root_bound = None
-        heapq.heappush(heap, (-math.inf, tick, []))
+        heapq.heappush(heap, (-math.inf, tick, [], [_View(fm, None) for fm in self.fams]))
         unresolved = -math.inf  # bound of nodes left without a plan or a branch
         status = "optimal"
         while heap:
-            negb, _, rows = heap[0]
+            negb, _, rows, views = heap[0]
             pb = -negb
             scale = max(1.0, abs(self.inc_value)) if self.inc_value > -math.inf else 1.0
             if pb <= self.inc_value + 1e-7 * scale:
@@ -397,13 +446,14 @@ class TrafficBP:
                 break
             heapq.heappop(heap)
             self.stats["bp_nodes"] += 1
-            b, lam = self.solve_node(rows)
+            b, lam, cviews = self.solve_node(rows, views)
             b = min(b, pb)
             if root_bound is None:
                 root_bound = b
                 self.stats["bp_root_bound"] = b
             if lam is None:  # stopped early: the node stays open with the bound it has
-                heapq.heappush(heap, (-b, tick, rows))
+                tick += 1
+                heapq.heappush(heap, (-b, tick, rows, views))
                 status = "feasible"
                 break
             if b <= self.inc_value + 1e-7 * scale:
@@ -425,23 +475,23 @@ class TrafficBP:
                 kids = []
                 for sign, rhs in ((1, math.floor(a)), (-1, -math.ceil(a))):
                     r2 = rows + [(mid, sign, float(rhs))]
-                    cb, clam = (self.solve_node(r2) if len(cands) > 1 else (b, None))
+                    cb, clam, kv = (self.solve_node(r2, cviews) if len(cands) > 1 else (b, None, cviews))
                     cb = min(cb, b)
                     if clam is not None and cb > self.inc_value and not self._branch(clam):
                         plan = self._integral_plan(clam)
                         if plan is not None and self.set_incumbent(plan):
                             scale = max(1.0, abs(self.inc_value))
-                    kids.append((cb, r2))
+                    kids.append((cb, r2, kv))
                 score = (b - kids[0][0] + 1e-6) * (b - kids[1][0] + 1e-6)
                 if best is None or score > best[0]:
                     best = (score, kids)
                 if self.left() <= 0:
                     break
-            for cb, r2 in best[1]:
+            for cb, r2, kv in best[1]:
                 if cb > self.inc_value + 1e-7 * scale:
                     tick += 1
-                    heapq.heappush(heap, (-cb, tick, r2))
-        open_bound = max([-nb for nb, _, _ in heap], default=-math.inf)
+                    heapq.heappush(heap, (-cb, tick, r2, kv))
+        open_bound = max([e[0] * -1 for e in heap], default=-math.inf)
         bound = max(self.inc_value, open_bound, unresolved)
         if bound > self.inc_value + 1e-7 * max(1.0, abs(self.inc_value) if self.inc is not None else 1.0):
             status = "feasible"
