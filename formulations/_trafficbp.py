@@ -45,7 +45,7 @@ from ._patterns import Column, node_classes
 class _Fam:
     """One class of identical nodes: its table of contents and worker-count ranges."""
 
-    def __init__(self, pm, cls: list[int], pairs, limit: int):
+    def __init__(self, pm, cls: list[int], pairs, limit: int, one_worker: bool = False):
         self.cls = cls
         self.count = len(cls)
         out = _node_vectors(pm, cls[0], limit)
@@ -59,6 +59,10 @@ class _Fam:
         M = np.array([pm.M[ti] for ti in tis], dtype=np.int64)
         lo = -(-tot // M)
         hi = np.minimum(tot, slots)
+        if one_worker:  # at most one worker per topology: inter-worker = inter-node traffic
+            lo = hi = np.minimum(tot, 1)
+            tot = np.where(tot > M, -1, tot)  # a topology over M_t executors needs two workers
+            lo = np.where(tot < 0, 2, lo)
         ok = (lo.sum(axis=1) <= slots) & (lo <= hi).all(axis=1)
         self.Y, self.lo, self.hi = Y[ok], lo[ok], hi[ok]
         self.cap = self.Y.max(axis=0) if len(self.Y) else np.zeros(len(G), dtype=np.int64)
@@ -127,7 +131,7 @@ class TrafficBP:
     """Best-first branch and price over the configuration master (module docstring)."""
 
     def __init__(self, pm, pairs, deadline: float | None, limit: int = 3_000_000, strong: int = 4,
-                 fixing: bool = True):
+                 fixing: bool = True, one_worker: bool = False, cutoff: float | None = None):
         self.pm = pm
         self.fixing = fixing
         self._bytes = 0.0
@@ -139,7 +143,7 @@ class TrafficBP:
         self.s = np.array([g.size for g in G], dtype=float)
         self.S = np.array([pm.S[ti] for ti in self.tis], dtype=float)
         self.classes = node_classes(pm, with_rack=False)
-        self.fams = [_Fam(pm, cls, pairs, limit) for cls in self.classes]
+        self.fams = [_Fam(pm, cls, pairs, limit, one_worker) for cls in self.classes]
         # column pool: (family, table row, worker counts)
         self.pool: list[tuple[int, int, tuple[int, ...]]] = []
         self.seen: set = set()
@@ -148,6 +152,9 @@ class TrafficBP:
         self._h = None  # the master LP (HiGHS), kept across solves
         self.root_lag = None
         self.inc_value = -math.inf
+        self.cutoff = cutoff  # only plans worth more than it are sought; the first one found ends the search
+        if cutoff is not None:
+            self.inc_value = cutoff
         self.inc: list[tuple[int, int, tuple[int, ...], int]] | None = None  # (fam, row, o, count)
 
     def left(self) -> float:
@@ -183,6 +190,8 @@ class TrafficBP:
         if val > self.inc_value:
             self.inc_value = val
             self.inc = [(f, i, o, c) for (f, i, o), c in agg.items()]
+            if self.cutoff is not None:
+                self.found = True
             return True
         return False
 
@@ -339,10 +348,13 @@ class TrafficBP:
         out = []
         for f, (vw, rc) in enumerate(zip(views, rcs)):
             keep = np.flatnonzero(rc >= maxrc[f] - margin)
-            if len(keep) <= 0.5 * len(vw) and self._bytes < 1.5e9:
+            if len(keep) <= 0.8 * len(vw) and self._bytes < 1.5e9:
                 idx = keep if vw.idx is None else vw.idx[keep]
                 nv = _View(self.fams[f], idx)
                 self._bytes += nv.Z.nbytes + nv.YT.nbytes + nv.V.nbytes
+                self.stats["bp_view_min"] = min(self.stats.get("bp_view_min", len(keep)), len(keep))
+                if not self.stats.get("bp_view_root"):
+                    self.stats["bp_view_root"] = len(keep)
                 out.append(nv)
             else:
                 out.append(vw)
@@ -434,7 +446,8 @@ class TrafficBP:
         heapq.heappush(heap, (-math.inf, tick, [], [_View(fm, None) for fm in self.fams]))
         unresolved = -math.inf  # bound of nodes left without a plan or a branch
         status = "optimal"
-        while heap:
+        self.found = False
+        while heap and not self.found:
             negb, _, rows, views = heap[0]
             pb = -negb
             scale = max(1.0, abs(self.inc_value)) if self.inc_value > -math.inf else 1.0

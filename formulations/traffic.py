@@ -149,6 +149,31 @@ def _branch_and_price(run: Run, base: PlacementModel, pairs):
     return out, pat, const
 
 
+def _one_worker_plan(run: Run, base: PlacementModel, pat, pairs, z1: float):
+    """Phase 2 shortcut after branch and price: a plan worth the phase-1 optimum z1 (intra-node)
+    whose nodes hold at most one worker per topology has inter-worker = inter-node traffic, the
+    least any plan can have, so it proves phase 2. Sought by B&P over those columns only, with
+    z1 as the cut-off (nodes that cannot reach it are pruned; the first plan found ends it).
+    Returns the plan or None (none found in time, or none exists)."""
+    from ._trafficbp import TrafficBP, _TooBig, bp_column
+
+    left = None if run.time_limit is None else run.time_limit - (time.monotonic() - run.t0)
+    deadline = None if left is None else time.monotonic() + 0.5 * left
+    try:
+        bp = TrafficBP(base, pairs, deadline, one_worker=True, cutoff=z1 - 2e-7 * max(1.0, abs(z1)))
+    except _TooBig:
+        return None
+    bp.run()
+    if not bp.found:
+        return None
+    chosen = []
+    for f, i, o, cnt in bp.inc:
+        c = bp_column(bp, base, f, i, o)
+        pat.add(c)
+        chosen.append((next(x for x in pat.cols if x.family == c.family and x.key == c.key), cnt))
+    return patterns.traffic_plan(base, pat, chosen)
+
+
 def solve_traffic(run: Run) -> Result:
     """Minimise inter-node traffic (then inter-worker) with exactly min(W,E) workers per topology."""
     groups, pairs = traffic_pairs(run)
@@ -200,6 +225,12 @@ def solve_traffic(run: Run) -> Result:
             _lexicographic(run, details, p2["proven"])
             return run.pattern_result({**out, "status": "optimal" if p2["proven"] else "feasible"}, p2["plan"],
                                       bound=primary_value, details=details)
+        if bpo is not None:
+            p1w = _one_worker_plan(run, base, pat, pairs, out["value"])
+            if p1w is not None and _phase2_free(run, p1w, primary_value):
+                details["phase2"] = "optimal (a phase-1 optimum with one worker per node and topology)"
+                _lexicographic(run, details, True)
+                return run.pattern_result(out, p1w, bound=primary_value, details=details)
         pm = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
         m = pm.m
         primary, pconst = _level_expr(pm, pairs, "node")
