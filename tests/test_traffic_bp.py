@@ -121,3 +121,38 @@ def test_60x8x6_proven_within_60_seconds():
     assert r.status.value == "optimal", r.message
     assert r.metrics["feasible"]
     assert r.objective <= 937.1252204585539 + TOL  # the best plan main's search found
+
+
+def test_reduced_cost_fixing_from_a_poor_incumbent_keeps_the_optimum():
+    # 46x8x4: optimum 746.6667 (inter-node), proven by main's enumeration proof. Seeded with a
+    # greedy plan far from it, the subtrees' reduced-cost fixing (margin L - z) must not drop
+    # the optimum's node contents
+    from formulations._trafficls import NodeSearch
+
+    inst = parse_instance(layered(46, 8, 4, 0, problem="traffic"))
+    base, pairs, const = _setup(inst)
+    ns = NodeSearch(base, pairs)
+    Y = ns.greedy(None)
+    o = ns.workers(Y)
+    bp = TrafficBP(base, pairs, None)
+    nodes = [(0, tuple(int(q) for q in Y[n]), (int(o[0][n]),)) for n in range(ns.N) if Y[n].sum() > 0]
+    assert bp.set_incumbent(nodes)
+    start = const - bp.inc_value
+    assert start > 746.6666666666667 + 1.0  # a poor start: fixing begins with a wide margin
+    out = bp.run()
+    assert out["status"] == "optimal"
+    assert const - out["value"] == pytest.approx(746.6666666666667, rel=1e-9)
+    assert bp.stats.get("bp_view_root", 0) > 0  # fixing did shrink the pricing tables
+
+
+def test_cutoff_just_below_the_optimum_still_finds_it():
+    # a cut-off 0.5 below the optimum makes the fixing margin L - z tight: the optimum's node
+    # contents must survive it (and the first plan above the cut-off ends the search)
+    inst = parse_instance(layered(46, 8, 4, 0, problem="traffic"))
+    base, pairs, const = _setup(inst)
+    bp = TrafficBP(base, pairs, None, cutoff=const - 746.6666666666667 - 0.5)
+    bp.run()
+    assert bp.found
+    assert const - bp.inc_value == pytest.approx(746.6666666666667, rel=1e-9)
+    m = evaluate(inst, _plan(bp, base, pairs, bp.inc), "traffic")
+    assert m["feasible"] and m["inter_node_traffic"] == pytest.approx(746.6666666666667, rel=1e-9)
