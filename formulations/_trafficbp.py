@@ -147,7 +147,7 @@ class TrafficBP:
         # column pool: (family, table row, worker counts)
         self.pool: list[tuple[int, int, tuple[int, ...]]] = []
         self.seen: set = set()
-        self.masks: list[tuple[int, np.ndarray, Any]] = []  # branch properties: (family, mask, description)
+        self.masks: list[tuple[int, None, Any]] = []  # branch properties: (family, None, key), see mask_at
         self.stats: dict[str, Any] = {"bp_nodes": 0, "bp_lp": 0, "bp_columns": 0}
         self._h = None  # the master LP (HiGHS), kept across solves
         self.root_lag = None
@@ -227,9 +227,9 @@ class TrafficBP:
             fam = np.array([p[0] for p in self.pool[:self._ncols]], dtype=np.int64)
             row = np.array([p[1] for p in self.pool[:self._ncols]], dtype=np.int64)
             for mid, sign, rhs in rows:
-                f, mask, _ = self.masks[mid]
+                f, _, _ = self.masks[mid]
                 sel = np.nonzero(fam == f)[0] if self._ncols else np.zeros(0, dtype=np.int64)
-                sel = sel[mask[row[sel]] > 0]
+                sel = sel[self.mask_at(mid, row[sel]) > 0]
                 lo, hi = (-inf, rhs) if sign > 0 else (-rhs, inf)
                 h.addRow(lo, hi, len(sel), (2 * ne + sel).astype(np.int32), np.ones(len(sel)))
             self._rows = list(rows)
@@ -248,8 +248,8 @@ class TrafficBP:
             idx.append(K + T + f)
             val.append(1.0)
             for r, (mid, _, _) in enumerate(rows):
-                g, mask, _ = self.masks[mid]
-                if g == f and mask[i] > 0:
+                g, _, _ = self.masks[mid]
+                if g == f and self.mask_at(mid, np.array([i]))[0] > 0:
                     idx.append(ne + r)
                     val.append(1.0)
             h.addCol(float(fm.V[i]), 0.0, inf, len(idx), np.array(idx, dtype=np.int32), np.array(val))
@@ -298,7 +298,7 @@ class TrafficBP:
                 if len(key) == 3 and key[1] != "y":
                     look[key[1]][key[2]:] += pi_ub[r] * sign
                 else:
-                    other.append((pi_ub[r] * sign, mask if vw.idx is None else mask[vw.idx]))
+                    other.append((pi_ub[r] * sign, self.mask_at(mid, vw.idx)))
             for g in range(K):
                 if look[g].any():
                     rc -= look[g][vw.YT[g]]
@@ -391,17 +391,20 @@ class TrafficBP:
         for mid, (_, _, k) in enumerate(self.masks):
             if k == key:
                 return mid
-        f = key[0]
-        Y = self.fams[f].Y
-        if key[1] == "y":
-            mask = np.zeros(len(Y))
-            mask[key[2]] = 1.0
-        elif len(key) == 3:
-            mask = (Y[:, key[1]] >= key[2]).astype(float)
-        else:
-            mask = ((Y[:, key[1]] >= key[2]) & (Y[:, key[3]] >= key[4])).astype(float)
-        self.masks.append((f, mask, key))
+        self.masks.append((key[0], None, key))
         return len(self.masks) - 1
+
+    def mask_at(self, mid: int, idx: np.ndarray | None) -> np.ndarray:
+        """The property of branch row mid (1.0 / 0.0) at table rows idx (None: every row)."""
+        f, _, key = self.masks[mid]
+        Y = self.fams[f].Y
+        rows = slice(None) if idx is None else idx
+        if key[1] == "y":
+            at = np.arange(len(Y)) if idx is None else idx
+            return (at == key[2]).astype(float)
+        if len(key) == 3:
+            return (Y[rows, key[1]] >= key[2]).astype(float)
+        return ((Y[rows, key[1]] >= key[2]) & (Y[rows, key[3]] >= key[4])).astype(float)
 
     def _integral_plan(self, lam: np.ndarray):
         """The node contents of an LP solution whose content counts are integral, with worker
