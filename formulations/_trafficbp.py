@@ -474,7 +474,9 @@ class TrafficBP:
                 break
             if b <= self.inc_value + 1e-7 * scale:
                 continue
-            cands = self._branch(lam, self.strong)
+            # strong branching costs pricing passes: fewer candidates while the tables are big
+            n_strong = self.strong if sum(len(v) for v in cviews) <= 300_000 else min(self.strong, 2)
+            cands = self._branch(lam, n_strong)
             if not cands:
                 plan = self._integral_plan(lam)
                 if plan is not None:
