@@ -42,12 +42,42 @@ from ._nodetable import _node_vectors
 from ._patterns import Column, node_classes
 
 
+def _count_vectors(pm, ni: int) -> int:
+    """How many count vectors y (y_g <= node cap) fit the node's CPU (a dynamic programme over
+    CPU units; pins and max_per_node are left out, so it counts at least the table's rows)."""
+    import math as _m
+
+    G = pm.groups
+    cpu = [int(round(g.comp.cpu * 1000)) for g in G]
+    cap = int(_m.floor(pm.nodes[ni].cpu * 1000 + 1e-6))
+    d = 0
+    for c in cpu + [cap]:
+        d = _m.gcd(d, c)
+    d = d or 1
+    if cap // d > 200_000:
+        return 0  # too fine to count cheaply: let the table builder decide
+    ways = np.zeros(cap // d + 1, dtype=float)
+    ways[0] = 1.0
+    for g, c in zip(G, cpu):
+        c //= d
+        ncap = pm.node_cap(g, ni)
+        new = ways.copy()
+        for q in range(1, ncap + 1):
+            if q * c > len(ways) - 1:
+                break
+            new[q * c:] += ways[:len(ways) - q * c] if c else ways
+        ways = new
+    return int(ways.sum())
+
+
 class _Fam:
     """One class of identical nodes: its table of contents and worker-count ranges."""
 
     def __init__(self, pm, cls: list[int], pairs, limit: int, one_worker: bool = False):
         self.cls = cls
         self.count = len(cls)
+        if _count_vectors(pm, cls[0]) > limit:  # counted first: building a table to drop it costs seconds
+            raise _TooBig
         out = _node_vectors(pm, cls[0], limit)
         if out is None:
             raise _TooBig
