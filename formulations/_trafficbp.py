@@ -161,7 +161,8 @@ class TrafficBP:
     """Best-first branch and price over the configuration master (module docstring)."""
 
     def __init__(self, pm, pairs, deadline: float | None, limit: int = 3_000_000, strong: int = 4,
-                 fixing: bool = True, one_worker: bool = False, cutoff: float | None = None):
+                 fixing: bool = True, one_worker: bool = False, cutoff: float | None = None,
+                 enum_all: bool = False):
         self.pm = pm
         self.fixing = fixing
         self._bytes = 0.0
@@ -183,6 +184,9 @@ class TrafficBP:
         self.root_lag = None
         self.inc_value = -math.inf
         self.cutoff = cutoff  # only plans worth more than it are sought; the first one found ends the search
+        self.enum_all = enum_all and cutoff is not None  # ... unless every such content multiset is wanted
+        self.plans: list[dict] = []  # enum_all: the content multisets {(family, row): count} found
+        self.complete = False
         if cutoff is not None:
             self.inc_value = cutoff
         self.inc: list[tuple[int, int, tuple[int, ...], int]] | None = None  # (fam, row, o, count)
@@ -286,7 +290,10 @@ class TrafficBP:
         self._ncols = len(self.pool)
         h.run()
         self.stats["bp_lp"] += 1
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        st = h.getModelStatus()
+        if st == highspy.HighsModelStatus.kInfeasible:
+            return "infeasible"  # contradictory branch rows: the node holds no plan
+        if st != highspy.HighsModelStatus.kOptimal:
             return None
         sol = h.getSolution()
         lam = np.array(sol.col_value[2 * ne:])
@@ -355,6 +362,8 @@ class TrafficBP:
             if self.left() <= 0:
                 return best, None, views
             out = self._lp(rows)
+            if out == "infeasible":
+                return -math.inf, None, views
             if out is None:
                 return best, None, views
             val, lam, pi_eq, pi_ub, b_eq, b_ub = out
@@ -480,7 +489,7 @@ class TrafficBP:
         unresolved = -math.inf  # bound of nodes left without a plan or a branch
         status = "optimal"
         self.found = False
-        while heap and not self.found:
+        while heap and not (self.found and not self.enum_all):
             negb, _, rows, views = heap[0]
             pb = -negb
             scale = max(1.0, abs(self.inc_value)) if self.inc_value > -math.inf else 1.0
@@ -497,6 +506,8 @@ class TrafficBP:
             if root_bound is None:
                 root_bound = b
                 self.stats["bp_root_bound"] = b
+            if b == -math.inf:  # no plan in this node
+                continue
             if lam is None:  # stopped early: the node stays open with the bound it has
                 tick += 1
                 heapq.heappush(heap, (-b, tick, rows, views))
@@ -509,6 +520,28 @@ class TrafficBP:
             cands = self._branch(lam, n_strong)
             if not cands:
                 plan = self._integral_plan(lam)
+                if plan is not None and self.enum_all:
+                    # record the multiset, then split off exactly it: count_y <= c - 1,
+                    # count_y >= c + 1, count_y = c for its first content y not yet fixed
+                    ms: dict = {}
+                    for f, y, _ in plan:
+                        key = (f, self.fams[f].find(y))
+                        ms[key] = ms.get(key, 0) + 1
+                    if ms not in self.plans:
+                        self.plans.append(ms)
+                    fixed = {(m, sg, r) for m, sg, r in rows}
+                    for (f, i), c in sorted(ms.items()):
+                        mid = self._mask((f, "y", i))
+                        if (mid, 1, float(c)) in fixed and (mid, -1, float(-c)) in fixed:
+                            continue
+                        for extra in ([(mid, 1, float(c - 1))], [(mid, -1, float(-(c + 1)))],
+                                      [(mid, 1, float(c)), (mid, -1, float(-c))]):
+                            if extra[0][2] < 0 and extra[0][1] == 1:
+                                continue  # count <= -1: empty
+                            tick += 1
+                            heapq.heappush(heap, (-b, tick, rows + extra, cviews))
+                        break
+                    continue
                 if plan is not None:
                     self.set_incumbent(plan)
                     continue
@@ -525,7 +558,7 @@ class TrafficBP:
                     r2 = rows + [(mid, sign, float(rhs))]
                     cb, clam, kv = (self.solve_node(r2, cviews) if len(cands) > 1 else (b, None, cviews))
                     cb = min(cb, b)
-                    if clam is not None and cb > self.inc_value and not self._branch(clam):
+                    if clam is not None and cb > self.inc_value and not self.enum_all and not self._branch(clam):
                         plan = self._integral_plan(clam)
                         if plan is not None and self.set_incumbent(plan):
                             scale = max(1.0, abs(self.inc_value))
@@ -539,6 +572,7 @@ class TrafficBP:
                 if cb > self.inc_value + 1e-7 * scale:
                     tick += 1
                     heapq.heappush(heap, (-cb, tick, r2, kv))
+        self.complete = not heap and unresolved == -math.inf and self.left() > 0
         open_bound = max([e[0] * -1 for e in heap], default=-math.inf)
         bound = max(self.inc_value, open_bound, unresolved)
         if bound > self.inc_value + 1e-7 * max(1.0, abs(self.inc_value) if self.inc is not None else 1.0):

@@ -34,7 +34,7 @@ from planner.registry import register
 
 from . import _patterns as patterns
 from ._trafficls import seed_traffic
-from ._trafficphase2 import phase2
+from ._trafficphase2 import phase2, phase2_bp
 from ._rasmodel import OPTIONS, SOURCE, Group, PlacementModel, Run, method_runner, traffic_groups
 
 
@@ -78,6 +78,14 @@ def _phase2_free(run: Run, plan, phase1: float) -> bool:
 
     m = evaluate(run.instance, plan, "traffic")
     return bool(m["feasible"]) and m["inter_worker_traffic"] <= phase1 + 1e-9 * max(1.0, abs(phase1))
+
+
+def _phase1_kept(run: Run, plan, phase1: float) -> bool:
+    """The plan passes the evaluator with inter-node traffic at the phase-1 optimum."""
+    from planner.evaluate import evaluate
+
+    m = evaluate(run.instance, plan, "traffic")
+    return bool(m["feasible"]) and m["inter_node_traffic"] <= phase1 + 1e-7 * max(1.0, abs(phase1))
 
 
 def _lexicographic(run: Run, details: dict, proven2: bool) -> None:
@@ -225,6 +233,14 @@ def solve_traffic(run: Run) -> Result:
             _lexicographic(run, details, p2["proven"])
             return run.pattern_result({**out, "status": "optimal" if p2["proven"] else "feasible"}, p2["plan"],
                                       bound=primary_value, details=details)
+        if bpo is not None:
+            p2b = phase2_bp(run, base, pairs, out["value"], const)
+            if p2b is not None and _phase1_kept(run, p2b["plan"], primary_value):
+                details["phase2"] = "optimal (every phase-1 optimum enumerated by branch and price)"
+                details.update(inter_worker_bound=p2b["inter_worker_bound"], phase2_multisets=p2b["multisets"],
+                               phase2_splits=p2b["splits"], phase2_bp_nodes=p2b["bp_nodes"])
+                _lexicographic(run, details, True)
+                return run.pattern_result(out, p2b["plan"], bound=primary_value, details=details)
         if bpo is not None:
             p1w = _one_worker_plan(run, base, pat, pairs, out["value"])
             if p1w is not None and _phase2_free(run, p1w, primary_value):

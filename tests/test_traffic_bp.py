@@ -156,3 +156,33 @@ def test_cutoff_just_below_the_optimum_still_finds_it():
     assert const - bp.inc_value == pytest.approx(746.6666666666667, rel=1e-9)
     m = evaluate(inst, _plan(bp, base, pairs, bp.inc), "traffic")
     assert m["feasible"] and m["inter_node_traffic"] == pytest.approx(746.6666666666667, rel=1e-9)
+
+
+def test_phase2_by_enumerating_phase1_optima_matches_brute_force():
+    # more workers than nodes: phase 2 splits node contents; phase2_bp enumerates every content
+    # multiset worth the phase-1 optimum and must find brute force's least inter-worker traffic
+    from formulations._trafficphase2 import phase2_bp
+
+    used = 0
+    for seed in range(40):
+        d = small_random("traffic", seed)
+        for t in d["topologies"]:
+            t["workers"] = 4
+        inst = parse_instance(d)
+        base, pairs, const = _setup(inst)
+        if not pairs or len(base.topos) != 1 or patterns.applicable(base, "traffic") is not None:
+            continue
+        ref = planner.solve(inst, "traffic", "exact.bruteforce")
+        if ref.status.value != "optimal":
+            continue
+        z1 = const - ref.objective
+        run = Run(inst, "traffic", "exact.cpsat", None, None, None, True, 0)
+        p2 = phase2_bp(run, base, pairs, z1, const)
+        assert p2 is not None, seed
+        m = evaluate(inst, p2["plan"], "traffic")
+        assert m["feasible"], (seed, m["violations"])
+        assert m["inter_node_traffic"] == pytest.approx(ref.objective, rel=TOL, abs=TOL), seed
+        assert m["inter_worker_traffic"] == pytest.approx(ref.metrics["inter_worker_traffic"], rel=TOL, abs=TOL), seed
+        assert p2["inter_worker"] == pytest.approx(m["inter_worker_traffic"], rel=TOL, abs=TOL), seed
+        used += 1
+    assert used >= 5, used
