@@ -184,7 +184,9 @@ class TrafficBP:
         self.root_lag = None
         self.inc_value = -math.inf
         self.cutoff = cutoff  # only plans worth more than it are sought; the first one found ends the search
-        self.enum_all = enum_all and cutoff is not None  # ... unless every such content multiset is wanted
+        # enum_all: every content multiset worth at least the final incumbent (or the cut-off) is
+        # recorded: nodes whose bound ties the incumbent are kept, integral nodes split three ways
+        self.enum_all = enum_all
         self.plans: list[dict] = []  # enum_all: the content multisets {(family, row): count} found
         self.complete = False
         if cutoff is not None:
@@ -493,7 +495,7 @@ class TrafficBP:
             negb, _, rows, views = heap[0]
             pb = -negb
             scale = max(1.0, abs(self.inc_value)) if self.inc_value > -math.inf else 1.0
-            if pb <= self.inc_value + 1e-7 * scale:
+            if pb <= self.inc_value + (-1e-7 if self.enum_all else 1e-7) * scale:
                 heap.clear()
                 break
             if self.left() <= 0:
@@ -513,7 +515,7 @@ class TrafficBP:
                 heapq.heappush(heap, (-b, tick, rows, views))
                 status = "feasible"
                 break
-            if b <= self.inc_value + 1e-7 * scale:
+            if b <= self.inc_value + (-1e-7 if self.enum_all else 1e-7) * scale:
                 continue
             # strong branching costs pricing passes: fewer candidates while the tables are big
             n_strong = self.strong if sum(len(v) for v in cviews) <= 300_000 else min(self.strong, 2)
@@ -529,6 +531,9 @@ class TrafficBP:
                         ms[key] = ms.get(key, 0) + 1
                     if ms not in self.plans:
                         self.plans.append(ms)
+                    if self.cutoff is None:
+                        self.set_incumbent(plan)
+                        scale = max(1.0, abs(self.inc_value))
                     fixed = {(m, sg, r) for m, sg, r in rows}
                     for (f, i), c in sorted(ms.items()):
                         mid = self._mask((f, "y", i))
@@ -569,7 +574,7 @@ class TrafficBP:
                 if self.left() <= 0:
                     break
             for cb, r2, kv in best[1]:
-                if cb > self.inc_value + 1e-7 * scale:
+                if cb > self.inc_value + (-1e-7 if self.enum_all else 1e-7) * scale:
                     tick += 1
                     heapq.heappush(heap, (-cb, tick, r2, kv))
         self.complete = not heap and unresolved == -math.inf and self.left() > 0

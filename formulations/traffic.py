@@ -117,7 +117,8 @@ def _branch_and_price(run: Run, base: PlacementModel, pairs):
     if not pairs:
         return None
     try:
-        bp = TrafficBP(base, pairs, run.deadline(0.85))
+        # one topology: ties with the incumbent are kept, so phase 2 reads every optimum's contents
+        bp = TrafficBP(base, pairs, run.deadline(0.85), enum_all=len(base.topos) == 1)
     except _TooBig:
         return None
     pat, const = patterns.build_traffic(base, pairs, run.deadline(0.85), run.threads)
@@ -140,7 +141,7 @@ def _branch_and_price(run: Run, base: PlacementModel, pairs):
     stats = dict(bp.stats)
     if seeded is not None:
         stats["incumbent_search"] = seeded[0]
-    out = {"status": res["status"], "value": res["value"], "bound": res["bound"], "chosen": None, "stats": stats}
+    out = {"status": res["status"], "value": res["value"], "bound": res["bound"], "chosen": None, "stats": stats, "bp": bp}
     if res["incumbent"] is not None:
         out["chosen"] = []
         for f, i, o, cnt in res["incumbent"]:
@@ -224,6 +225,14 @@ def solve_traffic(run: Run) -> Result:
             details["phase2"] = "optimal (inter-worker = inter-node traffic, its lower bound)"
             _lexicographic(run, details, True)
             return run.pattern_result(out, hint, bound=primary_value, details=details)
+        if bpo is not None:
+            p2b = phase2_bp(run, base, pairs, out["value"], const, bp=out.get("bp"))
+            if p2b is not None and _phase1_kept(run, p2b["plan"], primary_value):
+                details["phase2"] = "optimal (every phase-1 optimum enumerated by branch and price)"
+                details.update(inter_worker_bound=p2b["inter_worker_bound"], phase2_multisets=p2b["multisets"],
+                               phase2_splits=p2b["splits"], phase2_bp_nodes=p2b["bp_nodes"])
+                _lexicographic(run, details, True)
+                return run.pattern_result(out, p2b["plan"], bound=primary_value, details=details)
         p2 = phase2(run, base, pat, pairs, out, out["value"], const)
         if p2 is not None:
             details["phase2"] = ("optimal" if p2["proven"] else "feasible") + " (configuration columns)"
@@ -233,14 +242,6 @@ def solve_traffic(run: Run) -> Result:
             _lexicographic(run, details, p2["proven"])
             return run.pattern_result({**out, "status": "optimal" if p2["proven"] else "feasible"}, p2["plan"],
                                       bound=primary_value, details=details)
-        if bpo is not None:
-            p2b = phase2_bp(run, base, pairs, out["value"], const)
-            if p2b is not None and _phase1_kept(run, p2b["plan"], primary_value):
-                details["phase2"] = "optimal (every phase-1 optimum enumerated by branch and price)"
-                details.update(inter_worker_bound=p2b["inter_worker_bound"], phase2_multisets=p2b["multisets"],
-                               phase2_splits=p2b["splits"], phase2_bp_nodes=p2b["bp_nodes"])
-                _lexicographic(run, details, True)
-                return run.pattern_result(out, p2b["plan"], bound=primary_value, details=details)
         if bpo is not None:
             p1w = _one_worker_plan(run, base, pat, pairs, out["value"])
             if p1w is not None and _phase2_free(run, p1w, primary_value):
