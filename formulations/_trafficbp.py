@@ -27,6 +27,15 @@ the node; the node's bound is the least L seen (the LP value at convergence). Th
 is max(incumbent, bounds of the open nodes); ``optimal`` when it is within 1e-7 (relative) of
 the incumbent. Stopped early it is a valid bound over all plans (every plan lies in one open
 node or in a node already closed by its bound).
+
+Reduced-cost fixing: after a node's column generation, with its last duals pi, a plan of the
+subtree better than the incumbent z uses only table rows with rc >= maxrc_f - (L(pi) - z); its
+children price over those rows only (``_View``). ``cutoff``: seek only plans above a value (the
+first found ends the search); ``enum_all``: record every content multiset at or above the
+cut-off / final incumbent (ties kept, integral nodes split three ways), for phase 2
+(``_trafficphase2.phase2_bp``). A node LP made infeasible by contradictory branch rows closes
+its node. No infeasibility proof (big-M artificials): without a plan the status is ``unknown``.
+docs/formulations.md, "Traffic: branch and price", has the mathematics.
 """
 
 from __future__ import annotations

@@ -17,9 +17,12 @@ inter-worker traffic. The reported objective and bound are inter-node (phase 1's
 ``optimal`` only when both phases are proven, ``feasible`` (bound = the phase-1 optimum, a note
 in the message) when only phase 1 is.
 
-Phase 1 first runs the configuration model of :mod:`formulations._patterns` (a node's group
-counts and worker count as one column), its incumbent improved by the node-level local search
-of :mod:`formulations._trafficls`. Phase 2 is free when the plan's inter-worker traffic equals
+Phase 1 first runs branch and price over node tables (:mod:`formulations._trafficbp`) when
+every node class's table of count vectors has at most 3,000,000 rows, else the configuration
+model of :mod:`formulations._patterns` (a node's group counts and worker count as one column,
+proof by enumeration); both start from the node-level local search of
+:mod:`formulations._trafficls`. After B&P, a non-free phase 2 enumerates every phase-1 optimum
+(:func:`formulations._trafficphase2.phase2_bp`). Phase 2 is free when the plan's inter-worker traffic equals
 its inter-node traffic (its lower bound), else it runs on the configuration columns
 (:mod:`formulations._trafficphase2`); the compact model above is the fall-back for both.
 """
