@@ -82,11 +82,15 @@ def _count_vectors(pm, ni: int) -> int:
 class _Fam:
     """One class of identical nodes: its table of contents and worker-count ranges."""
 
-    def __init__(self, pm, cls: list[int], pairs, limit: int, one_worker: bool = False):
+    def __init__(self, pm, cls: list[int], pairs, limit: int, one_worker: bool = False,
+                 deadline: float | None = None):
         self.cls = cls
         self.count = len(cls)
-        if _count_vectors(pm, cls[0]) > limit:  # counted first: building a table to drop it costs seconds
+        n = _count_vectors(pm, cls[0])
+        if n > limit:  # counted first: building a table to drop it costs seconds
             raise _TooBig
+        if deadline is not None and n * 3e-6 > 0.3 * (deadline - time.monotonic()):
+            raise _TooBig  # building (about 1-3 s per million rows here) would eat the time limit
         out = _node_vectors(pm, cls[0], limit)
         if out is None:
             raise _TooBig
@@ -183,7 +187,7 @@ class TrafficBP:
         self.s = np.array([g.size for g in G], dtype=float)
         self.S = np.array([pm.S[ti] for ti in self.tis], dtype=float)
         self.classes = node_classes(pm, with_rack=False)
-        self.fams = [_Fam(pm, cls, pairs, limit, one_worker) for cls in self.classes]
+        self.fams = [_Fam(pm, cls, pairs, limit, one_worker, deadline) for cls in self.classes]
         # column pool: (family, table row, worker counts)
         self.pool: list[tuple[int, int, tuple[int, ...]]] = []
         self.seen: set = set()
