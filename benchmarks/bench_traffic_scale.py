@@ -44,6 +44,8 @@ def main() -> None:
             gap = "-" if r.objective is None or r.bound is None else f"{100 * (r.objective - r.bound) / max(1e-9, abs(r.objective)):.2f}"
             src = "search" if "incumbent_search" in d else ("master" if d.get("incumbent_master") is not None else "-")
             note = d.get("enumeration", "")
+            if "bp_nodes" in d:  # branch and price (branch traffic-bp): search size
+                note = f"B&P {d['bp_nodes']} nodes, {d['bp_open']} open"
             print(f"| {size} | {m} | {r.status.value} | {obj} | {bd} | {gap} | {dt:.2f} | {d.get('phase1_seconds', '-')} | "
                   f"{str(d.get('phase2', '-')).split(' (')[0]} | {src} | {note} |", flush=True)
             if m == "exact.cpsat" and d.get("phase1") != "optimal":

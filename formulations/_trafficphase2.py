@@ -194,3 +194,97 @@ def phase2(run, pm, pat, pairs, out: dict, z1: float, const: float, cap: int = 2
     return {"plan": Plan(placements=place), "proven": sol.status == "optimal", "inter_worker": const - intra_w,
             "inter_worker_bound": None if bound is None else const - bound, "columns": len(cand),
             "splits": len(splits), "split_seconds": round(t_split, 3), "rounds": rounds}
+
+
+def phase2_bp(run, pm, pairs, z1: float, const: float, bp=None) -> dict[str, Any] | None:
+    """Phase 2 after branch and price (one topology): every content multiset worth the phase-1
+    optimum z1 (intra-node) is enumerated by B&P with cut-off z1 (``TrafficBP(enum_all=True)``:
+    an integral node records its multiset and is split three ways on one of its contents,
+    count <= c - 1, >= c + 1, = c, until all are fixed); for each, the best worker counts and
+    splits: w2(y, o) = ``_split`` for o in lo..hi per node, and a dynamic programme over the
+    nodes on sum o = S. The best over the multisets is the phase-2 optimum when the enumeration
+    is complete and every split is proven; else None (the caller falls back). ``bp``: phase 1's
+    own search when it ran with ``enum_all`` (ties with the incumbent kept) and finished: its
+    multisets are those, no second search."""
+    from ._trafficbp import TrafficBP, _TooBig
+
+    if len(pm.topos) != 1:
+        return None
+    ti = pm.topos[0][0]
+    scale = max(1.0, abs(z1))
+    deadline = run.deadline(1.0)
+    if bp is None or not bp.enum_all or not bp.complete:
+        try:
+            bp = TrafficBP(pm, pairs, deadline, cutoff=z1 - 2e-7 * scale, enum_all=True)
+        except _TooBig:
+            return None
+        bp.run()
+    if not bp.complete or not bp.plans:
+        return None
+    S = pm.S[ti]
+    cache: dict = {}
+    best = None
+    for ms in bp.plans:
+        nodes = []
+        for (f, i), c in sorted(ms.items()):
+            fm = bp.fams[f]
+            nodes.extend([(f, i)] * c)
+        if sum(bp.fams[f].V[i] for f, i in nodes) < z1 - 1e-9 * scale:
+            continue  # within the cut-off's tolerance but below the optimum
+        # per node: {o: (w2, parts)}
+        opts = []
+        for f, i in nodes:
+            fm = bp.fams[f]
+            ys = {k: int(q) for k, q in enumerate(fm.Y[i]) if q > 0}
+            lo, hi = int(fm.lo[i, 0]), int(fm.hi[i, 0])
+            row = {}
+            tot = sum(ys.values())
+            for o in range(lo, hi + 1):
+                if o and not (o <= tot <= o * pm.M[ti]):
+                    continue  # no split into o non-empty workers of at most M_t executors
+                key = (tuple(sorted(ys.items())), o)
+                if key not in cache:
+                    cache[key] = (0.0, []) if o == 0 else _split(pm, pairs, ti, ys, o, deadline)
+                    if cache[key] is None:
+                        return None
+                row[o] = cache[key]
+            opts.append(row)
+        # DP over nodes: most intra-worker value with total workers w
+        dp = {0: (0.0, [])}
+        for row in opts:
+            nxt: dict = {}
+            for w, (val, ch) in dp.items():
+                for o, (v2, _) in row.items():
+                    if w + o <= S and (w + o not in nxt or val + v2 > nxt[w + o][0]):
+                        nxt[w + o] = (val + v2, ch + [o])
+            dp = nxt
+        if S not in dp:
+            continue
+        val, ch = dp[S]
+        if best is None or val > best[0]:
+            best = (val, nodes, ch)
+    if best is None:
+        return None
+    val, nodes, ch = best
+    from ._patterns import node_classes
+
+    G = pm.groups
+    classes = {f"node{c[0]}": list(c) for c in node_classes(pm, False)}
+    free = {f: list(classes[f"node{fm.cls[0]}"]) for f, fm in enumerate(bp.fams)}
+    nxt_exec = {k: iter(g.members) for k, g in enumerate(G)}
+    place = []
+    for (f, i), o in zip(nodes, ch):
+        ni = free[f].pop(0)
+        if o == 0:
+            continue
+        ys = {k: int(q) for k, q in enumerate(bp.fams[f].Y[i]) if q > 0}
+        ports = iter(pm.nodes[ni].slots)
+        for part in cache[(tuple(sorted(ys.items())), o)][1]:
+            port = next(ports)
+            for k, q in part.items():
+                for _ in range(q):
+                    place.append(Placement(topology=G[k].topo.id, component=G[k].comp.id,
+                                           executor=next(nxt_exec[k]), node=pm.nodes[ni].id, slot=port))
+    return {"plan": Plan(placements=place), "proven": True, "inter_worker": const - val,
+            "inter_worker_bound": const - val, "multisets": len(bp.plans), "splits": len(cache),
+            "bp_nodes": bp.stats["bp_nodes"]}

@@ -17,9 +17,12 @@ inter-worker traffic. The reported objective and bound are inter-node (phase 1's
 ``optimal`` only when both phases are proven, ``feasible`` (bound = the phase-1 optimum, a note
 in the message) when only phase 1 is.
 
-Phase 1 first runs the configuration model of :mod:`formulations._patterns` (a node's group
-counts and worker count as one column), its incumbent improved by the node-level local search
-of :mod:`formulations._trafficls`. Phase 2 is free when the plan's inter-worker traffic equals
+Phase 1 first runs branch and price over node tables (:mod:`formulations._trafficbp`) when
+every node class's table of count vectors has at most 3,000,000 rows, else the configuration
+model of :mod:`formulations._patterns` (a node's group counts and worker count as one column,
+proof by enumeration); both start from the node-level local search of
+:mod:`formulations._trafficls`. After B&P, a non-free phase 2 enumerates every phase-1 optimum
+(:func:`formulations._trafficphase2.phase2_bp`). Phase 2 is free when the plan's inter-worker traffic equals
 its inter-node traffic (its lower bound), else it runs on the configuration columns
 (:mod:`formulations._trafficphase2`); the compact model above is the fall-back for both.
 """
@@ -34,7 +37,7 @@ from planner.registry import register
 
 from . import _patterns as patterns
 from ._trafficls import seed_traffic
-from ._trafficphase2 import phase2
+from ._trafficphase2 import phase2, phase2_bp
 from ._rasmodel import OPTIONS, SOURCE, Group, PlacementModel, Run, method_runner, traffic_groups
 
 
@@ -80,6 +83,14 @@ def _phase2_free(run: Run, plan, phase1: float) -> bool:
     return bool(m["feasible"]) and m["inter_worker_traffic"] <= phase1 + 1e-9 * max(1.0, abs(phase1))
 
 
+def _phase1_kept(run: Run, plan, phase1: float) -> bool:
+    """The plan passes the evaluator with inter-node traffic at the phase-1 optimum."""
+    from planner.evaluate import evaluate
+
+    m = evaluate(run.instance, plan, "traffic")
+    return bool(m["feasible"]) and m["inter_node_traffic"] <= phase1 + 1e-7 * max(1.0, abs(phase1))
+
+
 def _lexicographic(run: Run, details: dict, proven2: bool) -> None:
     """Status rule: ``optimal`` means both levels are proven (inter-node optimum, then the
     least inter-worker traffic among plans with it); with phase 1 proven and phase 2 not, the
@@ -99,6 +110,83 @@ def _improver(run: Run, base: PlacementModel, pat, pairs):
     return improve
 
 
+def _branch_and_price(run: Run, base: PlacementModel, pairs):
+    """Phase 1 by branch and price over node tables (``formulations._trafficbp``): returns
+    (out, pat) in ``run_patterns``' format, ``pat`` the configuration model holding the
+    incumbent's columns (and table enumeration for phase 2), or None when a node table is too
+    big (more than 3,000,000 count vectors) or there are no pairs."""
+    from ._trafficbp import BPTable, TrafficBP, _TooBig, bp_column
+
+    if not pairs:
+        return None
+    try:
+        # ties are not kept here (enum_all): when phase 2 is free, as usual, they only cost
+        # (60x8x4: 17 nodes instead of 2); phase2_bp searches again with the optimum as cut-off
+        bp = TrafficBP(base, pairs, run.deadline(0.85))
+    except _TooBig:
+        return None
+    pat, const = patterns.build_traffic(base, pairs, run.deadline(0.85), run.threads)
+    if len(bp.tis) == 1:
+        for fi, fam in enumerate(pat.families):
+            fam.table = BPTable(bp, base, fi)
+    size = min(5.0, max(0.05, 0.002 * len(base.nodes) * sum(g.size for g in base.groups)))
+    budget = size if run.time_limit is None else max(0.05, min(size, 0.1 * run.time_limit))
+    seeded = seed_traffic(base, pat, pairs, [], None, budget, run.seed)
+    if seeded is not None:
+        nodes = []
+        for col, cnt in seeded[1]:
+            _, ys, os_ = col.payload
+            y = [0] * len(base.groups)
+            for k, q in ys:
+                y[k] = q
+            nodes.extend([(col.family, tuple(y), tuple(o for _, o in os_))] * cnt)
+        bp.set_incumbent(nodes)
+    res = bp.run()
+    stats = dict(bp.stats)
+    if seeded is not None:
+        stats["incumbent_search"] = seeded[0]
+    out = {"status": res["status"], "value": res["value"], "bound": res["bound"], "chosen": None, "stats": stats, "bp": bp}
+    if res["incumbent"] is not None:
+        out["chosen"] = []
+        for f, i, o, cnt in res["incumbent"]:
+            c = bp_column(bp, base, f, i, o)
+            pat.add(c)
+            out["chosen"].append((next(x for x in pat.cols if x.family == c.family and x.key == c.key), cnt))
+    if bp.root_lag is not None:
+        lag, pi_eq, maxrc = bp.root_lag
+        K, T = bp.K, len(bp.tis)
+        duals = {("cover", k): float(pi_eq[k]) for k in range(K)}
+        duals.update({("workers", ti): float(pi_eq[K + t]) for t, ti in enumerate(bp.tis)})
+        duals.update({("conv", "node", fm.cls[0]): float(pi_eq[K + T + f]) for f, fm in enumerate(bp.fams)})
+        out["lagrangian"] = (lag, duals, maxrc)
+    return out, pat, const
+
+
+def _one_worker_plan(run: Run, base: PlacementModel, pat, pairs, z1: float):
+    """Phase 2 shortcut after branch and price: a plan worth the phase-1 optimum z1 (intra-node)
+    whose nodes hold at most one worker per topology has inter-worker = inter-node traffic, the
+    least any plan can have, so it proves phase 2. Sought by B&P over those columns only, with
+    z1 as the cut-off (nodes that cannot reach it are pruned; the first plan found ends it).
+    Returns the plan or None (none found in time, or none exists)."""
+    from ._trafficbp import TrafficBP, _TooBig, bp_column
+
+    left = None if run.time_limit is None else run.time_limit - (time.monotonic() - run.t0)
+    deadline = None if left is None else time.monotonic() + 0.5 * left
+    try:
+        bp = TrafficBP(base, pairs, deadline, one_worker=True, cutoff=z1 - 2e-7 * max(1.0, abs(z1)))
+    except _TooBig:
+        return None
+    bp.run()
+    if not bp.found:
+        return None
+    chosen = []
+    for f, i, o, cnt in bp.inc:
+        c = bp_column(bp, base, f, i, o)
+        pat.add(c)
+        chosen.append((next(x for x in pat.cols if x.family == c.family and x.key == c.key), cnt))
+    return patterns.traffic_plan(base, pat, chosen)
+
+
 def solve_traffic(run: Run) -> Result:
     """Minimise inter-node traffic (then inter-worker) with exactly min(W,E) workers per topology."""
     groups, pairs = traffic_pairs(run)
@@ -109,9 +197,16 @@ def solve_traffic(run: Run) -> Result:
     pat_bound = None
     hint_fallback = None
     if why is None:
-        pat, const = patterns.build_traffic(base, pairs, run.deadline(0.75), run.threads)
-        out = patterns.run_patterns(pat, run.backend, run.threads, improve=_improver(run, base, pat, pairs) if pairs else None)
-        details.update({"model": "configuration", **out.get("stats", {})})
+        bpo = _branch_and_price(run, base, pairs)
+        if bpo is not None and bpo[0]["chosen"] is None and not run.expired():
+            bpo = None  # no plan found (B&P does not prove infeasibility): column generation's proof
+        if bpo is not None:
+            out, pat, const = bpo
+            details.update({"model": "configuration", "phase1_method": "branch and price", **out["stats"]})
+        else:
+            pat, const = patterns.build_traffic(base, pairs, run.deadline(0.75), run.threads)
+            out = patterns.run_patterns(pat, run.backend, run.threads, improve=_improver(run, base, pat, pairs) if pairs else None)
+            details.update({"model": "configuration", **out.get("stats", {})})
         if out["chosen"] is not None:
             plan = patterns.traffic_plan(base, pat, out["chosen"])
             if (out["status"] == "optimal" and not pairs) or (out["status"] != "optimal" and (
@@ -134,6 +229,14 @@ def solve_traffic(run: Run) -> Result:
             details["phase2"] = "optimal (inter-worker = inter-node traffic, its lower bound)"
             _lexicographic(run, details, True)
             return run.pattern_result(out, hint, bound=primary_value, details=details)
+        if bpo is not None:
+            p2b = phase2_bp(run, base, pairs, out["value"], const, bp=out.get("bp"))
+            if p2b is not None and _phase1_kept(run, p2b["plan"], primary_value):
+                details["phase2"] = "optimal (every phase-1 optimum enumerated by branch and price)"
+                details.update(inter_worker_bound=p2b["inter_worker_bound"], phase2_multisets=p2b["multisets"],
+                               phase2_splits=p2b["splits"], phase2_bp_nodes=p2b["bp_nodes"])
+                _lexicographic(run, details, True)
+                return run.pattern_result(out, p2b["plan"], bound=primary_value, details=details)
         p2 = phase2(run, base, pat, pairs, out, out["value"], const)
         if p2 is not None:
             details["phase2"] = ("optimal" if p2["proven"] else "feasible") + " (configuration columns)"
@@ -143,6 +246,12 @@ def solve_traffic(run: Run) -> Result:
             _lexicographic(run, details, p2["proven"])
             return run.pattern_result({**out, "status": "optimal" if p2["proven"] else "feasible"}, p2["plan"],
                                       bound=primary_value, details=details)
+        if bpo is not None:
+            p1w = _one_worker_plan(run, base, pat, pairs, out["value"])
+            if p1w is not None and _phase2_free(run, p1w, primary_value):
+                details["phase2"] = "optimal (a phase-1 optimum with one worker per node and topology)"
+                _lexicographic(run, details, True)
+                return run.pattern_result(out, p1w, bound=primary_value, details=details)
         pm = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
         m = pm.m
         primary, pconst = _level_expr(pm, pairs, "node")

@@ -1,0 +1,639 @@
+"""Branch and price for ``traffic`` phase 1 (inter-node traffic) over node tables.
+
+Why: the configuration LP bound is 2-6 % below the optimum from about 6 nodes on, so the
+proof by enumeration (every column within the margin UB - z_inc) needs 10^5 columns and an
+integer master nobody solves in time. Here the configuration master is branched instead, and
+each branch-and-bound node is bounded by its own configuration LP, solved by column generation
+with exact pricing.
+
+Pricing by table: every count vector y a node of class f can hold (``_nodetable._node_vectors``:
+caps, CPU, max_per_node) is listed once with its intra-node value v(y) = sum_{g<h} r_gh y_g y_h,
+so the reduced cost of every column of the class is one matrix-vector product and the most
+improving column is exact (no solver, no rounding). The worker counts o_t of a column are
+chosen in the pricing: ceil(tot_t / M_t) <= o_t <= min(tot_t, slots) (o_t = 0 iff tot_t = 0),
+sum_t o_t <= slots, and the best o for given duals is greedy (one shared capacity, unit weights).
+
+Branching (identical nodes, so never on one lambda): on the number of nodes of class f whose
+content has a property P, sum_{p in f, P(y_p)} lambda_p <= floor(a) or >= ceil(a), a its
+fractional LP value. The row's dual enters the pricing as -mu [P(y)] on the table, so pricing
+stays exact. Properties, in this order: y_g >= k; y_g >= k and y_h >= l; y = one vector.
+When every "y = vector" count is integral the multiset of node contents is integral, and worker
+counts o meeting the workers rows exist (each node's o ranges over an interval of integers and
+the LP's fractional mix meets the row sums), so the node's LP value is a plan's value.
+
+Bounds: at every column generation iteration the Lagrangian bound
+L(pi) = sum_r pi_r b_r + sum_f count_f maxrc_f (branch rows as <= rows with pi >= 0) is valid for
+the node; the node's bound is the least L seen (the LP value at convergence). The global bound
+is max(incumbent, bounds of the open nodes); ``optimal`` when it is within 1e-7 (relative) of
+the incumbent. Stopped early it is a valid bound over all plans (every plan lies in one open
+node or in a node already closed by its bound).
+
+Reduced-cost fixing: after a node's column generation, with its last duals pi, a plan of the
+subtree better than the incumbent z uses only table rows with rc >= maxrc_f - (L(pi) - z); its
+children price over those rows only (``_View``). ``cutoff``: seek only plans above a value (the
+first found ends the search); ``enum_all``: record every content multiset at or above the
+cut-off / final incumbent (ties kept, integral nodes split three ways), for phase 2
+(``_trafficphase2.phase2_bp``). A node LP made infeasible by contradictory branch rows closes
+its node. No infeasibility proof (big-M artificials): without a plan the status is ``unknown``.
+docs/formulations.md, "Traffic: branch and price", has the mathematics.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from ._nodetable import _node_vectors
+from ._patterns import Column, node_classes
+
+
+def _count_vectors(pm, ni: int) -> int:
+    """How many count vectors y (y_g <= node cap) fit the node's CPU (a dynamic programme over
+    CPU units; pins and max_per_node are left out, so it counts at least the table's rows)."""
+    import math as _m
+
+    G = pm.groups
+    cpu = [int(round(g.comp.cpu * 1000)) for g in G]
+    cap = int(_m.floor(pm.nodes[ni].cpu * 1000 + 1e-6))
+    d = 0
+    for c in cpu + [cap]:
+        d = _m.gcd(d, c)
+    d = d or 1
+    if cap // d > 200_000:
+        return 0  # too fine to count cheaply: let the table builder decide
+    ways = np.zeros(cap // d + 1, dtype=float)
+    ways[0] = 1.0
+    for g, c in zip(G, cpu):
+        c //= d
+        ncap = pm.node_cap(g, ni)
+        new = ways.copy()
+        for q in range(1, ncap + 1):
+            if q * c > len(ways) - 1:
+                break
+            new[q * c:] += ways[:len(ways) - q * c] if c else ways
+        ways = new
+    return int(ways.sum())
+
+
+class _Fam:
+    """One class of identical nodes: its table of contents and worker-count ranges."""
+
+    def __init__(self, pm, cls: list[int], pairs, limit: int, one_worker: bool = False,
+                 deadline: float | None = None):
+        self.cls = cls
+        self.count = len(cls)
+        n = _count_vectors(pm, cls[0])
+        if n > limit:  # counted first: building a table to drop it costs seconds
+            raise _TooBig
+        if deadline is not None and n * 3e-6 > 0.3 * (deadline - time.monotonic()):
+            raise _TooBig  # building (about 1-3 s per million rows here) would eat the time limit
+        out = _node_vectors(pm, cls[0], limit)
+        if out is None:
+            raise _TooBig
+        Y = out[0].astype(np.int64)
+        G = pm.groups
+        tis = [ti for ti, _ in pm.topos]
+        slots = len(pm.nodes[cls[0]].slots)
+        tot = np.stack([Y[:, [k for k, g in enumerate(G) if g.ti == ti]].sum(axis=1) for ti in tis], axis=1)
+        M = np.array([pm.M[ti] for ti in tis], dtype=np.int64)
+        lo = -(-tot // M)
+        hi = np.minimum(tot, slots)
+        if one_worker:  # at most one worker per topology: inter-worker = inter-node traffic
+            lo = hi = np.minimum(tot, 1)
+            tot = np.where(tot > M, -1, tot)  # a topology over M_t executors needs two workers
+            lo = np.where(tot < 0, 2, lo)
+        ok = (lo.sum(axis=1) <= slots) & (lo <= hi).all(axis=1)
+        self.Y, self.lo, self.hi = Y[ok], lo[ok], hi[ok]
+        self.cap = self.Y.max(axis=0) if len(self.Y) else np.zeros(len(G), dtype=np.int64)
+        # for the pricing's matrix-vector product: [y | lo | hi] (worker bounds of one topology)
+        self.Z = np.hstack([self.Y, self.lo, self.hi]).astype(float) if len(tis) == 1 else self.Y.astype(float)
+        self.YT = np.ascontiguousarray(self.Y.T)  # per-group columns for the penalty look-ups
+        self.slots = slots
+        V = np.zeros(len(self.Y))
+        for (a, b), r in pairs.items():
+            V += r * self.Y[:, a] * self.Y[:, b]
+        self.V = V
+        self.radix = np.cumprod([1] + [int(c) + 1 for c in self.Y.max(axis=0)[:-1]]) if len(self.Y) else np.ones(len(G))
+        self.codes = self.Y @ self.radix
+        self.order = np.argsort(self.codes)
+
+    def find(self, y) -> int | None:
+        """Table row of count vector y, or None."""
+        y = np.asarray(y, dtype=np.int64)
+        if len(self.Y) == 0 or (y > self.Y.max(axis=0)).any() or (y < 0).any():
+            return None
+        c = int(y @ self.radix)
+        j = np.searchsorted(self.codes, c, sorter=self.order)
+        if j < len(self.order) and self.codes[self.order[j]] == c:
+            return int(self.order[j])
+        return None
+
+    def best_o(self, pw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per table row, the worker counts maximising -pw . o and that value."""
+        if len(pw) == 1:  # one topology: the fewest or the most workers
+            o = self.lo if pw[0] >= 0 else self.hi
+            return o, -pw[0] * o[:, 0]
+        o = self.lo.copy()
+        cap = self.slots - o.sum(axis=1)
+        for t in np.argsort(pw):  # most negative dual first: each worker there gains -pw[t]
+            if -pw[t] <= 0:
+                break
+            add = np.minimum(self.hi[:, t] - self.lo[:, t], cap)
+            o[:, t] += add
+            cap -= add
+        return o, -(o @ pw)
+
+
+class _TooBig(Exception):
+    pass
+
+
+class _View:
+    """The rows of a family's table still able to improve on the incumbent in a subtree
+    (reduced-cost fixing); idx None = the whole table. Arrays are copies (fast pricing)."""
+
+    def __init__(self, fm: _Fam, idx: np.ndarray | None):
+        self.idx = idx
+        if idx is None:
+            self.Z, self.V, self.YT, self.lo, self.hi = fm.Z, fm.V, fm.YT, fm.lo, fm.hi
+        else:
+            self.Z, self.V, self.YT, self.lo, self.hi = fm.Z[idx], fm.V[idx], fm.YT[:, idx], fm.lo[idx], fm.hi[idx]
+
+    def __len__(self) -> int:
+        return len(self.V)
+
+    def full(self, i: int) -> int:
+        return int(i) if self.idx is None else int(self.idx[i])
+
+
+class TrafficBP:
+    """Best-first branch and price over the configuration master (module docstring)."""
+
+    def __init__(self, pm, pairs, deadline: float | None, limit: int = 3_000_000, strong: int = 4,
+                 fixing: bool = True, one_worker: bool = False, cutoff: float | None = None,
+                 enum_all: bool = False):
+        self.pm = pm
+        self.fixing = fixing
+        self._bytes = 0.0
+        self.strong = strong
+        self.deadline = deadline
+        G = pm.groups
+        self.K = len(G)
+        self.tis = [ti for ti, _ in pm.topos]
+        self.s = np.array([g.size for g in G], dtype=float)
+        self.S = np.array([pm.S[ti] for ti in self.tis], dtype=float)
+        self.classes = node_classes(pm, with_rack=False)
+        self.fams = [_Fam(pm, cls, pairs, limit, one_worker, deadline) for cls in self.classes]
+        # column pool: (family, table row, worker counts)
+        self.pool: list[tuple[int, int, tuple[int, ...]]] = []
+        self.seen: set = set()
+        self.masks: list[tuple[int, None, Any]] = []  # branch properties: (family, None, key), see mask_at
+        self.stats: dict[str, Any] = {"bp_nodes": 0, "bp_lp": 0, "bp_columns": 0}
+        self._h = None  # the master LP (HiGHS), kept across solves
+        self.root_lag = None
+        self.inc_value = -math.inf
+        self.cutoff = cutoff  # only plans worth more than it are sought; the first one found ends the search
+        # enum_all: every content multiset worth at least the final incumbent (or the cut-off) is
+        # recorded: nodes whose bound ties the incumbent are kept, integral nodes split three ways
+        self.enum_all = enum_all
+        self.plans: list[dict] = []  # enum_all: the content multisets {(family, row): count} found
+        self.complete = False
+        if cutoff is not None:
+            self.inc_value = cutoff
+        self.inc: list[tuple[int, int, tuple[int, ...], int]] | None = None  # (fam, row, o, count)
+
+    def left(self) -> float:
+        return math.inf if self.deadline is None else self.deadline - time.monotonic()
+
+    def add(self, f: int, i: int, o) -> bool:
+        key = (f, int(i), tuple(int(x) for x in o))
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        self.pool.append(key)
+        return True
+
+    # --- incumbent -----------------------------------------------------------------------------
+    def set_incumbent(self, nodes: list[tuple[int, tuple[int, ...], tuple[int, ...]]]) -> bool:
+        """nodes: (family, y vector, o vector) per used node; True if it became the incumbent."""
+        agg: dict = {}
+        val = 0.0
+        for f, y, o in nodes:
+            i = self.fams[f].find(y)
+            if i is None:
+                return False
+            val += self.fams[f].V[i]
+            agg[(f, i, tuple(o))] = agg.get((f, i, tuple(o)), 0) + 1
+        for f, fam in enumerate(self.fams):  # the other nodes of each class are empty
+            used = sum(c for (g, _, _), c in agg.items() if g == f)
+            if used < fam.count:
+                z = fam.find([0] * self.K)
+                key = (f, z, tuple([0] * len(self.tis)))
+                agg[key] = agg.get(key, 0) + fam.count - used
+        for f, i, o in agg:
+            self.add(f, i, o)
+        if val > self.inc_value:
+            self.inc_value = val
+            self.inc = [(f, i, o, c) for (f, i, o), c in agg.items()]
+            if self.cutoff is not None:
+                self.found = True
+            return True
+        return False
+
+    # --- the node LP ---------------------------------------------------------------------------
+    def _lp(self, rows: list[tuple[int, int, float]]):
+        """Master LP over the pool with branch rows (mask id, sign, rhs): sign * count <= rhs.
+        One HiGHS model kept across calls (columns appended, branch rows swapped), so each
+        solve starts from the last basis. Artificials on the equality rows keep every node LP
+        feasible (a relaxation, so still a bound). Returns (value, lambda, equality-row duals,
+        branch-row duals (>= 0), equality right-hand sides, branch right-hand sides)."""
+        import highspy
+
+        inf = highspy.kHighsInf
+        K, T, F = self.K, len(self.tis), len(self.fams)
+        ne = K + T + F
+        b_eq = np.concatenate([self.s, self.S, [fm.count for fm in self.fams]])
+        h = self._h
+        if h is None:
+            h = self._h = highspy.Highs()
+            h.setOptionValue("output_flag", False)
+            h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+            for r in range(ne):
+                h.addRow(float(b_eq[r]), float(b_eq[r]), 0, np.array([], dtype=np.int32), np.array([]))
+            big = 100.0 * (1.0 + max(float(np.abs(fm.V).max(initial=0.0)) for fm in self.fams))
+            for r in range(ne):
+                for c in (1.0, -1.0):
+                    h.addCol(-big, 0.0, inf, 1, np.array([r], dtype=np.int32), np.array([c]))
+            self._ncols = 0
+            self._rows: list = []
+        if self._rows != rows:  # swap the branch rows
+            if self._rows:
+                h.deleteRows(len(self._rows), np.arange(ne, ne + len(self._rows), dtype=np.int32))
+            fam = np.array([p[0] for p in self.pool[:self._ncols]], dtype=np.int64)
+            row = np.array([p[1] for p in self.pool[:self._ncols]], dtype=np.int64)
+            for mid, sign, rhs in rows:
+                f, _, _ = self.masks[mid]
+                sel = np.nonzero(fam == f)[0] if self._ncols else np.zeros(0, dtype=np.int64)
+                sel = sel[self.mask_at(mid, row[sel]) > 0]
+                lo, hi = (-inf, rhs) if sign > 0 else (-rhs, inf)
+                h.addRow(lo, hi, len(sel), (2 * ne + sel).astype(np.int32), np.ones(len(sel)))
+            self._rows = list(rows)
+        for j in range(self._ncols, len(self.pool)):  # new columns, with their branch-row entries
+            f, i, o = self.pool[j]
+            fm = self.fams[f]
+            idx, val = [], []
+            for g in range(K):
+                if fm.Y[i, g]:
+                    idx.append(g)
+                    val.append(float(fm.Y[i, g]))
+            for t in range(T):
+                if o[t]:
+                    idx.append(K + t)
+                    val.append(float(o[t]))
+            idx.append(K + T + f)
+            val.append(1.0)
+            for r, (mid, _, _) in enumerate(rows):
+                g, _, _ = self.masks[mid]
+                if g == f and self.mask_at(mid, np.array([i]))[0] > 0:
+                    idx.append(ne + r)
+                    val.append(1.0)
+            h.addCol(float(fm.V[i]), 0.0, inf, len(idx), np.array(idx, dtype=np.int32), np.array(val))
+        self._ncols = len(self.pool)
+        h.run()
+        self.stats["bp_lp"] += 1
+        st = h.getModelStatus()
+        if st == highspy.HighsModelStatus.kInfeasible:
+            return "infeasible"  # contradictory branch rows: the node holds no plan
+        if st != highspy.HighsModelStatus.kOptimal:
+            return None
+        sol = h.getSolution()
+        lam = np.array(sol.col_value[2 * ne:])
+        dual = np.array(sol.row_dual)
+        pi_ub = np.maximum(0.0, np.array([sign for _, sign, _ in rows]) * dual[ne:]) if rows else np.zeros(0)
+        b_ub = np.array([rhs for _, _, rhs in rows]) if rows else np.zeros(0)
+        return h.getInfo().objective_function_value, lam, dual[:ne], pi_ub, b_eq, b_ub
+
+    def _price(self, pi_eq, pi_ub, rows, views, want: int = 15):
+        """Best reduced cost per family (exact over its view) and improving columns, and the
+        reduced costs over the views. The duals of the rows y_g >= k add up to one penalty
+        per value of y_g, applied with one look-up per group."""
+        K, T = self.K, len(self.tis)
+        pc, pw, pconv = pi_eq[:K], pi_eq[K:K + T], pi_eq[K + T:]
+        maxrc, new, rcs = [], [], []
+        for f, fm in enumerate(self.fams):
+            vw = views[f]
+            if len(vw) == 0:
+                maxrc.append(-math.inf)
+                rcs.append(np.zeros(0))
+                continue
+            if T == 1:  # one product: value - pc.y - pw o, o = lo or hi
+                o = vw.lo if pw[0] >= 0 else vw.hi
+                w = np.concatenate([-pc, [-pw[0], 0.0] if pw[0] >= 0 else [0.0, -pw[0]]])
+                rc = vw.Z @ w
+            else:
+                o, og = fm.best_o(pw)
+                if vw.idx is not None:
+                    o, og = o[vw.idx], og[vw.idx]
+                rc = og - vw.Z @ pc
+            rc += vw.V
+            rc -= pconv[f]
+            look = [np.zeros(fm.cap[g] + 1) for g in range(K)]
+            other = []
+            for r, (mid, sign, _) in enumerate(rows):
+                g, mask, key = self.masks[mid]
+                if g != f or not pi_ub[r]:
+                    continue
+                if len(key) == 3 and key[1] != "y":
+                    look[key[1]][key[2]:] += pi_ub[r] * sign
+                else:
+                    other.append((pi_ub[r] * sign, self.mask_at(mid, vw.idx)))
+            for g in range(K):
+                if look[g].any():
+                    rc -= look[g][vw.YT[g]]
+            for c, mask in other:
+                rc -= c * mask
+            m = float(rc.max())
+            maxrc.append(m)
+            rcs.append(rc)
+            pos = np.flatnonzero(rc > 1e-9 * max(1.0, m))
+            if len(pos) > want:
+                pos = pos[np.argpartition(-rc[pos], want)[:want]]
+            for i in pos[np.argsort(-rc[pos])]:
+                if rc[i] > 1e-9 * max(1.0, abs(vw.V[i])):
+                    new.append((f, vw.full(i), o[i]))
+        return maxrc, new, rcs
+
+    def solve_node(self, rows, views) -> tuple[float, np.ndarray | None, list]:
+        """Column generation at a node; (bound, lambda at the last LP (None if stopped early),
+        the views for its children). Reduced-cost fixing: with the last duals pi,
+        value <= L(pi) - sum_p (maxrc_f - rc_p) lambda_p for every plan of the node, so a plan
+        better than the incumbent z uses only rows with rc_p >= maxrc_f - (L(pi) - z)."""
+        best = math.inf
+        while True:
+            if self.left() <= 0:
+                return best, None, views
+            out = self._lp(rows)
+            if out == "infeasible":
+                return -math.inf, None, views
+            if out is None:
+                return best, None, views
+            val, lam, pi_eq, pi_ub, b_eq, b_ub = out
+            maxrc, new, rcs = self._price(pi_eq, pi_ub, rows, views)
+            counts = np.array([fm.count for fm in self.fams], dtype=float)
+            K, T = self.K, len(self.tis)
+            lag = float(pi_eq[:K + T] @ b_eq[:K + T] + (pi_ub @ b_ub if len(rows) else 0.0) + counts @ (
+                np.array(maxrc) + pi_eq[K + T:]))
+            if lag < best and not rows:  # the root's duals: phase 2 enumerates against them
+                self.root_lag = (lag, pi_eq.copy(), list(maxrc))
+            best = min(best, lag)
+            added = sum(self.add(*c) for c in new)
+            self.stats["bp_columns"] = len(self.pool)
+            if not added or best - val <= 1e-9 * max(1.0, abs(val)):
+                return best, lam, self._fix(views, rcs, maxrc, lag)
+
+    def _fix(self, views, rcs, maxrc, lag):
+        if self.inc_value == -math.inf or self.fixing is False:
+            return views
+        margin = lag - self.inc_value + 1e-7 * max(1.0, abs(self.inc_value))
+        out = []
+        for f, (vw, rc) in enumerate(zip(views, rcs)):
+            keep = np.flatnonzero(rc >= maxrc[f] - margin)
+            if len(keep) <= 0.8 * len(vw) and self._bytes < 1.5e9:
+                idx = keep if vw.idx is None else vw.idx[keep]
+                nv = _View(self.fams[f], idx)
+                self._bytes += nv.Z.nbytes + nv.YT.nbytes + nv.V.nbytes
+                self.stats["bp_view_min"] = min(self.stats.get("bp_view_min", len(keep)), len(keep))
+                if not self.stats.get("bp_view_root"):
+                    self.stats["bp_view_root"] = len(keep)
+                out.append(nv)
+            else:
+                out.append(vw)
+        return out
+
+    # --- branching -----------------------------------------------------------------------------
+    def _branch(self, lam: np.ndarray, n: int = 1):
+        """Up to n fractional aggregated counts [(mask id, value)], the most fractional first, of
+        the first kind that has one; [] when the content multiset is integral."""
+        used = [(j, x) for j, x in enumerate(lam) if x > 1e-9]
+        for kind in ("single", "pair", "vector"):
+            agg: dict = {}
+            for j, x in used:
+                f, i, _ = self.pool[j]
+                y = self.fams[f].Y[i]
+                nz = [g for g in range(self.K) if y[g] > 0]
+                if kind == "single":
+                    keys = [(f, g, k) for g in nz for k in range(1, y[g] + 1)]
+                elif kind == "pair":
+                    keys = [(f, g, k, h, l) for a, g in enumerate(nz) for h in nz[a + 1:]
+                            for k in range(1, y[g] + 1) for l in range(1, y[h] + 1)]
+                else:
+                    keys = [(f, "y", i)]
+                for key in keys:
+                    agg[key] = agg.get(key, 0.0) + x
+            frac = [(abs(a - math.floor(a) - 0.5), key, a) for key, a in agg.items()
+                    if min(a - math.floor(a), math.ceil(a) - a) > 1e-6]
+            if frac:
+                frac.sort(key=lambda t: (t[0], str(t[1])))
+                return [(self._mask(key), a) for _, key, a in frac[:n]]
+        return []
+
+    def _mask(self, key) -> int:
+        for mid, (_, _, k) in enumerate(self.masks):
+            if k == key:
+                return mid
+        self.masks.append((key[0], None, key))
+        return len(self.masks) - 1
+
+    def mask_at(self, mid: int, idx: np.ndarray | None) -> np.ndarray:
+        """The property of branch row mid (1.0 / 0.0) at table rows idx (None: every row)."""
+        f, _, key = self.masks[mid]
+        Y = self.fams[f].Y
+        rows = slice(None) if idx is None else idx
+        if key[1] == "y":
+            at = np.arange(len(Y)) if idx is None else idx
+            return (at == key[2]).astype(float)
+        if len(key) == 3:
+            return (Y[rows, key[1]] >= key[2]).astype(float)
+        return ((Y[rows, key[1]] >= key[2]) & (Y[rows, key[3]] >= key[4])).astype(float)
+
+    def _integral_plan(self, lam: np.ndarray):
+        """The node contents of an LP solution whose content counts are integral, with worker
+        counts meeting the workers rows (greedy within each node's range); None if none found."""
+        nodes: dict = {}
+        for j, x in enumerate(lam):
+            if x > 1e-9:
+                f, i, _ = self.pool[j]
+                nodes[(f, i)] = nodes.get((f, i), 0.0) + x
+        out = []
+        for (f, i), x in nodes.items():
+            c = int(round(x))
+            if abs(x - c) > 1e-6:
+                return None
+            out.extend([(f, i)] * c)
+        for f, fm in enumerate(self.fams):  # the LP may have used artificials: check the rows
+            if sum(1 for g, _ in out if g == f) != fm.count:
+                return None
+        if out and not np.array_equal(sum(self.fams[f].Y[i] for f, i in out), self.s.astype(np.int64)):
+            return None
+        T = len(self.tis)
+        o = np.array([self.fams[f].lo[i] for f, i in out], dtype=np.int64).reshape(len(out), T)
+        for t in range(T):
+            need = int(self.S[t]) - int(o[:, t].sum())
+            for n, (f, i) in enumerate(out):
+                if need <= 0:
+                    break
+                room = min(self.fams[f].hi[i, t] - o[n, t], self.fams[f].slots - o[n].sum())
+                add = max(0, min(room, need))
+                o[n, t] += add
+                need -= add
+            if need != 0:
+                return None
+        return [(f, tuple(int(v) for v in self.fams[f].Y[i]), tuple(int(v) for v in o[n])) for n, (f, i) in enumerate(out)]
+
+    # --- search --------------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        """Best-first search; returns status, value (intra-node), bound and the incumbent."""
+        heap: list = []
+        tick = 0
+        root_bound = None
+        heapq.heappush(heap, (-math.inf, tick, [], [_View(fm, None) for fm in self.fams]))
+        unresolved = -math.inf  # bound of nodes left without a plan or a branch
+        status = "optimal"
+        self.found = False
+        while heap and not (self.found and not self.enum_all):
+            negb, _, rows, views = heap[0]
+            pb = -negb
+            scale = max(1.0, abs(self.inc_value)) if self.inc_value > -math.inf else 1.0
+            if pb <= self.inc_value + (-1e-7 if self.enum_all else 1e-7) * scale:
+                heap.clear()
+                break
+            if self.left() <= 0:
+                status = "feasible"
+                break
+            heapq.heappop(heap)
+            self.stats["bp_nodes"] += 1
+            b, lam, cviews = self.solve_node(rows, views)
+            b = min(b, pb)
+            if root_bound is None:
+                root_bound = b
+                self.stats["bp_root_bound"] = b
+            if b == -math.inf:  # no plan in this node
+                continue
+            if lam is None:  # stopped early: the node stays open with the bound it has
+                tick += 1
+                heapq.heappush(heap, (-b, tick, rows, views))
+                status = "feasible"
+                break
+            if b <= self.inc_value + (-1e-7 if self.enum_all else 1e-7) * scale:
+                continue
+            # strong branching costs pricing passes: fewer candidates while the tables are big
+            n_strong = self.strong if sum(len(v) for v in cviews) <= 300_000 else min(self.strong, 2)
+            cands = self._branch(lam, n_strong)
+            if not cands:
+                plan = self._integral_plan(lam)
+                if plan is not None and self.enum_all:
+                    # record the multiset, then split off exactly it: count_y <= c - 1,
+                    # count_y >= c + 1, count_y = c for its first content y not yet fixed
+                    ms: dict = {}
+                    for f, y, _ in plan:
+                        key = (f, self.fams[f].find(y))
+                        ms[key] = ms.get(key, 0) + 1
+                    if ms not in self.plans:
+                        self.plans.append(ms)
+                    if self.cutoff is None:
+                        self.set_incumbent(plan)
+                        scale = max(1.0, abs(self.inc_value))
+                    fixed = {(m, sg, r) for m, sg, r in rows}
+                    for (f, i), c in sorted(ms.items()):
+                        mid = self._mask((f, "y", i))
+                        if (mid, 1, float(c)) in fixed and (mid, -1, float(-c)) in fixed:
+                            continue
+                        for extra in ([(mid, 1, float(c - 1))], [(mid, -1, float(-(c + 1)))],
+                                      [(mid, 1, float(c)), (mid, -1, float(-c))]):
+                            if extra[0][2] < 0 and extra[0][1] == 1:
+                                continue  # count <= -1: empty
+                            tick += 1
+                            heapq.heappush(heap, (-b, tick, rows + extra, cviews))
+                        break
+                    continue
+                if plan is not None:
+                    self.set_incumbent(plan)
+                    continue
+                # the LP leans on artificials (the node may have no plan): no plan and no
+                # branch here, so the node stays unresolved with its (valid) bound
+                unresolved = max(unresolved, b)
+                continue
+            # strong branching: bound both children of a few candidates (column generation to
+            # convergence, cheap with the shared pool) and branch where the weaker child drops most
+            best = None
+            for mid, a in cands:
+                kids = []
+                for sign, rhs in ((1, math.floor(a)), (-1, -math.ceil(a))):
+                    r2 = rows + [(mid, sign, float(rhs))]
+                    cb, clam, kv = (self.solve_node(r2, cviews) if len(cands) > 1 else (b, None, cviews))
+                    cb = min(cb, b)
+                    if clam is not None and cb > self.inc_value and not self.enum_all and not self._branch(clam):
+                        plan = self._integral_plan(clam)
+                        if plan is not None and self.set_incumbent(plan):
+                            scale = max(1.0, abs(self.inc_value))
+                    kids.append((cb, r2, kv))
+                score = (b - kids[0][0] + 1e-6) * (b - kids[1][0] + 1e-6)
+                if best is None or score > best[0]:
+                    best = (score, kids)
+                if self.left() <= 0:
+                    break
+            for cb, r2, kv in best[1]:
+                if cb > self.inc_value + (-1e-7 if self.enum_all else 1e-7) * scale:
+                    tick += 1
+                    heapq.heappush(heap, (-cb, tick, r2, kv))
+        self.complete = not heap and unresolved == -math.inf and self.left() > 0
+        open_bound = max([e[0] * -1 for e in heap], default=-math.inf)
+        bound = max(self.inc_value, open_bound, unresolved)
+        if bound > self.inc_value + 1e-7 * max(1.0, abs(self.inc_value) if self.inc is not None else 1.0):
+            status = "feasible"
+        if self.inc is None:
+            status = "unknown"  # infeasibility is not proven here (big-M artificials)
+        self.stats["bp_open"] = len(heap)
+        return {"status": status, "value": None if self.inc is None else self.inc_value,
+                "bound": None if bound == -math.inf else bound, "incumbent": self.inc}
+
+
+# --- the configuration model's view (traffic_plan, phase 2) ---------------------------------------
+
+def bp_column(bp: TrafficBP, pm, f: int, i: int, o) -> Column:
+    """A configuration-model column (``_patterns.build_traffic``'s rows and payload)."""
+    fm = bp.fams[f]
+    ys = tuple((k, int(q)) for k, q in enumerate(fm.Y[i]) if q > 0)
+    os_ = tuple((ti, int(x)) for ti, x in zip(bp.tis, o))
+    coefs: dict[Any, float] = {("cover", k): float(q) for k, q in ys}
+    for ti, x in os_:
+        if x:
+            coefs[("workers", ti)] = float(x)
+    coefs[("conv", "node", fm.cls[0])] = 1.0
+    payload = ("y", ys, os_)
+    return Column(f, float(fm.V[i]), coefs, payload, payload)
+
+
+class BPTable:
+    """Exact enumeration of a family's columns by reduced cost from the B&P table (one
+    topology), for ``PatternModel.enumerate`` (traffic phase 2)."""
+
+    def __init__(self, bp: TrafficBP, pm, f: int):
+        self.bp, self.pm, self.f = bp, pm, f
+
+    def at_least(self, duals: dict, threshold: float, cap: int) -> list[Column] | None:
+        bp, fm = self.bp, self.bp.fams[self.f]
+        pc = np.array([duals.get(("cover", k), 0.0) for k in range(bp.K)])
+        pw = duals.get(("workers", bp.tis[0]), 0.0)
+        base = fm.V - fm.Y @ pc - duals.get(("conv", "node", fm.cls[0]), 0.0)
+        out: list[Column] = []
+        for o in range(int(fm.lo.min(initial=0)), int(fm.hi.max(initial=0)) + 1):
+            sel = np.nonzero((fm.lo[:, 0] <= o) & (o <= fm.hi[:, 0]) & (base - pw * o >= threshold))[0]
+            if len(out) + len(sel) > cap:
+                return None
+            out.extend(bp_column(bp, self.pm, self.f, int(i), (o,)) for i in sel)
+        return out

@@ -1,0 +1,190 @@
+"""Traffic phase 1 by branch and price (formulations/_trafficbp.py; docs/formulations.md,
+"Traffic: branch and price"): exact against brute force and the compact model, valid bounds
+when stopped early."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import planner
+from formulations import _patterns as patterns
+from formulations._gen import layered, small_random
+from formulations._rasmodel import PlacementModel, Run
+from formulations._trafficbp import TrafficBP, bp_column
+from formulations.traffic import traffic_pairs
+from planner.evaluate import evaluate
+from planner.model import parse_instance
+
+TOL = 1e-6
+
+
+def _setup(inst):
+    run = Run(inst, "traffic", "exact.cpsat", None, None, None, True, 0)
+    groups, pairs = traffic_pairs(run)
+    base = PlacementModel(inst, "traffic", groups, sense="min", build=False)
+    const = sum(r * groups[a].size * groups[b].size for (a, b), r in pairs.items())
+    return base, pairs, const
+
+
+def _plan(bp, base, pairs, inc):
+    pat, _ = patterns.build_traffic(base, pairs, None, 1)
+    chosen = []
+    for f, i, o, cnt in inc:
+        c = bp_column(bp, base, f, i, o)
+        pat.add(c)
+        chosen.append((c, cnt))
+    return patterns.traffic_plan(base, pat, chosen)
+
+
+def _two_classes(e, c, n, seed):
+    """A layered instance whose last node has less CPU (two node classes in two racks)."""
+    d = layered(e, c, n, seed, problem="traffic")
+    last = d["cluster"]["racks"][-1]["nodes"][-1]
+    last["cpu"] = int(last["cpu"] * 0.6)
+    return parse_instance(d)
+
+
+def test_branch_and_price_matches_brute_force_without_an_incumbent():
+    # no seeded incumbent: every plan the search returns comes from its own integral nodes
+    checked = classes = 0
+    for seed in range(40):
+        inst = parse_instance(small_random("traffic", seed))
+        base, pairs, const = _setup(inst)
+        if not pairs or patterns.applicable(base, "traffic") is not None:
+            continue
+        ref = planner.solve(inst, "traffic", "exact.bruteforce")
+        bp = TrafficBP(base, pairs, None)
+        out = bp.run()
+        if ref.status.value == "infeasible":  # no plan claimed (the solver falls back to the LP proof)
+            assert out["status"] == "unknown" and out["value"] is None, seed
+            continue
+        assert ref.status.value == "optimal"
+        assert out["status"] == "optimal", seed
+        assert const - out["value"] == pytest.approx(ref.objective, rel=TOL, abs=TOL), seed
+        m = evaluate(inst, _plan(bp, base, pairs, out["incumbent"]), "traffic")
+        assert m["feasible"], (seed, m["violations"])
+        assert m["inter_node_traffic"] == pytest.approx(ref.objective, rel=TOL, abs=TOL), seed
+        checked += 1
+        classes += len(bp.fams) > 1
+    assert checked >= 10 and classes >= 3, (checked, classes)
+
+
+@pytest.mark.parametrize("size", [(14, 4, 3), (16, 5, 4)])
+def test_branch_and_price_matches_the_compact_model_on_two_node_classes(size):
+    inst = _two_classes(*size, 1)
+    base, pairs, const = _setup(inst)
+    bp = TrafficBP(base, pairs, None)
+    assert len(bp.fams) == 2
+    out = bp.run()
+    ref = planner.solve(inst, "traffic", "exact.cpsat", model="compact", time_limit=60)
+    assert ref.status.value == "optimal"
+    assert out["status"] == "optimal"
+    assert const - out["value"] == pytest.approx(ref.objective, rel=TOL, abs=TOL)
+    assert bp.stats["bp_nodes"] >= 1
+
+
+def test_bounds_stopped_early_are_never_above_the_optimum():
+    # 60x8x5: optimum 528.5714 (inter-node), proven by the enumeration proof on main and here;
+    # every early stop must report a bound <= it and a plan >= it
+    inst = parse_instance(layered(60, 8, 5, 0, problem="traffic"))
+    base, pairs, const = _setup(inst)
+    opt = 528.5714285714286
+    for limit in (0.5, 2.0, 4.0):
+        bp = TrafficBP(base, pairs, None)  # tables built without a clock (a short one refuses them)
+        bp.deadline = time.monotonic() + limit
+        out = bp.run()
+        assert limit > 1.0 or out["status"] != "optimal"  # the stop is exercised
+        if out["bound"] is not None:
+            assert const - out["bound"] <= opt + TOL * opt, limit
+        if out["value"] is not None:
+            assert const - out["value"] >= opt - TOL * opt, limit
+
+
+def test_solver_uses_branch_and_price_and_proves_both_levels():
+    inst = _two_classes(20, 5, 4, 2)
+    for m in ("exact.cpsat", "exact.milp-cbc", "exact.milp-highs"):
+        r = planner.solve(inst, "traffic", m, time_limit=60)
+        assert r.status.value == "optimal", (m, r.message)
+        assert r.details["phase1_method"] == "branch and price"
+        assert r.metrics["feasible"]
+        assert r.objective == pytest.approx(r.bound, rel=TOL, abs=TOL)
+        ref = planner.solve(inst, "traffic", m, model="compact", time_limit=60)
+        assert ref.status.value == "optimal"
+        assert r.objective == pytest.approx(ref.objective, rel=TOL, abs=TOL)
+        assert r.metrics["inter_worker_traffic"] == pytest.approx(ref.metrics["inter_worker_traffic"], rel=TOL, abs=TOL)
+
+
+@pytest.mark.slow
+def test_60x8x6_proven_within_60_seconds():
+    inst = parse_instance(layered(60, 8, 6, 0, problem="traffic"))
+    r = planner.solve(inst, "traffic", "exact.cpsat", time_limit=60)
+    assert r.status.value == "optimal", r.message
+    assert r.metrics["feasible"]
+    assert r.objective <= 937.1252204585539 + TOL  # the best plan main's search found
+
+
+def test_reduced_cost_fixing_from_a_poor_incumbent_keeps_the_optimum():
+    # 46x8x4: optimum 746.6667 (inter-node), proven by main's enumeration proof. Seeded with a
+    # greedy plan far from it, the subtrees' reduced-cost fixing (margin L - z) must not drop
+    # the optimum's node contents
+    from formulations._trafficls import NodeSearch
+
+    inst = parse_instance(layered(46, 8, 4, 0, problem="traffic"))
+    base, pairs, const = _setup(inst)
+    ns = NodeSearch(base, pairs)
+    Y = ns.greedy(None)
+    o = ns.workers(Y)
+    bp = TrafficBP(base, pairs, None)
+    nodes = [(0, tuple(int(q) for q in Y[n]), (int(o[0][n]),)) for n in range(ns.N) if Y[n].sum() > 0]
+    assert bp.set_incumbent(nodes)
+    start = const - bp.inc_value
+    assert start > 746.6666666666667 + 1.0  # a poor start: fixing begins with a wide margin
+    out = bp.run()
+    assert out["status"] == "optimal"
+    assert const - out["value"] == pytest.approx(746.6666666666667, rel=1e-9)
+    assert bp.stats.get("bp_view_root", 0) > 0  # fixing did shrink the pricing tables
+
+
+def test_cutoff_just_below_the_optimum_still_finds_it():
+    # a cut-off 0.5 below the optimum makes the fixing margin L - z tight: the optimum's node
+    # contents must survive it (and the first plan above the cut-off ends the search)
+    inst = parse_instance(layered(46, 8, 4, 0, problem="traffic"))
+    base, pairs, const = _setup(inst)
+    bp = TrafficBP(base, pairs, None, cutoff=const - 746.6666666666667 - 0.5)
+    bp.run()
+    assert bp.found
+    assert const - bp.inc_value == pytest.approx(746.6666666666667, rel=1e-9)
+    m = evaluate(inst, _plan(bp, base, pairs, bp.inc), "traffic")
+    assert m["feasible"] and m["inter_node_traffic"] == pytest.approx(746.6666666666667, rel=1e-9)
+
+
+def test_phase2_by_enumerating_phase1_optima_matches_brute_force():
+    # more workers than nodes: phase 2 splits node contents; phase2_bp enumerates every content
+    # multiset worth the phase-1 optimum and must find brute force's least inter-worker traffic
+    from formulations._trafficphase2 import phase2_bp
+
+    used = 0
+    for seed in range(40):
+        d = small_random("traffic", seed)
+        for t in d["topologies"]:
+            t["workers"] = 4
+        inst = parse_instance(d)
+        base, pairs, const = _setup(inst)
+        if not pairs or len(base.topos) != 1 or patterns.applicable(base, "traffic") is not None:
+            continue
+        ref = planner.solve(inst, "traffic", "exact.bruteforce")
+        if ref.status.value != "optimal":
+            continue
+        z1 = const - ref.objective
+        run = Run(inst, "traffic", "exact.cpsat", None, None, None, True, 0)
+        p2 = phase2_bp(run, base, pairs, z1, const)
+        assert p2 is not None, seed
+        m = evaluate(inst, p2["plan"], "traffic")
+        assert m["feasible"], (seed, m["violations"])
+        assert m["inter_node_traffic"] == pytest.approx(ref.objective, rel=TOL, abs=TOL), seed
+        assert m["inter_worker_traffic"] == pytest.approx(ref.metrics["inter_worker_traffic"], rel=TOL, abs=TOL), seed
+        assert p2["inter_worker"] == pytest.approx(m["inter_worker_traffic"], rel=TOL, abs=TOL), seed
+        used += 1
+    assert used >= 5, used
