@@ -162,6 +162,33 @@ def slot_bound(bound_obj: float | None, big: int) -> int | None:
 
 # --- CP-SAT ----------------------------------------------------------------------------------
 
+def cpsat_threads(d, m, u, v, c, rows, lo: int, hi: int, cover):
+    """What both CP-SAT slots models (this one and ``slots._cpsat``) start with, for component
+    c: Q_c in [lo, hi], v[(c, s, q)] "slot s holds q threads of c" for each row (objects with
+    ``.q`` and ``.need``) on each allowed slot, at most one q per slot, v implies the slot is
+    used (u[s]) and Q_c >= need, Q_c = sum q v, and the cover cut ``cover(c, v, add)``.
+    Returns Q_c."""
+    Qc = m.NewIntVar(lo, hi, f"Q[{c}]")
+    terms = []
+    for s in range(d.S):
+        if not d.allowed[c][s]:
+            continue
+        vs = []
+        for r in rows:
+            x = m.NewBoolVar(f"v[{c},{s},{r.q}]")
+            v[(c, s, r.q)] = x
+            vs.append(x)
+            terms.append(r.q * x)
+            if r.need > 1:
+                m.Add(Qc >= r.need).OnlyEnforceIf(x)
+            m.AddImplication(x, u[s])
+        if vs:
+            m.AddAtMostOne(vs)
+    m.Add(Qc == sum(terms))
+    cover(c, v, lambda e: m.Add(e))
+    return Qc
+
+
 def cpsat_tail(d, m, v, u, w, rows, hint, symmetry, price_weights) -> int:
     """What both CP-SAT slots models (this one and ``slots._cpsat``) end with: max_per_node per
     node (``rows[c]``: objects with ``.q``), slot/node symmetry, the objective W slots + VM cost,
@@ -198,26 +225,8 @@ def cpsat(d, R, hint, time_limit, seed, relaxed: bool, symmetry, cover, price_we
     vol_cpu, vol_mem = [], []  # volume cut terms: least total usage of each component
     vol_c = vol_m = 0
     for c in range(d.C):
-        lo, hi = q_bounds(d, R, c)
-        Qc = m.NewIntVar(lo, hi, f"Q[{c}]")
+        Qc = cpsat_threads(d, m, u, v, c, R[c], *q_bounds(d, R, c), cover)
         Q.append(Qc)
-        terms = []
-        for s in range(d.S):
-            if not d.allowed[c][s]:
-                continue
-            vs = []
-            for r in R[c]:
-                x = m.NewBoolVar(f"v[{c},{s},{r.q}]")
-                v[(c, s, r.q)] = x
-                vs.append(x)
-                terms.append(r.q * x)
-                if r.need > 1:
-                    m.Add(Qc >= r.need).OnlyEnforceIf(x)
-                m.AddImplication(x, u[s])
-            if vs:
-                m.AddAtMostOne(vs)
-        m.Add(Qc == sum(terms))
-        cover(c, v, lambda e: m.Add(e))
         sc = [r for r in R[c] if r.scaled]
         if sc and len(sc) == len(R[c]) and d.rho[c] > 0:
             # total usage of c is rho_c sum_s share_s cpu/peak >= rho_c min(cpu/peak): valid for every plan

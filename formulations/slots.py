@@ -175,24 +175,8 @@ def _cpsat(d: SlotsData, hint, time_limit, seed):
     Q = []
     for c in range(d.C):
         qmax = max(o.q for o in d.options[c]) * d.S
-        Qc = m.NewIntVar(1, qmax, f"Q[{c}]")
-        Q.append(Qc)
-        terms = []
-        for s in range(d.S):
-            if not d.allowed[c][s]:
-                continue
-            vs = []
-            for o in d.options[c]:
-                x = m.NewBoolVar(f"v[{c},{s},{o.q}]")
-                v[(c, s, o.q)] = x
-                vs.append(x)
-                terms.append(o.q * x)
-                if o.need > 1:
-                    m.Add(Qc >= o.need).OnlyEnforceIf(x)
-                m.AddImplication(x, u[s])
-            m.AddAtMostOne(vs)
-        m.Add(Qc == sum(terms))
-        _cover(d, c, v, lambda e: m.Add(e))
+        Q.append(_sr.cpsat_threads(d, m, u, v, c, d.options[c], 1, qmax,
+                                   lambda cc, vv, add: _cover(d, cc, vv, add)))
     for s in range(d.S):
         cpu = [_pct(o.cpu) * v[(c, s, o.q)] for c in range(d.C) for o in d.options[c] if (c, s, o.q) in v]
         mem = [_pct(o.mem) * v[(c, s, o.q)] for c in range(d.C) for o in d.options[c] if (c, s, o.q) in v]
