@@ -308,10 +308,7 @@ def _milp_build_and_solve(d: SlotsData, hint, time_limit, solver, started, pulp)
         if time_limit <= 0.05:
             return core.Outcome("unknown", seconds=time.monotonic() - started), None, big
     out = core.run_pulp(p, solver, time_limit, warm=warm)
-    if out.status == "infeasible" and solver == "cbc" and time_limit is not None and out.seconds >= time_limit:
-        # CBC stopped by its clock has come back 'infeasible' (assignment model, Diamond at
-        # 200 tuples/s, 5 s limit): only an answer within its time is a proof
-        out.status = "unknown"
+    # run_pulp reads CBC's 'infeasible' past its clock as unknown (gap.cbc_infeasible_is_proof)
     q = None
     if out.status in ("optimal", "feasible"):
         q = {(c, s): qq for (c, s, qq), x in v.items() if (x.varValue or 0) > 0.5}
