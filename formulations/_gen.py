@@ -121,19 +121,25 @@ def layered(executors: int, components: int, nodes: int, seed: int, *, racks: in
         for j in srcs:
             streams.append({"source": comps[j]["id"], "target": comps[i]["id"], "grouping": "shuffle",
                             "selectivity": rng.choice([0.5, 1.0, 1.0, 2.0])})
-    cpu = sum(c["cpu"] * c["parallelism"] for c in comps)
-    mem = sum(c["memory_onheap_mb"] * c["parallelism"] for c in comps)
-    node_cpu = int(cpu * 1.3 / nodes / 10 + 1) * 10
-    node_mem = int(mem * 1.3 / nodes / 64 + 1) * 64
-    rk = [{"id": f"r{r}", "nodes": []} for r in range(racks)]
-    for n in range(nodes):
-        rk[n % racks]["nodes"].append({"id": f"n{n:02d}", "slots": slots, "cpu": node_cpu, "memory_mb": node_mem})
     topo = {"id": "t", "components": comps, "streams": streams, "max_heap_mb": 768, "input_rate": 100.0}
     if problem == "traffic":
         topo["workers"] = nodes
     return {"name": f"layered-{executors}x{components}x{nodes}-{seed}", "topologies": [topo],
-            "cluster": {"racks": [r for r in rk if r["nodes"]]},
+            "cluster": _sized_cluster([topo], 1.3, nodes, racks, slots),
             "meta": {"generator": "formulations._gen.layered", "seed": seed}}
+
+
+def _sized_cluster(topos: list[dict[str, Any]], fill: float, nodes: int, racks: int, slots: int) -> dict[str, Any]:
+    """``nodes`` identical nodes dealt over ``racks`` racks, whose total CPU and memory are
+    ``fill`` x the topologies' demand (CPU rounded up to 10 points, memory to 64 MB per node)."""
+    cpu = sum(c["cpu"] * c["parallelism"] for t in topos for c in t["components"])
+    mem = sum(c["memory_onheap_mb"] * c["parallelism"] for t in topos for c in t["components"])
+    node_cpu = int(cpu * fill / nodes / 10 + 1) * 10
+    node_mem = int(mem * fill / nodes / 64 + 1) * 64
+    rk = [{"id": f"r{r}", "nodes": []} for r in range(racks)]
+    for n in range(nodes):
+        rk[n % racks]["nodes"].append({"id": f"n{n:02d}", "slots": slots, "cpu": node_cpu, "memory_mb": node_mem})
+    return {"racks": [r for r in rk if r["nodes"]]}
 
 
 def multitenant(topologies: int, executors: int, components: int, nodes: int, seed: int, *, fill: float = 0.7,
@@ -142,20 +148,12 @@ def multitenant(topologies: int, executors: int, components: int, nodes: int, se
     :func:`layered`, topology i at priority i) on ``nodes`` identical nodes whose total CPU and
     memory are ``fill`` x the sum of the topologies' demands: with fill < 1 not every topology
     fits, which is what ``admission`` decides; with fill >= 1.3 ``feasibility`` has a plan."""
-    topos, cpu, mem = [], 0.0, 0.0
+    topos = []
     for i in range(topologies):
-        one = layered(executors, components, nodes, seed * 1000 + i, racks=racks, slots=slots)
-        t = one["topologies"][0]
+        t = layered(executors, components, nodes, seed * 1000 + i, racks=racks, slots=slots)["topologies"][0]
         t["id"] = f"t{i}"
         t["priority"] = i
-        cpu += sum(c["cpu"] * c["parallelism"] for c in t["components"])
-        mem += sum(c["memory_onheap_mb"] * c["parallelism"] for c in t["components"])
         topos.append(t)
-    node_cpu = int(cpu * fill / nodes / 10 + 1) * 10
-    node_mem = int(mem * fill / nodes / 64 + 1) * 64
-    rk = [{"id": f"r{r}", "nodes": []} for r in range(racks)]
-    for n in range(nodes):
-        rk[n % racks]["nodes"].append({"id": f"n{n:02d}", "slots": slots, "cpu": node_cpu, "memory_mb": node_mem})
     return {"name": f"multitenant-{topologies}x{executors}x{components}x{nodes}-{seed}", "topologies": topos,
-            "cluster": {"racks": [r for r in rk if r["nodes"]]},
+            "cluster": _sized_cluster(topos, fill, nodes, racks, slots),
             "meta": {"generator": "formulations._gen.multitenant", "seed": seed, "fill": fill}}
