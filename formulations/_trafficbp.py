@@ -54,14 +54,12 @@ from ._patterns import Column, node_classes
 def _count_vectors(pm, ni: int) -> int:
     """How many count vectors y (y_g <= node cap) fit the node's CPU (a dynamic programme over
     CPU units; pins and max_per_node are left out, so it counts at least the table's rows)."""
-    import math as _m
-
     G = pm.groups
     cpu = [int(round(g.comp.cpu * 1000)) for g in G]
-    cap = int(_m.floor(pm.nodes[ni].cpu * 1000 + 1e-6))
+    cap = int(math.floor(pm.nodes[ni].cpu * 1000 + 1e-6))
     d = 0
     for c in cpu + [cap]:
-        d = _m.gcd(d, c)
+        d = math.gcd(d, c)
     d = d or 1
     if cap // d > 200_000:
         return 0  # too fine to count cheaply: let the table builder decide
@@ -132,20 +130,20 @@ class _Fam:
             return int(self.order[j])
         return None
 
-    def best_o(self, pw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per table row, the worker counts maximising -pw . o and that value."""
-        if len(pw) == 1:  # one topology: the fewest or the most workers
-            o = self.lo if pw[0] >= 0 else self.hi
-            return o, -pw[0] * o[:, 0]
-        o = self.lo.copy()
-        cap = self.slots - o.sum(axis=1)
-        for t in np.argsort(pw):  # most negative dual first: each worker there gains -pw[t]
-            if -pw[t] <= 0:
-                break
-            add = np.minimum(self.hi[:, t] - self.lo[:, t], cap)
-            o[:, t] += add
-            cap -= add
-        return o, -(o @ pw)
+
+
+def _best_o(lo: np.ndarray, hi: np.ndarray, slots: int, pw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per table row (worker-count ranges lo..hi, at most ``slots`` workers), the worker counts
+    maximising -pw . o and that value (several topologies; one topology is priced inline)."""
+    o = lo.copy()
+    cap = slots - o.sum(axis=1)
+    for t in np.argsort(pw):  # most negative dual first: each worker there gains -pw[t]
+        if -pw[t] <= 0:
+            break
+        add = np.minimum(hi[:, t] - lo[:, t], cap)
+        o[:, t] += add
+        cap -= add
+    return o, -(o @ pw)
 
 
 class _TooBig(Exception):
@@ -175,7 +173,7 @@ class TrafficBP:
 
     def __init__(self, pm, pairs, deadline: float | None, limit: int = 3_000_000, strong: int = 4,
                  fixing: bool = True, one_worker: bool = False, cutoff: float | None = None,
-                 enum_all: bool = False):
+                 enum_all: bool = False, fams: list[_Fam] | None = None):
         self.pm = pm
         self.fixing = fixing
         self._bytes = 0.0
@@ -186,8 +184,11 @@ class TrafficBP:
         self.tis = [ti for ti, _ in pm.topos]
         self.s = np.array([g.size for g in G], dtype=float)
         self.S = np.array([pm.S[ti] for ti in self.tis], dtype=float)
-        self.classes = node_classes(pm, with_rack=False)
-        self.fams = [_Fam(pm, cls, pairs, limit, one_worker, deadline) for cls in self.classes]
+        if fams is not None:  # another search's tables (same instance, same one_worker): read-only
+            self.classes, self.fams = [fm.cls for fm in fams], fams
+        else:
+            self.classes = node_classes(pm, with_rack=False)
+            self.fams = [_Fam(pm, cls, pairs, limit, one_worker, deadline) for cls in self.classes]
         # column pool: (family, table row, worker counts)
         self.pool: list[tuple[int, int, tuple[int, ...]]] = []
         self.seen: set = set()
@@ -335,9 +336,7 @@ class TrafficBP:
                 w = np.concatenate([-pc, [-pw[0], 0.0] if pw[0] >= 0 else [0.0, -pw[0]]])
                 rc = vw.Z @ w
             else:
-                o, og = fm.best_o(pw)
-                if vw.idx is not None:
-                    o, og = o[vw.idx], og[vw.idx]
+                o, og = _best_o(vw.lo, vw.hi, fm.slots, pw)  # the view's rows only
                 rc = og - vw.Z @ pc
             rc += vw.V
             rc -= pconv[f]
@@ -604,7 +603,7 @@ class TrafficBP:
 
 # --- the configuration model's view (traffic_plan, phase 2) ---------------------------------------
 
-def bp_column(bp: TrafficBP, pm, f: int, i: int, o) -> Column:
+def bp_column(bp: TrafficBP, f: int, i: int, o) -> Column:
     """A configuration-model column (``_patterns.build_traffic``'s rows and payload)."""
     fm = bp.fams[f]
     ys = tuple((k, int(q)) for k, q in enumerate(fm.Y[i]) if q > 0)
@@ -622,8 +621,8 @@ class BPTable:
     """Exact enumeration of a family's columns by reduced cost from the B&P table (one
     topology), for ``PatternModel.enumerate`` (traffic phase 2)."""
 
-    def __init__(self, bp: TrafficBP, pm, f: int):
-        self.bp, self.pm, self.f = bp, pm, f
+    def __init__(self, bp: TrafficBP, f: int):
+        self.bp, self.f = bp, f
 
     def at_least(self, duals: dict, threshold: float, cap: int) -> list[Column] | None:
         bp, fm = self.bp, self.bp.fams[self.f]
@@ -635,5 +634,5 @@ class BPTable:
             sel = np.nonzero((fm.lo[:, 0] <= o) & (o <= fm.hi[:, 0]) & (base - pw * o >= threshold))[0]
             if len(out) + len(sel) > cap:
                 return None
-            out.extend(bp_column(bp, self.pm, self.f, int(i), (o,)) for i in sel)
+            out.extend(bp_column(bp, self.f, int(i), (o,)) for i in sel)
         return out

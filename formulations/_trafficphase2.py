@@ -196,16 +196,15 @@ def phase2(run, pm, pat, pairs, out: dict, z1: float, const: float, cap: int = 2
             "splits": len(splits), "split_seconds": round(t_split, 3), "rounds": rounds}
 
 
-def phase2_bp(run, pm, pairs, z1: float, const: float, bp=None) -> dict[str, Any] | None:
+def phase2_bp(run, pm, pairs, z1: float, const: float, phase1=None) -> dict[str, Any] | None:
     """Phase 2 after branch and price (one topology): every content multiset worth the phase-1
     optimum z1 (intra-node) is enumerated by B&P with cut-off z1 (``TrafficBP(enum_all=True)``:
     an integral node records its multiset and is split three ways on one of its contents,
     count <= c - 1, >= c + 1, = c, until all are fixed); for each, the best worker counts and
     splits: w2(y, o) = ``_split`` for o in lo..hi per node, and a dynamic programme over the
     nodes on sum o = S. The best over the multisets is the phase-2 optimum when the enumeration
-    is complete and every split is proven; else None (the caller falls back). ``bp``: phase 1's
-    own search when it ran with ``enum_all`` (ties with the incumbent kept) and finished: its
-    multisets are those, no second search."""
+    is complete and every split is proven; else None (the caller falls back). ``phase1``: phase
+    1's search, whose node tables (read-only) this search reuses instead of building them again."""
     from ._trafficbp import TrafficBP, _TooBig
 
     if len(pm.topos) != 1:
@@ -213,12 +212,12 @@ def phase2_bp(run, pm, pairs, z1: float, const: float, bp=None) -> dict[str, Any
     ti = pm.topos[0][0]
     scale = max(1.0, abs(z1))
     deadline = run.deadline(1.0)
-    if bp is None or not bp.enum_all or not bp.complete:
-        try:
-            bp = TrafficBP(pm, pairs, deadline, cutoff=z1 - 2e-7 * scale, enum_all=True)
-        except _TooBig:
-            return None
-        bp.run()
+    try:
+        bp = TrafficBP(pm, pairs, deadline, cutoff=z1 - 2e-7 * scale, enum_all=True,
+                       fams=None if phase1 is None else phase1.fams)
+    except _TooBig:
+        return None
+    bp.run()
     if not bp.complete or not bp.plans:
         return None
     S = pm.S[ti]
@@ -227,7 +226,6 @@ def phase2_bp(run, pm, pairs, z1: float, const: float, bp=None) -> dict[str, Any
     for ms in bp.plans:
         nodes = []
         for (f, i), c in sorted(ms.items()):
-            fm = bp.fams[f]
             nodes.extend([(f, i)] * c)
         if sum(bp.fams[f].V[i] for f, i in nodes) < z1 - 1e-9 * scale:
             continue  # within the cut-off's tolerance but below the optimum

@@ -112,9 +112,12 @@ def _improver(run: Run, base: PlacementModel, pat, pairs):
 
 def _branch_and_price(run: Run, base: PlacementModel, pairs):
     """Phase 1 by branch and price over node tables (``formulations._trafficbp``): returns
-    (out, pat) in ``run_patterns``' format, ``pat`` the configuration model holding the
-    incumbent's columns (and table enumeration for phase 2), or None when a node table is too
-    big (more than 3,000,000 count vectors) or there are no pairs."""
+    (out, pat, const) in ``run_patterns``' format (``out["bp"]`` the search, whose tables
+    phase 2 reuses), ``pat`` the configuration model holding the incumbent's columns (and
+    table enumeration for phase 2), ``const`` the total pair traffic; or None when there are no
+    pairs or a node class's table is refused: more than 3,000,000 CPU-feasible count vectors
+    (counted before building, pins and max_per_node left out) or an estimated build time
+    (3e-6 s a vector) over 30 % of the time left."""
     from ._trafficbp import BPTable, TrafficBP, _TooBig, bp_column
 
     if not pairs:
@@ -128,7 +131,7 @@ def _branch_and_price(run: Run, base: PlacementModel, pairs):
     pat, const = patterns.build_traffic(base, pairs, run.deadline(0.85), run.threads)
     if len(bp.tis) == 1:
         for fi, fam in enumerate(pat.families):
-            fam.table = BPTable(bp, base, fi)
+            fam.table = BPTable(bp, fi)
     size = min(5.0, max(0.05, 0.002 * len(base.nodes) * sum(g.size for g in base.groups)))
     budget = size if run.time_limit is None else max(0.05, min(size, 0.1 * run.time_limit))
     seeded = seed_traffic(base, pat, pairs, [], None, budget, run.seed)
@@ -149,7 +152,7 @@ def _branch_and_price(run: Run, base: PlacementModel, pairs):
     if res["incumbent"] is not None:
         out["chosen"] = []
         for f, i, o, cnt in res["incumbent"]:
-            c = bp_column(bp, base, f, i, o)
+            c = bp_column(bp, f, i, o)
             pat.add(c)
             out["chosen"].append((next(x for x in pat.cols if x.family == c.family and x.key == c.key), cnt))
     if bp.root_lag is not None:
@@ -181,7 +184,7 @@ def _one_worker_plan(run: Run, base: PlacementModel, pat, pairs, z1: float):
         return None
     chosen = []
     for f, i, o, cnt in bp.inc:
-        c = bp_column(bp, base, f, i, o)
+        c = bp_column(bp, f, i, o)
         pat.add(c)
         chosen.append((next(x for x in pat.cols if x.family == c.family and x.key == c.key), cnt))
     return patterns.traffic_plan(base, pat, chosen)
@@ -230,7 +233,7 @@ def solve_traffic(run: Run) -> Result:
             _lexicographic(run, details, True)
             return run.pattern_result(out, hint, bound=primary_value, details=details)
         if bpo is not None:
-            p2b = phase2_bp(run, base, pairs, out["value"], const, bp=out.get("bp"))
+            p2b = phase2_bp(run, base, pairs, out["value"], const, phase1=out.get("bp"))
             if p2b is not None and _phase1_kept(run, p2b["plan"], primary_value):
                 details["phase2"] = "optimal (every phase-1 optimum enumerated by branch and price)"
                 details.update(inter_worker_bound=p2b["inter_worker_bound"], phase2_multisets=p2b["multisets"],

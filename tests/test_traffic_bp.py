@@ -32,7 +32,7 @@ def _plan(bp, base, pairs, inc):
     pat, _ = patterns.build_traffic(base, pairs, None, 1)
     chosen = []
     for f, i, o, cnt in inc:
-        c = bp_column(bp, base, f, i, o)
+        c = bp_column(bp, f, i, o)
         pat.add(c)
         chosen.append((c, cnt))
     return patterns.traffic_plan(base, pat, chosen)
