@@ -550,9 +550,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
     interchangeable = _sp.applicable(d) is None  # no pins, no max_per_node: any slot holds any content
     out, q, err = attempt(left(0.5 if interchangeable else 0.8), True)
     details["relaxation"] = {"status": out.status, "seconds": round(out.seconds, 3)} | ({"error": err} if err else {})
-    proven = out.status in ("optimal", "cutoff")
-    if out.status == "cutoff":  # HiGHS: nothing beats the seed given as a cutoff
-        q = None
+    proven = out.status in ("optimal", "cutoff")  # cutoff: nothing beats the seed given as a cutoff (MILP)
     if q is not None and checked(d, q):
         if best is None or obj(q) <= obj(best):
             best = q
@@ -614,7 +612,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         status = Status.FEASIBLE
         msg = "stopped by the time limit: best allocation so far, with the proven bound"
         if err:
-            msg = f"the solver failed ({err}): best seed allocation, with the volume bound"
+            msg = f"the solver failed ({err}): best seed allocation, with the proven bound"
     details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in best})
     return Result(problem="slots", method=method, status=status, plan=make_plan(d, best), bound=bound,
                   details=details, message=msg)
