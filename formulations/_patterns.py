@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -762,7 +762,6 @@ class NodeHeuristic:
         self.edges = edges
 
     def column(self, ws: list[int]) -> "Column":
-        np = self.np
         y = self.P[ws].sum(axis=0)
         val = 0.5 * float(y @ self.A @ y) + float(self.co[ws].sum())
         contents = tuple(sorted((self.pats[i] for i in ws), reverse=True))
