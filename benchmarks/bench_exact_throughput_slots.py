@@ -6,7 +6,8 @@ types c and d with a 60 s limit. Prints markdown tables (docs/benchmarks.md).
 
 ``--slots`` runs only the slots table (about 4 minutes on the shared 2-core machine);
 ``--slots-interpolated`` the same micro-DAGs with interpolated task models (up to 9 minutes);
-``--slots-rate`` the shipped shukla-* instances and the micro-DAGs under slot_usage='rate'.
+``--slots-rate`` the shipped shukla-* instances and the micro-DAGs under slot_usage='rate';
+``--slots-rate-low`` the same at 10 and 25 tuples/s, where some Shukla pairs pass.
 
 Everything runs in one process, one solve at a time; CP-SAT uses 2 workers, CBC and HiGHS 1
 thread. The machine is shared, so times are indicative; ratios come from one run.

@@ -25,7 +25,8 @@ its bound bounds the even optimum from above and its split, rounded, is the firs
 Count classes that cannot sustain the rate at hand are dropped (``class_caps``, ``lp_filter``);
 identical machines' count vectors are ordered lexicographically (symmetry breaking). The start
 is then polished (option ``polish``, default on): a descent over the instance-count vector N in
-which each N is re-optimised exactly by a small fixed-count integer program (``polish_counts``).
+which each N is re-optimised by a small fixed-count integer program (``polish_counts`` over
+``best_for_counts``, whose probes are ``fixed_n_probe``).
 
 ``max_instances`` (default 10, Nasiri's example) caps the instances on one machine, which makes
 the even-routing search space finite: N_c <= sum of the caps of c's machines.
