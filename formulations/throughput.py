@@ -889,7 +889,11 @@ def polish_counts(d: TPData, n: list[list[int]], deadline: float | None, stats: 
         for c in range(d.C):
             for c2 in range(d.C):
                 if c != c2 and N[c2] > 1:
-                    yield [N[x] + (x == c) - (x == c2) for x in range(d.C)]
+                    N2 = [N[x] + (x == c) - (x == c2) for x in range(d.C)]
+                    # a better N2 sustains more than best, so its count classes pass class_caps
+                    # at best: the others need no probe
+                    if (c, N2[c]) in caps and (c2, N2[c2]) in caps:
+                        yield N2
 
     improved = True
     while improved:
