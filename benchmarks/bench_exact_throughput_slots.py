@@ -67,7 +67,7 @@ def throughput(limit: float, sizes) -> None:
           + f" | {cell(bf)} | {bf.seconds / rs[0].seconds:.1f} |", flush=True)
 
 
-PAIRS = ["shukla.lsa+dsm", "shukla.lsa+rsm", "shukla.mba+dsm", "shukla.mba+rsm", "shukla.mba+sam"]
+from planner.reproduce import SHUKLA_PAIRS as PAIRS  # noqa: E402 - the five LSA/MBA x DSM/RSM/SAM pairs
 
 
 def slots(limit: float, dags, rates_, assign: bool = True, interpolate: bool = False, tiny_: bool = True) -> None:

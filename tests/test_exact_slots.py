@@ -142,7 +142,7 @@ def test_shukla_micro_dags_all_rates_all_backends(dag):
         assert len({r.objective for r in rs}) == 1
 
 
-PAIRS = ["shukla.lsa+dsm", "shukla.lsa+rsm", "shukla.mba+dsm", "shukla.mba+rsm", "shukla.mba+sam"]
+from planner.reproduce import SHUKLA_PAIRS as PAIRS  # noqa: E402 - the five LSA/MBA x DSM/RSM/SAM pairs
 
 
 def test_optimum_never_above_a_heuristic_plan_that_passes():

@@ -12,7 +12,7 @@ from formulations.slots import shukla_micro_dag
 from planner.plan import Status
 
 EXACT = ["exact.cpsat", "exact.milp-cbc", "exact.milp-highs"]
-PAIRS = ["shukla.lsa+dsm", "shukla.lsa+rsm", "shukla.mba+dsm", "shukla.mba+rsm", "shukla.mba+sam"]
+from planner.reproduce import SHUKLA_PAIRS as PAIRS  # noqa: E402 - the five LSA/MBA x DSM/RSM/SAM pairs
 
 
 def rate_tiny(seed: int) -> dict:

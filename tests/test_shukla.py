@@ -14,7 +14,7 @@ from planner import api
 from planner.model import InstanceError, Node, parse_instance
 from planner.plan import Status
 
-PAIRS = ["shukla.lsa+dsm", "shukla.lsa+rsm", "shukla.mba+dsm", "shukla.mba+rsm", "shukla.mba+sam"]
+from planner.reproduce import SHUKLA_PAIRS as PAIRS  # noqa: E402 - the five LSA/MBA x DSM/RSM/SAM pairs
 SHIPPED = ["shukla-linear", "shukla-diamond", "shukla-star"]
 
 
