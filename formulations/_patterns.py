@@ -151,7 +151,7 @@ class PatternModel:
         self.deadline = deadline
         self.threads = threads
         self.cols: list[Column] = []
-        self.seen: set[tuple[int, Any]] = set()
+        self.seen: dict[tuple[int, Any], Column] = {}  # (family, key) -> the stored column
         self.exact_cap = 10.0  # seconds per exact pricing; past it, CP-SAT's bound is used (valid, looser)
         self.stats: dict[str, Any] = {"lp_iterations": 0, "columns_generated": 0, "columns_enumerated": 0}
 
@@ -162,9 +162,15 @@ class PatternModel:
         k = (col.family, col.key)
         if k in self.seen:
             return False
-        self.seen.add(k)
+        self.seen[k] = col
         self.cols.append(col)
         return True
+
+    def stored(self, col: Column) -> Column:
+        """Add ``col`` if new; the model's column with its family and key (the one its
+        solutions refer to)."""
+        self.add(col)
+        return self.seen[(col.family, col.key)]
 
     # --- step 1: column generation ----------------------------------------------------------
     def solve_lp(self, phase1: bool = False):

@@ -311,7 +311,5 @@ def seed_traffic(pm, model, pairs, starts_plans: list, chosen, budget: float, se
         return None
     out = []
     for c, k in cols:
-        model.add(c)
-        # the model may already hold this column (same family and key): use the stored one
-        out.append((next(x for x in model.cols if x.family == c.family and x.key == c.key), k))
+        out.append((model.stored(c), k))  # the model may already hold it: use the stored one
     return best[0] + model.value_const, out

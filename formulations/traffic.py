@@ -73,22 +73,24 @@ def _level_expr(pm: PlacementModel, pairs, level: str) -> tuple[dict[int, float]
     return coefs, const
 
 
+def _evaluated_within(run: Run, plan, metric: str, level: float, rel: float) -> bool:
+    """The plan passes the evaluator with ``metric`` at most ``level`` (relative tolerance ``rel``)."""
+    from planner.evaluate import evaluate
+
+    m = evaluate(run.instance, plan, "traffic")
+    return bool(m["feasible"]) and m[metric] <= level + rel * max(1.0, abs(level))
+
+
 def _phase2_free(run: Run, plan, phase1: float) -> bool:
     """Phase 2 is proven without a model when the plan's inter-worker traffic equals its
     inter-node traffic, the phase-1 optimum: inter-worker >= inter-node >= that optimum for
     every plan (traffic crossing nodes crosses workers)."""
-    from planner.evaluate import evaluate
-
-    m = evaluate(run.instance, plan, "traffic")
-    return bool(m["feasible"]) and m["inter_worker_traffic"] <= phase1 + 1e-9 * max(1.0, abs(phase1))
+    return _evaluated_within(run, plan, "inter_worker_traffic", phase1, 1e-9)
 
 
 def _phase1_kept(run: Run, plan, phase1: float) -> bool:
     """The plan passes the evaluator with inter-node traffic at the phase-1 optimum."""
-    from planner.evaluate import evaluate
-
-    m = evaluate(run.instance, plan, "traffic")
-    return bool(m["feasible"]) and m["inter_node_traffic"] <= phase1 + 1e-7 * max(1.0, abs(phase1))
+    return _evaluated_within(run, plan, "inter_node_traffic", phase1, 1e-7)
 
 
 def _lexicographic(run: Run, details: dict, proven2: bool) -> None:
@@ -152,9 +154,7 @@ def _branch_and_price(run: Run, base: PlacementModel, pairs):
     if res["incumbent"] is not None:
         out["chosen"] = []
         for f, i, o, cnt in res["incumbent"]:
-            c = bp_column(bp, f, i, o)
-            pat.add(c)
-            out["chosen"].append((next(x for x in pat.cols if x.family == c.family and x.key == c.key), cnt))
+            out["chosen"].append((pat.stored(bp_column(bp, f, i, o)), cnt))
     if bp.root_lag is not None:
         lag, pi_eq, maxrc = bp.root_lag
         K, T = bp.K, len(bp.tis)
@@ -184,9 +184,7 @@ def _one_worker_plan(run: Run, base: PlacementModel, pat, pairs, z1: float):
         return None
     chosen = []
     for f, i, o, cnt in bp.inc:
-        c = bp_column(bp, f, i, o)
-        pat.add(c)
-        chosen.append((next(x for x in pat.cols if x.family == c.family and x.key == c.key), cnt))
+        chosen.append((pat.stored(bp_column(bp, f, i, o)), cnt))
     return patterns.traffic_plan(base, pat, chosen)
 
 
