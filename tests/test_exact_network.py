@@ -201,9 +201,9 @@ def test_cpsat_returns_within_its_time_limit_on_a_big_instance():
     t = time.perf_counter()
     r = planner.solve(inst, "network", "exact.cpsat", time_limit=1.0)
     dt = time.perf_counter() - t
-    # The behaviour checked is that the limit is honoured at all (with 8 s this instance is still far
-    # from proven: 43.65 against a bound of 7.91); the slack covers model building and a loaded 2-core machine, where 1.5 s
-    # was exceeded (2.2 s at load 8) without any change in the code.
+    # The behaviour checked is that the limit is honoured at all (with 8 s this instance is
+    # still far from proven: 43.65 against a bound of 7.91). The slack covers model building on
+    # a loaded 2-core machine, where 1.5 s was exceeded (2.2 s at load 8) with no code change.
     assert dt < 3.0, dt
     assert r.status.value in ("feasible", "unknown", "optimal")
     if r.ok:
