@@ -153,6 +153,104 @@ def volume_bound(d, R) -> int:
     return max(1, math.ceil(tot_c / lim - 1e-9), math.ceil(tot_m / lim - 1e-9))
 
 
+def least_usage(R, c: int, lmax: int, weight: tuple[float, float], deadline: float | None = None):
+    """U[L] for L = 0..lmax: the least weighted usage (weight[0] CPU + weight[1] memory, in %)
+    that component c takes in total in any plan where it has at most L groups (slots), under
+    even routing (docs/formulations.md, "Rate usage", "The even-routing volume bound"). inf
+    where no such plan exists; None when ``deadline`` (time.monotonic()) passes first.
+
+    A group of q threads of a scaled row uses A_q / Q_c with Q_c = the sum of c's group sizes.
+    It is allowed only when Q_c >= thr_q = max(q, need_q, A_cpu_q / cap, A_mem_q / cap) (rate
+    condition, and the group alone within one slot). For each distinct threshold th, the rows
+    with thr_q <= th are the allowed set for every Q_c >= th: a dynamic programme gives
+    G_L[t] = least sum of weighted A over at most L groups of those rows with t threads in total,
+    and U[L] = min over th and t >= th of G_L[t] / t. Every plan's distribution of c is counted
+    at th = the largest threshold among its rows, so U[L] is a lower bound (and exact: every
+    pair (th, t) evaluated is a distribution the rules allow)."""
+    rows = R[c]
+    U = [math.inf] * (lmax + 1)
+    if not rows or lmax < 1:
+        return U
+    wc, wm = weight
+    if not all(r.scaled for r in rows):
+        # constant rows: at least one group, each using its row unscaled; mixed kinds: no claim
+        least = min(wc * r.cpu + wm * r.mem for r in rows) if not any(r.scaled for r in rows) else 0.0
+        return [math.inf] + [least] * lmax
+    import numpy as np
+
+    cap = 100.0 * (1 + 1e-6)
+    qs = np.array([r.q for r in rows])
+    A = np.array([wc * r.a_cpu + wm * r.a_mem for r in rows])
+    thr = np.array([max(r.q, r.need, math.ceil(r.a_cpu / cap - 1e-9), math.ceil(r.a_mem / cap - 1e-9)) for r in rows])
+    top = lmax * int(qs.max())
+    for th in sorted(set(thr.tolist())):
+        if th > top:
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            return None
+        sel = thr <= th
+        qq, AA = qs[sel], A[sel]
+        G = np.full(top + 1, math.inf)
+        G[0] = 0.0
+        ts = np.arange(th, top + 1)
+        cand = np.full((len(qq), top + 1), math.inf)
+        for L in range(1, lmax + 1):
+            cand.fill(math.inf)
+            for i in range(len(qq)):
+                cand[i, qq[i]:] = G[:top + 1 - qq[i]] + AA[i]
+            G = np.minimum(G, cand.min(axis=0))
+            U[L] = min(U[L], float((G[th:] / ts).min()))
+    return U
+
+
+EVEN_WEIGHTS = ((1.0, 0.0), (0.0, 1.0), (0.5, 0.5))  # CPU, memory, their mean
+
+
+def usage_tables(d, R, lmax: int, deadline: float | None = None) -> dict | None:
+    """``least_usage`` of every component for each of ``EVEN_WEIGHTS``: {weight: [U_c]}, or
+    None when ``deadline`` passes first."""
+    out = {}
+    for w in EVEN_WEIGHTS:
+        out[w] = []
+        for c in range(d.C):
+            U = least_usage(R, c, lmax, w, deadline)
+            if U is None:
+                return None
+            out[w].append(U)
+    return out
+
+
+def even_bound(d, R, lmax: int, deadline: float | None = None, tables: dict | None = None) -> int | None:
+    """The least L in 1..lmax such that the components' least usages with at most L groups
+    each (``least_usage``) fit L slots, for CPU, for memory and for their mean; lmax + 1 when
+    no L up to lmax passes (no plan has lmax slots or fewer); None when ``deadline`` passes.
+    Pins, max_per_node and incompatible pairs are left out (a relaxation)."""
+    if lmax < 1:
+        return max(1, lmax + 1)
+    tables = tables if tables is not None else usage_tables(d, R, lmax, deadline)
+    if tables is None:
+        return None
+    cap = 100.0 * (1 + 1e-6)
+    for L in range(1, lmax + 1):
+        # a margin of 1e-9 relative on the safe side (float sums of the evaluator's terms)
+        if all(sum(U[L] for U in tables[w]) <= cap * L * (1 + 1e-9) for w in EVEN_WEIGHTS):
+            return L
+    return lmax + 1
+
+
+def component_cuts(d, tables: dict | None, L: int) -> list[tuple[int, float, float]] | None:
+    """Per component, for plans on at most L slots: (least number of groups, least total CPU %,
+    least total memory %) from ``usage_tables`` (computed up to L or beyond), or None."""
+    if tables is None or L < 1 or L >= len(tables[EVEN_WEIGHTS[0]][0]):
+        return None
+    out = []
+    for c in range(d.C):
+        Uc, Um = tables[(1.0, 0.0)][c], tables[(0.0, 1.0)][c]
+        k = next((j for j in range(1, L + 1) if math.isfinite(Uc[j])), L + 1)
+        out.append((k, Uc[L], Um[L]))
+    return out
+
+
 def slot_bound(bound_obj: float | None, big: int) -> int | None:
     """Slots bound from a bound on big * slots + cost (0 <= cost < big)."""
     if bound_obj is None or not math.isfinite(bound_obj):
@@ -208,7 +306,8 @@ def cpsat_tail(d, m, v, u, w, rows, hint, symmetry, price_weights) -> int:
     return big
 
 
-def cpsat(d, R, hint, time_limit, seed, relaxed: bool, symmetry, cover, price_weights):
+def cpsat(d, R, hint, time_limit, seed, relaxed: bool, symmetry, cover, price_weights, min_slots: int = 0,
+          cuts=None):
     """The integer model (relaxed or restricted, see the module docstring). Returns
     (Outcome, q or None, big)."""
     from ortools.sat.python import cp_model
@@ -224,6 +323,7 @@ def cpsat(d, R, hint, time_limit, seed, relaxed: bool, symmetry, cover, price_we
     cap = 100 * SCALE
     vol_cpu, vol_mem = [], []  # volume cut terms: least total usage of each component
     vol_c = vol_m = 0
+    tsum = {}  # (c, "t" or "m") -> the CPU / memory variables t_cs of c (for ``cuts``)
     for c in range(d.C):
         Qc = cpsat_threads(d, m, u, v, c, R[c], *q_bounds(d, R, c), cover)
         Q.append(Qc)
@@ -264,6 +364,7 @@ def cpsat(d, R, hint, time_limit, seed, relaxed: bool, symmetry, cover, price_we
                 m.AddMultiplicationEquality(p, [t, Q[c]])
                 m.Add(p >= sum(a * x for a, x in coef))
                 acc.append(t)
+                tsum.setdefault((c, name), []).append(t)
         # relaxation: each ceiling of a / Q adds < 1 per scaled component, and the evaluator
         # accepts 1e-6 relative over 100 % (1 unit at SCALE 10^4)
         extra = n_scaled + 1 if relaxed else 0
@@ -279,6 +380,18 @@ def cpsat(d, R, hint, time_limit, seed, relaxed: bool, symmetry, cover, price_we
     if relaxed:  # the volume cut (valid for every plan; the restriction needs no bound)
         m.Add((cap + d.C + 1) * sum(u) >= vol_c + sum(vol_cpu))
         m.Add((cap + d.C + 1) * sum(u) >= vol_m + sum(vol_mem))
+    if min_slots > 1:  # a proven lower bound on the slots of every plan (even_bound): a valid cut
+        m.Add(sum(u) >= min_slots)
+    if relaxed and cuts is not None:
+        # component_cuts for a model of at most S slots: c holds >= k groups and uses >= U in
+        # total; each t_cs > (SCALE A - 1) / Q_c here (A rounded down), and c has at most Q_c
+        # groups, so its t sum to > SCALE U - 1
+        for c, (k, Ucpu, Umem) in enumerate(cuts):
+            m.Add(sum(x for (cc, s, _), x in v.items() if cc == c) >= k)
+            if d.rho[c] > 0 and R[c] and all(r.scaled for r in R[c]):
+                for name, U in (("t", Ucpu), ("m", Umem)):
+                    if (c, name) in tsum and math.isfinite(U):
+                        m.Add(sum(tsum[(c, name)]) >= math.floor(SCALE * U * (1 - 1e-9)) - 1)
     big = cpsat_tail(d, m, v, u, w, R, hint, symmetry, price_weights)
     if time_limit is not None:  # building counts against the limit
         time_limit = time_limit - (time.monotonic() - started)
@@ -294,7 +407,8 @@ def cpsat(d, R, hint, time_limit, seed, relaxed: bool, symmetry, cover, price_we
 
 # --- MILP ------------------------------------------------------------------------------------
 
-def milp(d, R, hint, time_limit, solver, seed, relaxed: bool, symmetry, cover, price_weights):
+def milp(d, R, hint, time_limit, solver, seed, relaxed: bool, symmetry, cover, price_weights, min_slots: int = 0,
+         cuts=None):
     """The share model (module docstring) with CBC or HiGHS; ``relaxed`` False lowers the slot
     capacity to 100 - 1e-3 % (room for the solvers' tolerances). Returns (Outcome, q, big)."""
     import pulp
@@ -370,6 +484,19 @@ def milp(d, R, hint, time_limit, solver, seed, relaxed: bool, symmetry, cover, p
                 if terms:
                     p += pulp.lpSum(terms) <= d.max_per_node[c]
     symmetry(d, lambda e: p.addConstraint(e), u, w)
+    if min_slots > 1:  # a proven lower bound on the slots of every plan (even_bound): a valid cut
+        p += pulp.lpSum(u) >= min_slots
+    if cuts is not None:
+        # component_cuts for a model of at most S slots: c holds >= k groups and its shares'
+        # usage (exactly its total usage in a plan) is >= U
+        for c, (k, Ucpu, Umem) in enumerate(cuts):
+            p += pulp.lpSum(x for (cc, _, _), x in v.items() if cc == c) >= k
+            if d.rho[c] > 0 and R[c] and all(r.scaled for r in R[c]):
+                for attr, U in (("cpu", Ucpu), ("mem", Umem)):
+                    terms = [getattr(r, attr) * d.rho[c] / r.peak * f[(c, s, r.q)] for s in range(d.S) for r in R[c]
+                             if (c, s, r.q) in f]
+                    if terms and math.isfinite(U):
+                        p += pulp.lpSum(terms) >= U * (1 - 1e-9)
     pw, big = price_weights(d)
     objective = big * pulp.lpSum(u) + pulp.lpSum(pw[k] * w[k] for k in range(len(d.nodes)))
     p += objective
@@ -461,3 +588,4 @@ def remap(d, q, nodes: list[int]) -> dict[tuple[int, int], int]:
     used = sorted({s for (_, s) in q})
     m = dict(zip(used, target))
     return {(c, m[s]): x for (c, s), x in q.items()}
+

@@ -533,21 +533,43 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         return big * len(used) + sum(pw[k] for k in {d.slot_node[s] for s in used})
 
     best = min(seeds, key=obj) if seeds else None
+    # the even-routing volume bound (least usage of each component within L slots): no plan
+    # has fewer slots; computed up to the best seed's count less one (milliseconds to a second)
+    n0 = None if best is None else len({s for (_, s) in best})
+    lmax = d.S if n0 is None else min(d.S, n0 - 1)
+    t_eb = time.monotonic()
+    tables = _sr.usage_tables(d, R, lmax, None if deadline is None else t_eb + left(0.25))
+    eb = _sr.even_bound(d, R, lmax, tables=tables) if tables is not None else None
+    details["even_bound"] = {"slots": eb, "seconds": round(time.monotonic() - t_eb, 3)}
+    if eb is not None and eb > d.S:
+        return Result(problem="slots", method=method, status=Status.INFEASIBLE, details=details,
+                      message="no thread allocation sustains the target rate within the slots "
+                              "(proven under rate usage: the components' least usage exceeds every slot)")
+    interchangeable = _sp.applicable(d) is None  # no pins, no max_per_node: any slot holds any content
+    if n0 is not None and eb is not None and eb >= n0 and interchangeable:
+        # the best seed's slot count is proven; the cheapest nodes holding n0 slots give the cost
+        nodes = _sp.cheapest_nodes(d, n0)
+        moved = _sr.remap(d, best, nodes) if nodes is not None else None
+        if moved is not None and checked(d, moved):
+            best = moved if obj(moved) <= obj(best) else best
+            details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in best})
+            return Result(problem="slots", method=method, status=Status.OPTIMAL, plan=make_plan(d, best),
+                          bound=float(n0), details=details)
     run = _sr.cpsat if backend == "cpsat" else _sr.milp
     args = dict(symmetry=_symmetry, cover=lambda c, v, add, total=sum: _cover(d, c, v, add, total),
-                price_weights=_price_weights)
-    def attempt(limit, relaxed, dd=d, start="best"):
+                price_weights=_price_weights, min_slots=eb or 0)
+    def attempt(limit, relaxed, dd=d, start="best", cuts=None, min_slots=None):
         """One model; a solver that fails (CBC has exited abnormally on the Diamond micro-DAG's
         share model) proves nothing and finds nothing: say so and keep the seeds."""
         h = best if start == "best" else start
+        extra = args if min_slots is None else args | {"min_slots": min_slots}
         try:
             if backend == "cpsat":
-                return run(dd, R, h, limit, seed, relaxed=relaxed, **args)[:2] + (None,)
-            return run(dd, R, h, limit, backend, seed, relaxed=relaxed, **args)[:2] + (None,)
+                return run(dd, R, h, limit, seed, relaxed=relaxed, cuts=cuts, **extra)[:2] + (None,)
+            return run(dd, R, h, limit, backend, seed, relaxed=relaxed, cuts=cuts, **extra)[:2] + (None,)
         except Exception as e:  # noqa: BLE001 - a solver's failure is reported, not raised
             return core.Outcome("unknown"), None, f"{type(e).__name__}: {e}"[:300]
 
-    interchangeable = _sp.applicable(d) is None  # no pins, no max_per_node: any slot holds any content
     out, q, err = attempt(left(0.5 if interchangeable else 0.8), True)
     details["relaxation"] = {"status": out.status, "seconds": round(out.seconds, 3)} | ({"error": err} if err else {})
     proven = out.status in ("optimal", "cutoff")  # cutoff: nothing beats the seed given as a cutoff (MILP)
@@ -571,11 +593,13 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         # passes is the optimal slot count; the cheapest node set holding n slots then gives
         # the cost.
         n = len({s for (_, s) in best})
-        floor_ = max(_sr.volume_bound(d, R), _sr.slot_bound(out.bound, big) or 0)
+        floor_ = max(_sr.volume_bound(d, R), eb or 0, _sr.slot_bound(out.bound, big) or 0)
         descent = {"steps": []}
         while floor_ < n and (deadline is None or left() > 0.2):
             dk = _sr.first_slots(d, floor_)
-            ok, qk, _ = attempt(left(), True, dk, None)
+            # on floor_ slots (no plan has fewer): every slot is used, and each component's
+            # least groups and usage within floor_ slots (component_cuts) are valid cuts
+            ok, qk, _ = attempt(left(), True, dk, None, _sr.component_cuts(d, tables, floor_), floor_)
             descent["steps"].append({"slots": floor_, "status": ok.status})
             if ok.status == "infeasible":
                 floor_ += 1
@@ -601,14 +625,14 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
     if best is None:
         lb = _sr.slot_bound(out.bound, big)
         return Result(problem="slots", method=method, status=Status.UNKNOWN, details=details,
-                      bound=float(max(vb, lb or 0)),
+                      bound=float(max(vb, eb or 0, lb or 0)),
                       message="time limit reached before any allocation")
     n = len({s for (_, s) in best})
     if proven:
         status, bound, msg = Status.OPTIMAL, float(n), ""
     else:
         lb = _sr.slot_bound(out.bound, big)
-        bound = float(min(n, max(vb, lb or 0, descent["bound"] if descent else 0)))
+        bound = float(min(n, max(vb, eb or 0, lb or 0, descent["bound"] if descent else 0)))
         status = Status.FEASIBLE
         msg = "stopped by the time limit: best allocation so far, with the proven bound"
         if err:
