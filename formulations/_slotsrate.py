@@ -589,3 +589,244 @@ def remap(d, q, nodes: list[int]) -> dict[tuple[int, int], int]:
     m = dict(zip(used, target))
     return {(c, m[s]): x for (c, s), x in q.items()}
 
+
+
+# --- slot-count check by near-optimal distributions (interchangeable slots) ------------------
+
+def _dp_sets(R, c, L: int, weights):
+    """Per distinct threshold th (as in ``least_usage``): the rows allowed for Q_c >= th and,
+    per weight, G[k][t] = least weighted A over at most k groups of them with t threads."""
+    import numpy as np
+
+    rows = R[c]
+    cap = 100.0 * (1 + 1e-6)
+    thr = [max(r.q, r.need, math.ceil(r.a_cpu / cap - 1e-9), math.ceil(r.a_mem / cap - 1e-9)) for r in rows]
+    top = L * max(r.q for r in rows)
+    out = []
+    for th in sorted(set(thr)):
+        if th > top:
+            break
+        sel = [r for r, h in zip(rows, thr) if h <= th]
+        tabs = []
+        for wc, wm in weights:
+            G = np.full((L + 1, top + 1), math.inf)
+            G[0, 0] = 0.0
+            for k in range(1, L + 1):
+                G[k] = G[k - 1]
+                for r in sel:
+                    G[k, r.q:] = np.minimum(G[k, r.q:], G[k - 1, :top + 1 - r.q] + wc * r.a_cpu + wm * r.a_mem)
+            tabs.append(G)
+        out.append((th, sel, tabs))
+    return out, top
+
+
+def distributions(R, c: int, L: int, budget: dict, deadline: float | None, limit: int = 3000,
+                  max_nodes: int | None = None):
+    """Every way component c (all rows scaled) can have at most L groups whose total usage for
+    each weight w in ``budget`` is at most budget[w]: a list of (Q_c, ((q, groups), ...)), or
+    None past ``limit`` distributions, ``max_nodes`` search nodes or ``deadline``. A group of q threads must have its row
+    allowed at Q_c (Q_c >= thr_q, see ``least_usage``)."""
+    weights = list(budget)
+    sets, top = _dp_sets(R, c, L, weights)
+    out = []
+    nodes = 0
+    for j, (th, sel, tabs) in enumerate(sets):
+        hi = sets[j + 1][0] - 1 if j + 1 < len(sets) else top
+        sel = sorted(sel, key=lambda r: -r.q)
+        wa = [[wc * r.a_cpu + wm * r.a_mem for r in sel] for wc, wm in weights]
+        for Q in range(th, hi + 1):
+            caps = [budget[w] * Q * (1 + 1e-9) for w in weights]
+            if any(tabs[i][L, Q] > caps[i] for i in range(len(weights))):
+                continue
+            stack = [(0, Q, L, [0.0] * len(weights), ())]
+            while stack:
+                nodes += 1
+                if nodes % 4096 == 0 and ((deadline is not None and time.monotonic() > deadline)
+                                          or (max_nodes is not None and nodes > max_nodes)):
+                    return None
+                i, t, k, acc, chosen = stack.pop()
+                if t == 0:
+                    out.append((Q, chosen))
+                    if len(out) > limit:
+                        return None
+                    continue
+                if i == len(sel) or k == 0:
+                    continue
+                r = sel[i]
+                for n in range(min(k, t // r.q), -1, -1):
+                    acc2 = [a + n * wa[w][i] for w, a in enumerate(acc)]
+                    t2, k2 = t - n * r.q, k - n
+                    # the rest from any allowed rows (a lower bound on what rows i+1.. can do)
+                    if any(acc2[w] + tabs[w][k2, t2] > caps[w] for w in range(len(weights))):
+                        continue
+                    stack.append((i + 1, t2, k2, acc2, chosen + (((r.q, n),) if n else ())))
+    return out
+
+
+def _undominated(c: int, ds: list, size) -> list:
+    """``ds`` without the distributions another one dominates: D dominates D' when D's groups
+    can be matched to distinct groups of D' that use at least as much CPU and memory (in a
+    packing, D' can then be swapped for D). Only for up to 400 distributions (pairwise test)."""
+    if len(ds) > 400:
+        return ds
+    items = [[(size(c, q, Q, "cpu"), size(c, q, Q, "mem")) for q, Q, n in dd for _ in range(n)] for dd in ds]
+
+    def fits(a, b) -> bool:  # every group of a matched into a distinct group of b, no bigger
+        if len(a) > len(b):
+            return False
+        match = [-1] * len(b)
+
+        def augment(i, seen) -> bool:
+            for j, y in enumerate(b):
+                if j in seen or a[i][0] > y[0] or a[i][1] > y[1]:
+                    continue
+                seen.add(j)
+                if match[j] < 0 or augment(match[j], seen):
+                    match[j] = i
+                    return True
+            return False
+
+        return all(augment(i, set()) for i in range(len(a)))
+
+    keep = []
+    for i in range(len(ds)):
+        if not any(j != i and fits(items[j], items[i]) and (not fits(items[i], items[j]) or j < i) for j in range(len(ds))):
+            keep.append(ds[i])
+    return keep
+
+
+def packing_check(d, R, tables: dict, L: int, deadline: float | None):
+    """Is there a plan on exactly L interchangeable slots? ("infeasible", None) when none
+    exists, ("feasible", q) with a plan q on d's first L slots (checked by ``valid``), or
+    ("unknown", None). Every component's total usage in such a plan is at most L slots less
+    the others' least usages (``usage_tables``), so only its distributions within that budget
+    are listed (``distributions``); a CP-SAT model then chooses one per component and packs
+    its groups into L slots (CPU and memory rounded down to 10^-4 %: a relaxation, so
+    "infeasible" is a proof; a plan found is checked exactly)."""
+    cap = 100.0 * (1 + 1e-6)
+    if (tables is None or L < 1 or L > d.S or L >= len(tables[EVEN_WEIGHTS[0]][0])
+            or any(x is not None for x in d.max_per_node) or not all(all(a) for a in d.allowed)):
+        return "unknown", None
+    tot = {w: sum(U[L] for U in tables[w]) for w in EVEN_WEIGHTS}
+    if any(tot[w] > cap * L * (1 + 1e-9) for w in EVEN_WEIGHTS):
+        return "infeasible", None
+    scaled = [c for c in range(d.C) if d.rho[c] > 0 and R[c] and all(r.scaled for r in R[c])]
+    for share in (1.0, 1.0 / max(1, len(scaled)), 0.25 / max(1, len(scaled))):
+        # share 1: every distribution a plan on L slots may use (complete: "infeasible" is a
+        # proof). Past the listing limit, a search for a plan only: each component may use
+        # share x the room the least usages leave (every mix of those fits the volume)
+        now = time.monotonic()
+        listing = None if deadline is None else now + 0.4 * (deadline - now)
+        out = _pack(d, R, tables, L, listing, {w: cap * L - tot[w] for w in EVEN_WEIGHTS}, share, scaled, deadline)
+        if out is not None:
+            if share < 1.0 and out[0] == "infeasible":
+                return "unknown", None  # only some distributions were tried
+            return out
+        if deadline is not None and time.monotonic() > deadline:
+            break
+    return "unknown", None
+
+
+def _pack(d, R, tables, L, list_deadline, room, share, scaled, deadline):
+    """``packing_check``'s listing and CP-SAT model for one budget (each component's least
+    usage plus ``share`` x ``room``); None when the listing passes its limit or deadline."""
+    from ortools.sat.python import cp_model
+
+    comps = []  # per component: list of distributions, each a list of (q, Q, n)
+    for c in range(d.C):
+        budget = {w: tables[w][c][L] + share * room[w] for w in EVEN_WEIGHTS}
+        if c in scaled:
+            # the complete listing stops early (300,000 nodes, about 1 s): past that it is
+            # usually far too long, and the time is better spent on the plan search
+            ds = distributions(R, c, L, budget, list_deadline, max_nodes=300_000 if share == 1.0 else None)
+            if ds is None:
+                return None
+            comps.append([[(q, Q, n) for q, n in ch] for Q, ch in ds])
+        elif R[c] and all(not r.scaled for r in R[c]):
+            # constant rows: one group of any row (a plan's other groups only add usage)
+            comps.append([[(r.q, 0, 1)] for r in R[c]])
+        else:  # mixed kinds of rows, or no rate: not handled here
+            return "unknown", None
+        if not comps[-1]:
+            return "infeasible", None
+    by = [{r.q: r for r in R[c]} for c in range(d.C)]
+
+    def size(c, q, Q, attr):
+        r = by[c][q]
+        return getattr(r, "a_" + attr) / Q if r.scaled and Q else getattr(r, attr)
+
+    comps = [_undominated(c, ds, size) for c, ds in enumerate(comps)]
+    # "fluid" components (every group under 1 % CPU and memory): only their least total usage
+    # is kept, against the slots' total free room (a relaxation); they are placed afterwards
+    fluid = [c for c, ds in enumerate(comps) if len(ds) > 1 and all(
+        size(c, q, Q, a) < 1.0 for dd in ds for q, Q, _ in dd for a in ("cpu", "mem"))]
+
+    m = cp_model.CpModel()
+    x = {}
+    load_c = [[] for _ in range(L)]
+    load_m = [[] for _ in range(L)]
+    for c, ds in enumerate(comps):
+        if c in fluid:
+            continue
+        y = [m.NewBoolVar("") for _ in ds]
+        m.AddExactlyOne(y)
+        types = sorted({(q, Q) for dd in ds for q, Q, _ in dd})
+        for b in range(L):
+            here = []
+            for t in types:
+                v = x[(c, b, t)] = m.NewBoolVar("")
+                here.append(v)
+                load_c[b].append(math.floor(SCALE * size(c, *t, "cpu") + 1e-6) * v)
+                load_m[b].append(math.floor(SCALE * size(c, *t, "mem") + 1e-6) * v)
+            m.AddAtMostOne(here)
+        for t in types:
+            m.Add(sum(x[(c, b, t)] for b in range(L)) == sum(n * y[i] for i, dd in enumerate(ds) for q, Q, n in dd if (q, Q) == t))
+    # sizes rounded down lose < 1 unit each; the evaluator allows 100 (1 + 1e-6) % = 1 unit
+    capu = 100 * SCALE + 1
+    cl = []
+    for b in range(L):
+        m.Add(sum(load_c[b]) <= capu)
+        m.Add(sum(load_m[b]) <= capu)
+        lb = m.NewIntVar(0, capu, "")
+        m.Add(lb == sum(load_c[b]))
+        cl.append(lb)
+        for c1, c2 in d.incompatible:
+            m.Add(sum(v for (c, bb, _), v in x.items() if bb == b and c in (c1, c2)) <= 1)
+    for b in range(L - 1):  # the slots are interchangeable: order them by CPU load
+        m.Add(cl[b] >= cl[b + 1])
+    if fluid:  # sum of room >= the fluid components' least usage (rounded down: still valid)
+        for attr, w, loads in (("cpu", (1.0, 0.0), load_c), ("mem", (0.0, 1.0), load_m)):
+            need = math.floor(SCALE * sum(tables[w][c][L] for c in fluid) * (1 - 1e-9))
+            m.Add(sum(sum(ld) for ld in loads) <= capu * L - need)
+    tl = None if deadline is None else deadline - time.monotonic()
+    if tl is not None and tl <= 0.05:
+        return "unknown", None
+    # one worker, no LP: measured on Star 100 tuples/s at 6 slots (infeasible), 2.6 s against
+    # 12-28 s for two workers or linearization levels 1-2 (load average 6 on 2 cores)
+    solver = cp_model.CpSolver()
+    if tl is not None:
+        solver.parameters.max_time_in_seconds = float(tl)
+    solver.parameters.num_workers = 1
+    solver.parameters.linearization_level = 0
+    st = solver.Solve(m)
+    out = core.Outcome({cp_model.INFEASIBLE: "infeasible", cp_model.OPTIMAL: "optimal",
+                        cp_model.FEASIBLE: "feasible"}.get(st, "unknown"))
+    sol = solver
+    if out.status == "infeasible":
+        return "infeasible", None
+    if out.status not in ("optimal", "feasible"):
+        return "unknown", None
+    q = {(c, b): t[0] for (c, b, t), v in x.items() if sol.Value(v)}
+    for c in fluid:  # place each fluid component: its distributions, least usage first, first fit
+        for dd in sorted(comps[c], key=lambda dd: sum(n * size(c, qq, Q, "cpu") for qq, Q, n in dd)):
+            groups = [qq for qq, Q, n in dd for _ in range(n)]
+            if len(groups) > L:
+                continue
+            trial = dict(q)
+            trial.update({(c, b): qq for b, qq in zip(range(L - 1, -1, -1), groups)})  # least loaded first
+            if valid(d, R, trial):
+                q = trial
+                break
+        else:
+            return "unknown", None
+    return ("feasible", q) if valid(d, R, q) else ("unknown", None)

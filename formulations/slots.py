@@ -555,6 +555,32 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
             details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in best})
             return Result(problem="slots", method=method, status=Status.OPTIMAL, plan=make_plan(d, best),
                           bound=float(n0), details=details)
+    # the packing check from the bound up (before the full model: where the bound is tight it
+    # proves the count, or finds a plan on exactly that many slots, in seconds)
+    packed = set()  # slot counts the packing check has tried
+    if interchangeable and n0 is not None and eb is not None:
+        L = eb
+        while L < n0 and (deadline is None or left() > 0.5):
+            t_pk = time.monotonic()
+            pk, qk = _sr.packing_check(d, R, tables, L, None if deadline is None else t_pk + left(0.75))
+            packed.add(L)
+            details.setdefault("packing", []).append({"slots": L, "status": pk, "seconds": round(time.monotonic() - t_pk, 3)})
+            if pk == "infeasible":
+                L += 1
+                continue
+            if pk == "feasible":
+                best = qk
+            break
+        eb = L  # no plan has fewer slots
+        n1 = len({s for (_, s) in best})
+        if eb >= n1:
+            nodes = _sp.cheapest_nodes(d, n1)
+            moved = _sr.remap(d, best, nodes) if nodes is not None else None
+            if moved is not None and checked(d, moved):
+                best = moved if obj(moved) <= obj(best) else best
+                details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in best})
+                return Result(problem="slots", method=method, status=Status.OPTIMAL, plan=make_plan(d, best),
+                              bound=float(n1), details=details)
     run = _sr.cpsat if backend == "cpsat" else _sr.milp
     args = dict(symmetry=_symmetry, cover=lambda c, v, add, total=sum: _cover(d, c, v, add, total),
                 price_weights=_price_weights, min_slots=eb or 0)
@@ -596,6 +622,21 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         floor_ = max(_sr.volume_bound(d, R), eb or 0, _sr.slot_bound(out.bound, big) or 0)
         descent = {"steps": []}
         while floor_ < n and (deadline is None or left() > 0.2):
+            # first the packing check (near-optimal distributions per component, then CP-SAT):
+            # quick where the bound is tight; the relaxation on floor_ slots gets what is left
+            t_pk = time.monotonic()
+            pk, qk = ("unknown", None) if floor_ in packed else _sr.packing_check(
+                d, R, tables, floor_, None if deadline is None else t_pk + left(0.6))
+            if floor_ not in packed:
+                descent["steps"].append({"slots": floor_, "packing": pk, "seconds": round(time.monotonic() - t_pk, 3)})
+            if pk == "infeasible":
+                floor_ += 1
+                continue
+            if pk == "feasible":  # a plan on floor_ slots, checked: the optimal count
+                best, n = qk, floor_
+                break
+            if deadline is not None and left() <= 0.2:
+                break
             dk = _sr.first_slots(d, floor_)
             # on floor_ slots (no plan has fewer): every slot is used, and each component's
             # least groups and usage within floor_ slots (component_cuts) are valid cuts
