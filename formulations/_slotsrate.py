@@ -306,8 +306,8 @@ def cpsat_tail(d, m, v, u, w, rows, hint, symmetry, price_weights) -> int:
     return big
 
 
-def cpsat(d, R, hint, time_limit, seed, relaxed: bool, symmetry, cover, price_weights, min_slots: int = 0,
-          cuts=None):
+def cpsat(d, R, hint, time_limit, relaxed: bool, *, symmetry, cover, price_weights, seed: int = 0,
+          min_slots: int = 0, cuts=None):
     """The integer model (relaxed or restricted, see the module docstring). Returns
     (Outcome, q or None, big)."""
     from ortools.sat.python import cp_model
@@ -407,8 +407,8 @@ def cpsat(d, R, hint, time_limit, seed, relaxed: bool, symmetry, cover, price_we
 
 # --- MILP ------------------------------------------------------------------------------------
 
-def milp(d, R, hint, time_limit, solver, seed, relaxed: bool, symmetry, cover, price_weights, min_slots: int = 0,
-         cuts=None):
+def milp(d, R, hint, time_limit, relaxed: bool, *, solver: str, symmetry, cover, price_weights,
+         min_slots: int = 0, cuts=None):
     """The share model (module docstring) with CBC or HiGHS; ``relaxed`` False lowers the slot
     capacity to 100 - 1e-3 % (room for the solvers' tolerances). Returns (Outcome, q, big)."""
     import pulp

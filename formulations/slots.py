@@ -591,8 +591,8 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         extra = args if min_slots is None else args | {"min_slots": min_slots}
         try:
             if backend == "cpsat":
-                return run(dd, R, h, limit, seed, relaxed=relaxed, cuts=cuts, **extra)[:2] + (None,)
-            return run(dd, R, h, limit, backend, seed, relaxed=relaxed, cuts=cuts, **extra)[:2] + (None,)
+                return run(dd, R, h, limit, relaxed, seed=seed, cuts=cuts, **extra)[:2] + (None,)
+            return run(dd, R, h, limit, relaxed, solver=backend, cuts=cuts, **extra)[:2] + (None,)
         except Exception as e:  # noqa: BLE001 - a solver's failure is reported, not raised
             return core.Outcome("unknown"), None, f"{type(e).__name__}: {e}"[:300]
 

@@ -168,9 +168,9 @@ def test_relaxation_below_and_restriction_above_bruteforce(backend):
         sol = {}
         for relaxed in (True, False):
             if backend == "cpsat":
-                out, q, big = sr.cpsat(d, R, None, None, 0, relaxed=relaxed, **args)
+                out, q, big = sr.cpsat(d, R, None, None, relaxed, **args)
             else:
-                out, q, big = sr.milp(d, R, None, None, "highs", 0, relaxed=relaxed, **args)
+                out, q, big = sr.milp(d, R, None, None, relaxed, solver="highs", **args)
             assert out.status in ("optimal", "infeasible"), (seed, relaxed, out)
             sol[relaxed] = None if q is None else sr.key(d, q)
             if not relaxed and q is not None:
@@ -261,8 +261,8 @@ def test_a_row_above_100_percent_fits_when_split():
     for backend in ("cpsat", "highs"):
         sr, d, R, args = _parts(inst)
         run = sr.cpsat if backend == "cpsat" else sr.milp
-        extra = (0,) if backend == "cpsat" else ("highs", 0)
-        out, q, _ = run(d, R, None, None, *extra, relaxed=False, **args)
+        extra = {} if backend == "cpsat" else {"solver": "highs"}
+        out, q, _ = run(d, R, None, None, False, **extra, **args)
         assert out.status == "optimal" and sr.valid(d, R, q) and sr.key(d, q)[0] == 2, backend
 
 
