@@ -29,6 +29,12 @@ ceiling of a_cs / Q_c adds less than 1), whose bound is valid; rounding up with 
 relaxation, keeps its plan when the evaluator's rule accepts it (then its optimum is proven),
 and otherwise solves the restriction (or the MILP with 100 - 1e-3 %) for a plan, reporting the
 relaxation's bound.
+
+Bounds and proofs of the slot count (docs/formulations.md, "Rate usage"): ``even_bound``, the
+least L such that every component's least usage with at most L groups under even routing
+(``least_usage``, a dynamic programme) fits L slots; ``packing_check``, which decides whether a
+plan on exactly L interchangeable slots exists from each component's distributions within the
+volume room and a CP-SAT packing of their groups.
 """
 
 from __future__ import annotations
