@@ -716,45 +716,52 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     tot = {w: sum(U[L] for U in tables[w]) for w in EVEN_WEIGHTS}
     if any(tot[w] > cap * L * (1 + 1e-9) for w in EVEN_WEIGHTS):
         return "infeasible", None
+    room = {w: cap * L - tot[w] for w in EVEN_WEIGHTS}
+    listing = None if deadline is None else time.monotonic() + 0.6 * (deadline - time.monotonic())
     scaled = [c for c in range(d.C) if d.rho[c] > 0 and R[c] and all(r.scaled for r in R[c])]
-    for share in (1.0, 1.0 / max(1, len(scaled)), 0.25 / max(1, len(scaled))):
-        # share 1: every distribution a plan on L slots may use (complete: "infeasible" is a
-        # proof). Past the listing limit, a search for a plan only: each component may use
-        # share x the room the least usages leave (every mix of those fits the volume)
-        now = time.monotonic()
-        listing = None if deadline is None else now + 0.4 * (deadline - now)
-        out = _pack(d, R, tables, L, listing, {w: cap * L - tot[w] for w in EVEN_WEIGHTS}, share, scaled, deadline)
-        if out is not None:
-            if share < 1.0 and out[0] == "infeasible":
-                return "unknown", None  # only some distributions were tried
-            return out
-        if deadline is not None and time.monotonic() > deadline:
+    lists = {}
+    for complete in (True, False):
+        # complete: every distribution a plan on L slots may use (then "infeasible" is a
+        # proof). Past the listing's limits (3,000 distributions or 100,000 search nodes,
+        # about 1 s) a search for a plan only: each component's budget is its least usage plus
+        # room / (number of rate-scaled components), halved until its listing fits
+        lists = {}
+        for c in scaled:
+            share = 1.0 if complete else 1.0 / len(scaled)
+            while True:
+                budget = {w: tables[w][c][L] + share * room[w] for w in EVEN_WEIGHTS}
+                ds = distributions(R, c, L, budget, listing, limit=3000, max_nodes=100_000)
+                if ds is not None or complete:
+                    break
+                share /= 2
+                if share < 1e-3 or (listing is not None and time.monotonic() > listing):
+                    return "unknown", None
+            if ds is None:
+                break
+            lists[c] = ds
+        else:
             break
-    return "unknown", None
-
-
-def _pack(d, R, tables, L, list_deadline, room, share, scaled, deadline):
-    """``packing_check``'s listing and CP-SAT model for one budget (each component's least
-    usage plus ``share`` x ``room``); None when the listing passes its limit or deadline."""
-    from ortools.sat.python import cp_model
-
     comps = []  # per component: list of distributions, each a list of (q, Q, n)
     for c in range(d.C):
-        budget = {w: tables[w][c][L] + share * room[w] for w in EVEN_WEIGHTS}
-        if c in scaled:
-            # the complete listing stops early (300,000 nodes, about 1 s): past that it is
-            # usually far too long, and the time is better spent on the plan search
-            ds = distributions(R, c, L, budget, list_deadline, max_nodes=300_000 if share == 1.0 else None)
-            if ds is None:
-                return None
-            comps.append([[(q, Q, n) for q, n in ch] for Q, ch in ds])
+        if c in lists:
+            comps.append([[(q, Q, n) for q, n in ch] for Q, ch in lists[c]])
         elif R[c] and all(not r.scaled for r in R[c]):
             # constant rows: one group of any row (a plan's other groups only add usage)
             comps.append([[(r.q, 0, 1)] for r in R[c]])
         else:  # mixed kinds of rows, or no rate: not handled here
             return "unknown", None
         if not comps[-1]:
-            return "infeasible", None
+            return ("infeasible", None) if complete else ("unknown", None)
+    out = _pack(d, R, tables, L, comps, deadline)
+    if out[0] == "infeasible" and not complete:
+        return "unknown", None  # only some distributions were tried
+    return out
+
+
+def _pack(d, R, tables, L, comps, deadline):
+    """``packing_check``'s CP-SAT model over the listed distributions ``comps``."""
+    from ortools.sat.python import cp_model
+
     by = [{r.q: r for r in R[c]} for c in range(d.C)]
 
     def size(c, q, Q, attr):
