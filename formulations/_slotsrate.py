@@ -44,6 +44,7 @@ import time
 from dataclasses import dataclass
 
 from . import gap as core
+from ._slotscommon import cover, cpsat_tail, cpsat_threads, price_weights, symmetry
 
 SCALE = 10_000  # CP-SAT: percent x 10^4
 CHECK_TOL = 9e-7  # relative slack of the plan check (the evaluator allows 1e-6)
@@ -266,54 +267,7 @@ def slot_bound(bound_obj: float | None, big: int) -> int | None:
 
 # --- CP-SAT ----------------------------------------------------------------------------------
 
-def cpsat_threads(d, m, u, v, c, rows, lo: int, hi: int, cover):
-    """What both CP-SAT slots models (this one and ``slots._cpsat``) start with, for component
-    c: Q_c in [lo, hi], v[(c, s, q)] "slot s holds q threads of c" for each row (objects with
-    ``.q`` and ``.need``) on each allowed slot, at most one q per slot, v implies the slot is
-    used (u[s]) and Q_c >= need, Q_c = sum q v, and the cover cut ``cover(c, v, add)``.
-    Returns Q_c."""
-    Qc = m.NewIntVar(lo, hi, f"Q[{c}]")
-    terms = []
-    for s in range(d.S):
-        if not d.allowed[c][s]:
-            continue
-        vs = []
-        for r in rows:
-            x = m.NewBoolVar(f"v[{c},{s},{r.q}]")
-            v[(c, s, r.q)] = x
-            vs.append(x)
-            terms.append(r.q * x)
-            if r.need > 1:
-                m.Add(Qc >= r.need).OnlyEnforceIf(x)
-            m.AddImplication(x, u[s])
-        if vs:
-            m.AddAtMostOne(vs)
-    m.Add(Qc == sum(terms))
-    cover(c, v, lambda e: m.Add(e))
-    return Qc
-
-
-def cpsat_tail(d, m, v, u, w, rows, hint, symmetry, price_weights) -> int:
-    """What both CP-SAT slots models (this one and ``slots._cpsat``) end with: max_per_node per
-    node (``rows[c]``: objects with ``.q``), slot/node symmetry, the objective W slots + VM cost,
-    and the hint (a {(c, s): q} allocation). Returns W."""
-    for c in range(d.C):
-        if d.max_per_node[c] is not None:
-            for k in range(len(d.nodes)):
-                terms = [r.q * v[(c, s, r.q)] for s in range(d.S) if d.slot_node[s] == k for r in rows[c] if (c, s, r.q) in v]
-                if terms:
-                    m.Add(sum(terms) <= d.max_per_node[c])
-    symmetry(d, m.Add, u, w)
-    pw, big = price_weights(d)
-    m.Minimize(big * sum(u) + sum(pw[k] * w[k] for k in range(len(d.nodes))))
-    if hint is not None:
-        for key, x in v.items():
-            m.AddHint(x, 1 if hint.get((key[0], key[1])) == key[2] else 0)
-    return big
-
-
-def cpsat(d, R, hint, time_limit, relaxed: bool, *, symmetry, cover, price_weights, seed: int = 0,
-          min_slots: int = 0, cuts=None):
+def cpsat(d, R, hint, time_limit, relaxed: bool, *, seed: int = 0, min_slots: int = 0, cuts=None):
     """The integer model (relaxed or restricted, see the module docstring). Returns
     (Outcome, q or None, big)."""
     from ortools.sat.python import cp_model
@@ -331,7 +285,7 @@ def cpsat(d, R, hint, time_limit, relaxed: bool, *, symmetry, cover, price_weigh
     vol_c = vol_m = 0
     tsum = {}  # (c, "t" or "m") -> the CPU / memory variables t_cs of c (for ``cuts``)
     for c in range(d.C):
-        Qc = cpsat_threads(d, m, u, v, c, R[c], *q_bounds(d, R, c), cover)
+        Qc = cpsat_threads(d, m, u, v, c, R[c], *q_bounds(d, R, c))
         Q.append(Qc)
         sc = [r for r in R[c] if r.scaled]
         if sc and len(sc) == len(R[c]) and d.rho[c] > 0:
@@ -398,7 +352,7 @@ def cpsat(d, R, hint, time_limit, relaxed: bool, *, symmetry, cover, price_weigh
                 for name, U in (("t", Ucpu), ("m", Umem)):
                     if (c, name) in tsum and math.isfinite(U):
                         m.Add(sum(tsum[(c, name)]) >= math.floor(SCALE * U * (1 - 1e-9)) - 1)
-    big = cpsat_tail(d, m, v, u, w, R, hint, symmetry, price_weights)
+    big = cpsat_tail(d, m, v, u, w, R, hint)
     if time_limit is not None:  # building counts against the limit
         time_limit = time_limit - (time.monotonic() - started)
         if time_limit <= 0.05:
@@ -413,8 +367,7 @@ def cpsat(d, R, hint, time_limit, relaxed: bool, *, symmetry, cover, price_weigh
 
 # --- MILP ------------------------------------------------------------------------------------
 
-def milp(d, R, hint, time_limit, relaxed: bool, *, solver: str, symmetry, cover, price_weights,
-         min_slots: int = 0, cuts=None):
+def milp(d, R, hint, time_limit, relaxed: bool, *, solver: str, min_slots: int = 0, cuts=None):
     """The share model (module docstring) with CBC or HiGHS; ``relaxed`` False lowers the slot
     capacity to 100 - 1e-3 % (room for the solvers' tolerances). Returns (Outcome, q, big)."""
     import pulp
@@ -455,7 +408,7 @@ def milp(d, R, hint, time_limit, relaxed: bool, *, solver: str, symmetry, cover,
         p += Qc == pulp.lpSum(terms)
         if shared:
             p += pulp.lpSum(y for (cc, _, _), y in f.items() if cc == c) == 1
-        cover(c, v, lambda e: p.addConstraint(e), pulp.lpSum)
+        cover(d, c, v, lambda e: p.addConstraint(e), pulp.lpSum)
         for r in R[c]:
             if r.need > 1:
                 for s in range(d.S):
@@ -708,7 +661,8 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     the others' least usages (``usage_tables``), so only its distributions within that budget
     are listed (``distributions``); a CP-SAT model then chooses one per component and packs
     its groups into L slots (CPU and memory rounded down to 10^-4 %: a relaxation, so
-    "infeasible" is a proof; a plan found is checked exactly)."""
+    "infeasible" is a proof; a plan found is checked exactly). When a listing is too long, the
+    budgets are cut (a plan search only: "infeasible" then says "unknown")."""
     cap = 100.0 * (1 + 1e-6)
     if (tables is None or L < 1 or L > d.S or L >= len(tables[EVEN_WEIGHTS[0]][0])
             or any(x is not None for x in d.max_per_node) or not all(all(a) for a in d.allowed)):

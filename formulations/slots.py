@@ -38,6 +38,8 @@ from planner.registry import register
 
 from . import _slotpatterns as _sp
 from . import _slotsrate as _sr
+from ._slotscommon import cover as _cover, cpsat_tail, cpsat_threads
+from ._slotscommon import price_weights as _price_weights, symmetry as _symmetry
 from . import gap as core
 
 OPTIONS = {"hint": None, "max_instances": 10, "model": "auto"}
@@ -148,12 +150,6 @@ def _pct(x: float) -> int:
     return math.ceil(x * PCT_SCALE - 1e-6)
 
 
-def _price_weights(d: SlotsData) -> tuple[list[int], int]:
-    """Integer node prices (10^-4 resolution) and the weight of one slot, which exceeds any cost."""
-    pw = [round(p * 10_000) for p in d.price]
-    return pw, sum(pw) + 1
-
-
 def _no_option(d: SlotsData) -> str | None:
     for c, cid in enumerate(d.comps):
         if not d.options[c]:
@@ -175,8 +171,7 @@ def _cpsat(d: SlotsData, hint, time_limit, seed):
     Q = []
     for c in range(d.C):
         qmax = max(o.q for o in d.options[c]) * d.S
-        Q.append(_sr.cpsat_threads(d, m, u, v, c, d.options[c], 1, qmax,
-                                   lambda cc, vv, add: _cover(d, cc, vv, add)))
+        Q.append(cpsat_threads(d, m, u, v, c, d.options[c], 1, qmax))
     for s in range(d.S):
         cpu = [_pct(o.cpu) * v[(c, s, o.q)] for c in range(d.C) for o in d.options[c] if (c, s, o.q) in v]
         mem = [_pct(o.mem) * v[(c, s, o.q)] for c in range(d.C) for o in d.options[c] if (c, s, o.q) in v]
@@ -194,36 +189,12 @@ def _cpsat(d: SlotsData, hint, time_limit, seed):
             b = [v[k] for k in v if k[1] == s and k[0] == c2]
             if a and b:
                 m.Add(sum(both) <= 1)
-    big = _sr.cpsat_tail(d, m, v, u, w, d.options, hint, _symmetry, _price_weights)
+    big = cpsat_tail(d, m, v, u, w, d.options, hint)
     out, sol = core.run_cpsat(m, time_limit, seed)
     q = None
     if out.status in ("optimal", "feasible"):
         q = {(c, s): qq for (c, s, qq), x in v.items() if sol.Value(x)}
     return out, q, big
-
-
-def _cover(d: SlotsData, c: int, v: dict, add, total=sum) -> None:
-    """Redundant cut: the slots' peak rates cover the component's rate. The shares q_s / Q_c
-    sum to 1 and each is at most peak_s / rho_c, so sum_s peak_s >= rho_c. It tightens the LP
-    relaxation a lot; it removes no allocation."""
-    if d.rho[c] <= 0 or any(math.isinf(o.peak) for o in d.options[c]):
-        return
-    terms = [(o.peak, v[(c, s, o.q)]) for s in range(d.S) for o in d.options[c] if (c, s, o.q) in v]
-    if terms:
-        top = max(pk for pk, _ in terms)
-        scale = 1000.0 / top  # integer coefficients for CP-SAT: round the peaks up (still valid)
-        add(total(math.ceil(pk * scale) * x for pk, x in terms) >= math.floor(d.rho[c] * scale))
-
-
-def _symmetry(d: SlotsData, add, u, w) -> None:
-    """Slots of one node are interchangeable: use them in port order. Identical neighbouring
-    nodes (price, site, slots, pins): use them in id order."""
-    for s in range(d.S - 1):
-        if d.slot_node[s] == d.slot_node[s + 1]:
-            add(u[s] >= u[s + 1])
-    for k in range(len(d.nodes) - 1):
-        if d.node_ident[k] == d.node_ident[k + 1]:
-            add(w[k] >= w[k + 1])
 
 
 def _milp(d: SlotsData, hint, time_limit, solver):
@@ -582,8 +553,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
                 return Result(problem="slots", method=method, status=Status.OPTIMAL, plan=make_plan(d, best),
                               bound=float(n1), details=details)
     run = _sr.cpsat if backend == "cpsat" else _sr.milp
-    args = dict(symmetry=_symmetry, cover=lambda c, v, add, total=sum: _cover(d, c, v, add, total),
-                price_weights=_price_weights, min_slots=eb or 0)
+    args = dict(min_slots=eb or 0)
     def attempt(limit, relaxed, dd=d, start="best", cuts=None, min_slots=None):
         """One model; a solver that fails (CBC has exited abnormally on the Diamond micro-DAG's
         share model) proves nothing and finds nothing: say so and keep the seeds."""

@@ -150,8 +150,7 @@ def _parts(inst: dict):
     from planner.model import Instance
 
     d = sl.prepare(Instance.model_validate(inst), peak_usage_filter=False)
-    args = dict(symmetry=sl._symmetry, cover=lambda c, v, add, total=sum: sl._cover(d, c, v, add, total),
-                price_weights=sl._price_weights)
+    args = {}
     return sr, d, sr.rows(d), args
 
 
