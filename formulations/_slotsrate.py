@@ -29,6 +29,12 @@ ceiling of a_cs / Q_c adds less than 1), whose bound is valid; rounding up with 
 relaxation, keeps its plan when the evaluator's rule accepts it (then its optimum is proven),
 and otherwise solves the restriction (or the MILP with 100 - 1e-3 %) for a plan, reporting the
 relaxation's bound.
+
+Bounds and proofs of the slot count (docs/formulations.md, "Rate usage"): ``even_bound``, the
+least L such that every component's least usage with at most L groups under even routing
+(``least_usage``, a dynamic programme) fits L slots; ``packing_check``, which decides whether a
+plan on exactly L interchangeable slots exists from each component's distributions within the
+volume room and a CP-SAT packing of their groups.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import time
 from dataclasses import dataclass
 
 from . import gap as core
+from ._slotscommon import cover, cpsat_tail, cpsat_threads, price_weights, symmetry
 
 SCALE = 10_000  # CP-SAT: percent x 10^4
 CHECK_TOL = 9e-7  # relative slack of the plan check (the evaluator allows 1e-6)
@@ -153,6 +160,104 @@ def volume_bound(d, R) -> int:
     return max(1, math.ceil(tot_c / lim - 1e-9), math.ceil(tot_m / lim - 1e-9))
 
 
+def least_usage(R, c: int, lmax: int, weight: tuple[float, float], deadline: float | None = None):
+    """U[L] for L = 0..lmax: the least weighted usage (weight[0] CPU + weight[1] memory, in %)
+    that component c takes in total in any plan where it has at most L groups (slots), under
+    even routing (docs/formulations.md, "Rate usage", "The even-routing volume bound"). inf
+    where no such plan exists; None when ``deadline`` (time.monotonic()) passes first.
+
+    A group of q threads of a scaled row uses A_q / Q_c with Q_c = the sum of c's group sizes.
+    It is allowed only when Q_c >= thr_q = max(q, need_q, A_cpu_q / cap, A_mem_q / cap) (rate
+    condition, and the group alone within one slot). For each distinct threshold th, the rows
+    with thr_q <= th are the allowed set for every Q_c >= th: a dynamic programme gives
+    G_L[t] = least sum of weighted A over at most L groups of those rows with t threads in total,
+    and U[L] = min over th and t >= th of G_L[t] / t. Every plan's distribution of c is counted
+    at th = the largest threshold among its rows, so U[L] is a lower bound (and exact: every
+    pair (th, t) evaluated is a distribution the rules allow)."""
+    rows = R[c]
+    U = [math.inf] * (lmax + 1)
+    if not rows or lmax < 1:
+        return U
+    wc, wm = weight
+    if not all(r.scaled for r in rows):
+        # constant rows: at least one group, each using its row unscaled; mixed kinds: no claim
+        least = min(wc * r.cpu + wm * r.mem for r in rows) if not any(r.scaled for r in rows) else 0.0
+        return [math.inf] + [least] * lmax
+    import numpy as np
+
+    cap = 100.0 * (1 + 1e-6)
+    qs = np.array([r.q for r in rows])
+    A = np.array([wc * r.a_cpu + wm * r.a_mem for r in rows])
+    thr = np.array([max(r.q, r.need, math.ceil(r.a_cpu / cap - 1e-9), math.ceil(r.a_mem / cap - 1e-9)) for r in rows])
+    top = lmax * int(qs.max())
+    for th in sorted(set(thr.tolist())):
+        if th > top:
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            return None
+        sel = thr <= th
+        qq, AA = qs[sel], A[sel]
+        G = np.full(top + 1, math.inf)
+        G[0] = 0.0
+        ts = np.arange(th, top + 1)
+        cand = np.full((len(qq), top + 1), math.inf)
+        for L in range(1, lmax + 1):
+            cand.fill(math.inf)
+            for i in range(len(qq)):
+                cand[i, qq[i]:] = G[:top + 1 - qq[i]] + AA[i]
+            G = np.minimum(G, cand.min(axis=0))
+            U[L] = min(U[L], float((G[th:] / ts).min()))
+    return U
+
+
+EVEN_WEIGHTS = ((1.0, 0.0), (0.0, 1.0), (0.5, 0.5))  # CPU, memory, their mean
+
+
+def usage_tables(d, R, lmax: int, deadline: float | None = None) -> dict | None:
+    """``least_usage`` of every component for each of ``EVEN_WEIGHTS``: {weight: [U_c]}, or
+    None when ``deadline`` passes first."""
+    out = {}
+    for w in EVEN_WEIGHTS:
+        out[w] = []
+        for c in range(d.C):
+            U = least_usage(R, c, lmax, w, deadline)
+            if U is None:
+                return None
+            out[w].append(U)
+    return out
+
+
+def even_bound(d, R, lmax: int, deadline: float | None = None, tables: dict | None = None) -> int | None:
+    """The least L in 1..lmax such that the components' least usages with at most L groups
+    each (``least_usage``) fit L slots, for CPU, for memory and for their mean; lmax + 1 when
+    no L up to lmax passes (no plan has lmax slots or fewer); None when ``deadline`` passes.
+    Pins, max_per_node and incompatible pairs are left out (a relaxation)."""
+    if lmax < 1:
+        return max(1, lmax + 1)
+    tables = tables if tables is not None else usage_tables(d, R, lmax, deadline)
+    if tables is None:
+        return None
+    cap = 100.0 * (1 + 1e-6)
+    for L in range(1, lmax + 1):
+        # a margin of 1e-9 relative on the safe side (float sums of the evaluator's terms)
+        if all(sum(U[L] for U in tables[w]) <= cap * L * (1 + 1e-9) for w in EVEN_WEIGHTS):
+            return L
+    return lmax + 1
+
+
+def component_cuts(d, tables: dict | None, L: int) -> list[tuple[int, float, float]] | None:
+    """Per component, for plans on at most L slots: (least number of groups, least total CPU %,
+    least total memory %) from ``usage_tables`` (computed up to L or beyond), or None."""
+    if tables is None or L < 1 or L >= len(tables[EVEN_WEIGHTS[0]][0]):
+        return None
+    out = []
+    for c in range(d.C):
+        Uc, Um = tables[(1.0, 0.0)][c], tables[(0.0, 1.0)][c]
+        k = next((j for j in range(1, L + 1) if math.isfinite(Uc[j])), L + 1)
+        out.append((k, Uc[L], Um[L]))
+    return out
+
+
 def slot_bound(bound_obj: float | None, big: int) -> int | None:
     """Slots bound from a bound on big * slots + cost (0 <= cost < big)."""
     if bound_obj is None or not math.isfinite(bound_obj):
@@ -162,53 +267,7 @@ def slot_bound(bound_obj: float | None, big: int) -> int | None:
 
 # --- CP-SAT ----------------------------------------------------------------------------------
 
-def cpsat_threads(d, m, u, v, c, rows, lo: int, hi: int, cover):
-    """What both CP-SAT slots models (this one and ``slots._cpsat``) start with, for component
-    c: Q_c in [lo, hi], v[(c, s, q)] "slot s holds q threads of c" for each row (objects with
-    ``.q`` and ``.need``) on each allowed slot, at most one q per slot, v implies the slot is
-    used (u[s]) and Q_c >= need, Q_c = sum q v, and the cover cut ``cover(c, v, add)``.
-    Returns Q_c."""
-    Qc = m.NewIntVar(lo, hi, f"Q[{c}]")
-    terms = []
-    for s in range(d.S):
-        if not d.allowed[c][s]:
-            continue
-        vs = []
-        for r in rows:
-            x = m.NewBoolVar(f"v[{c},{s},{r.q}]")
-            v[(c, s, r.q)] = x
-            vs.append(x)
-            terms.append(r.q * x)
-            if r.need > 1:
-                m.Add(Qc >= r.need).OnlyEnforceIf(x)
-            m.AddImplication(x, u[s])
-        if vs:
-            m.AddAtMostOne(vs)
-    m.Add(Qc == sum(terms))
-    cover(c, v, lambda e: m.Add(e))
-    return Qc
-
-
-def cpsat_tail(d, m, v, u, w, rows, hint, symmetry, price_weights) -> int:
-    """What both CP-SAT slots models (this one and ``slots._cpsat``) end with: max_per_node per
-    node (``rows[c]``: objects with ``.q``), slot/node symmetry, the objective W slots + VM cost,
-    and the hint (a {(c, s): q} allocation). Returns W."""
-    for c in range(d.C):
-        if d.max_per_node[c] is not None:
-            for k in range(len(d.nodes)):
-                terms = [r.q * v[(c, s, r.q)] for s in range(d.S) if d.slot_node[s] == k for r in rows[c] if (c, s, r.q) in v]
-                if terms:
-                    m.Add(sum(terms) <= d.max_per_node[c])
-    symmetry(d, m.Add, u, w)
-    pw, big = price_weights(d)
-    m.Minimize(big * sum(u) + sum(pw[k] * w[k] for k in range(len(d.nodes))))
-    if hint is not None:
-        for key, x in v.items():
-            m.AddHint(x, 1 if hint.get((key[0], key[1])) == key[2] else 0)
-    return big
-
-
-def cpsat(d, R, hint, time_limit, seed, relaxed: bool, symmetry, cover, price_weights):
+def cpsat(d, R, hint, time_limit, relaxed: bool, *, seed: int = 0, min_slots: int = 0, cuts=None):
     """The integer model (relaxed or restricted, see the module docstring). Returns
     (Outcome, q or None, big)."""
     from ortools.sat.python import cp_model
@@ -224,8 +283,9 @@ def cpsat(d, R, hint, time_limit, seed, relaxed: bool, symmetry, cover, price_we
     cap = 100 * SCALE
     vol_cpu, vol_mem = [], []  # volume cut terms: least total usage of each component
     vol_c = vol_m = 0
+    tsum = {}  # (c, "t" or "m") -> the CPU / memory variables t_cs of c (for ``cuts``)
     for c in range(d.C):
-        Qc = cpsat_threads(d, m, u, v, c, R[c], *q_bounds(d, R, c), cover)
+        Qc = cpsat_threads(d, m, u, v, c, R[c], *q_bounds(d, R, c))
         Q.append(Qc)
         sc = [r for r in R[c] if r.scaled]
         if sc and len(sc) == len(R[c]) and d.rho[c] > 0:
@@ -264,6 +324,7 @@ def cpsat(d, R, hint, time_limit, seed, relaxed: bool, symmetry, cover, price_we
                 m.AddMultiplicationEquality(p, [t, Q[c]])
                 m.Add(p >= sum(a * x for a, x in coef))
                 acc.append(t)
+                tsum.setdefault((c, name), []).append(t)
         # relaxation: each ceiling of a / Q adds < 1 per scaled component, and the evaluator
         # accepts 1e-6 relative over 100 % (1 unit at SCALE 10^4)
         extra = n_scaled + 1 if relaxed else 0
@@ -279,7 +340,19 @@ def cpsat(d, R, hint, time_limit, seed, relaxed: bool, symmetry, cover, price_we
     if relaxed:  # the volume cut (valid for every plan; the restriction needs no bound)
         m.Add((cap + d.C + 1) * sum(u) >= vol_c + sum(vol_cpu))
         m.Add((cap + d.C + 1) * sum(u) >= vol_m + sum(vol_mem))
-    big = cpsat_tail(d, m, v, u, w, R, hint, symmetry, price_weights)
+    if min_slots > 1:  # a proven lower bound on the slots of every plan (even_bound): a valid cut
+        m.Add(sum(u) >= min_slots)
+    if relaxed and cuts is not None:
+        # component_cuts for a model of at most S slots: c holds >= k groups and uses >= U in
+        # total; each t_cs > (SCALE A - 1) / Q_c here (A rounded down), and c has at most Q_c
+        # groups, so its t sum to > SCALE U - 1
+        for c, (k, Ucpu, Umem) in enumerate(cuts):
+            m.Add(sum(x for (cc, s, _), x in v.items() if cc == c) >= k)
+            if d.rho[c] > 0 and R[c] and all(r.scaled for r in R[c]):
+                for name, U in (("t", Ucpu), ("m", Umem)):
+                    if (c, name) in tsum and math.isfinite(U):
+                        m.Add(sum(tsum[(c, name)]) >= math.floor(SCALE * U * (1 - 1e-9)) - 1)
+    big = cpsat_tail(d, m, v, u, w, R, hint)
     if time_limit is not None:  # building counts against the limit
         time_limit = time_limit - (time.monotonic() - started)
         if time_limit <= 0.05:
@@ -294,7 +367,7 @@ def cpsat(d, R, hint, time_limit, seed, relaxed: bool, symmetry, cover, price_we
 
 # --- MILP ------------------------------------------------------------------------------------
 
-def milp(d, R, hint, time_limit, solver, seed, relaxed: bool, symmetry, cover, price_weights):
+def milp(d, R, hint, time_limit, relaxed: bool, *, solver: str, min_slots: int = 0, cuts=None):
     """The share model (module docstring) with CBC or HiGHS; ``relaxed`` False lowers the slot
     capacity to 100 - 1e-3 % (room for the solvers' tolerances). Returns (Outcome, q, big)."""
     import pulp
@@ -335,7 +408,7 @@ def milp(d, R, hint, time_limit, solver, seed, relaxed: bool, symmetry, cover, p
         p += Qc == pulp.lpSum(terms)
         if shared:
             p += pulp.lpSum(y for (cc, _, _), y in f.items() if cc == c) == 1
-        cover(c, v, lambda e: p.addConstraint(e), pulp.lpSum)
+        cover(d, c, v, lambda e: p.addConstraint(e), pulp.lpSum)
         for r in R[c]:
             if r.need > 1:
                 for s in range(d.S):
@@ -370,6 +443,19 @@ def milp(d, R, hint, time_limit, solver, seed, relaxed: bool, symmetry, cover, p
                 if terms:
                     p += pulp.lpSum(terms) <= d.max_per_node[c]
     symmetry(d, lambda e: p.addConstraint(e), u, w)
+    if min_slots > 1:  # a proven lower bound on the slots of every plan (even_bound): a valid cut
+        p += pulp.lpSum(u) >= min_slots
+    if cuts is not None:
+        # component_cuts for a model of at most S slots: c holds >= k groups and its shares'
+        # usage (exactly its total usage in a plan) is >= U
+        for c, (k, Ucpu, Umem) in enumerate(cuts):
+            p += pulp.lpSum(x for (cc, _, _), x in v.items() if cc == c) >= k
+            if d.rho[c] > 0 and R[c] and all(r.scaled for r in R[c]):
+                for attr, U in (("cpu", Ucpu), ("mem", Umem)):
+                    terms = [getattr(r, attr) * d.rho[c] / r.peak * f[(c, s, r.q)] for s in range(d.S) for r in R[c]
+                             if (c, s, r.q) in f]
+                    if terms and math.isfinite(U):
+                        p += pulp.lpSum(terms) >= U * (1 - 1e-9)
     pw, big = price_weights(d)
     objective = big * pulp.lpSum(u) + pulp.lpSum(pw[k] * w[k] for k in range(len(d.nodes)))
     p += objective
@@ -461,3 +547,253 @@ def remap(d, q, nodes: list[int]) -> dict[tuple[int, int], int]:
     used = sorted({s for (_, s) in q})
     m = dict(zip(used, target))
     return {(c, m[s]): x for (c, s), x in q.items()}
+
+
+
+# --- slot-count check by near-optimal distributions (interchangeable slots) ------------------
+
+def _dp_sets(R, c, L: int, weights):
+    """Per distinct threshold th (as in ``least_usage``): the rows allowed for Q_c >= th and,
+    per weight, G[k][t] = least weighted A over at most k groups of them with t threads."""
+    import numpy as np
+
+    rows = R[c]
+    cap = 100.0 * (1 + 1e-6)
+    thr = [max(r.q, r.need, math.ceil(r.a_cpu / cap - 1e-9), math.ceil(r.a_mem / cap - 1e-9)) for r in rows]
+    top = L * max(r.q for r in rows)
+    out = []
+    for th in sorted(set(thr)):
+        if th > top:
+            break
+        sel = [r for r, h in zip(rows, thr) if h <= th]
+        tabs = []
+        for wc, wm in weights:
+            G = np.full((L + 1, top + 1), math.inf)
+            G[0, 0] = 0.0
+            for k in range(1, L + 1):
+                G[k] = G[k - 1]
+                for r in sel:
+                    G[k, r.q:] = np.minimum(G[k, r.q:], G[k - 1, :top + 1 - r.q] + wc * r.a_cpu + wm * r.a_mem)
+            tabs.append(G)
+        out.append((th, sel, tabs))
+    return out, top
+
+
+def distributions(R, c: int, L: int, budget: dict, deadline: float | None, limit: int = 3000,
+                  max_nodes: int | None = None):
+    """Every way component c (all rows scaled) can have at most L groups whose total usage for
+    each weight w in ``budget`` is at most budget[w]: a list of (Q_c, ((q, groups), ...)), or
+    None past ``limit`` distributions, ``max_nodes`` search nodes or ``deadline``. A group of q threads must have its row
+    allowed at Q_c (Q_c >= thr_q, see ``least_usage``)."""
+    weights = list(budget)
+    sets, top = _dp_sets(R, c, L, weights)
+    out = []
+    nodes = 0
+    for j, (th, sel, tabs) in enumerate(sets):
+        hi = sets[j + 1][0] - 1 if j + 1 < len(sets) else top
+        sel = sorted(sel, key=lambda r: -r.q)
+        wa = [[wc * r.a_cpu + wm * r.a_mem for r in sel] for wc, wm in weights]
+        for Q in range(th, hi + 1):
+            caps = [budget[w] * Q * (1 + 1e-9) for w in weights]
+            if any(tabs[i][L, Q] > caps[i] for i in range(len(weights))):
+                continue
+            stack = [(0, Q, L, [0.0] * len(weights), ())]
+            while stack:
+                nodes += 1
+                if nodes % 4096 == 0 and ((deadline is not None and time.monotonic() > deadline)
+                                          or (max_nodes is not None and nodes > max_nodes)):
+                    return None
+                i, t, k, acc, chosen = stack.pop()
+                if t == 0:
+                    out.append((Q, chosen))
+                    if len(out) > limit:
+                        return None
+                    continue
+                if i == len(sel) or k == 0:
+                    continue
+                r = sel[i]
+                for n in range(min(k, t // r.q), -1, -1):
+                    acc2 = [a + n * wa[w][i] for w, a in enumerate(acc)]
+                    t2, k2 = t - n * r.q, k - n
+                    # the rest from any allowed rows (a lower bound on what rows i+1.. can do)
+                    if any(acc2[w] + tabs[w][k2, t2] > caps[w] for w in range(len(weights))):
+                        continue
+                    stack.append((i + 1, t2, k2, acc2, chosen + (((r.q, n),) if n else ())))
+    return out
+
+
+def _undominated(c: int, ds: list, size) -> list:
+    """``ds`` without the distributions another one dominates: D dominates D' when D's groups
+    can be matched to distinct groups of D' that use at least as much CPU and memory (in a
+    packing, D' can then be swapped for D). Only for up to 400 distributions (pairwise test)."""
+    if len(ds) > 400:
+        return ds
+    items = [[(size(c, q, Q, "cpu"), size(c, q, Q, "mem")) for q, Q, n in dd for _ in range(n)] for dd in ds]
+
+    def fits(a, b) -> bool:  # every group of a matched into a distinct group of b, no bigger
+        if len(a) > len(b):
+            return False
+        match = [-1] * len(b)
+
+        def augment(i, seen) -> bool:
+            for j, y in enumerate(b):
+                if j in seen or a[i][0] > y[0] or a[i][1] > y[1]:
+                    continue
+                seen.add(j)
+                if match[j] < 0 or augment(match[j], seen):
+                    match[j] = i
+                    return True
+            return False
+
+        return all(augment(i, set()) for i in range(len(a)))
+
+    keep = []
+    for i in range(len(ds)):
+        if not any(j != i and fits(items[j], items[i]) and (not fits(items[i], items[j]) or j < i) for j in range(len(ds))):
+            keep.append(ds[i])
+    return keep
+
+
+def packing_check(d, R, tables: dict, L: int, deadline: float | None):
+    """Is there a plan on exactly L interchangeable slots? ("infeasible", None) when none
+    exists, ("feasible", q) with a plan q on d's first L slots (checked by ``valid``), or
+    ("unknown", None). Every component's total usage in such a plan is at most L slots less
+    the others' least usages (``usage_tables``), so only its distributions within that budget
+    are listed (``distributions``); a CP-SAT model then chooses one per component and packs
+    its groups into L slots (CPU and memory rounded down to 10^-4 %: a relaxation, so
+    "infeasible" is a proof; a plan found is checked exactly). When a listing is too long, the
+    budgets are cut (a plan search only: "infeasible" then says "unknown")."""
+    cap = 100.0 * (1 + 1e-6)
+    if (tables is None or L < 1 or L > d.S or L >= len(tables[EVEN_WEIGHTS[0]][0])
+            or any(x is not None for x in d.max_per_node) or not all(all(a) for a in d.allowed)):
+        return "unknown", None
+    tot = {w: sum(U[L] for U in tables[w]) for w in EVEN_WEIGHTS}
+    if any(tot[w] > cap * L * (1 + 1e-9) for w in EVEN_WEIGHTS):
+        return "infeasible", None
+    room = {w: cap * L - tot[w] for w in EVEN_WEIGHTS}
+    listing = None if deadline is None else time.monotonic() + 0.6 * (deadline - time.monotonic())
+    scaled = [c for c in range(d.C) if d.rho[c] > 0 and R[c] and all(r.scaled for r in R[c])]
+    lists = {}
+    for complete in (True, False):
+        # complete: every distribution a plan on L slots may use (then "infeasible" is a
+        # proof). Past the listing's limits (3,000 distributions or 100,000 search nodes,
+        # about 1 s) a search for a plan only: each component's budget is its least usage plus
+        # room / (number of rate-scaled components), halved until its listing fits
+        lists = {}
+        for c in scaled:
+            share = 1.0 if complete else 1.0 / len(scaled)
+            while True:
+                budget = {w: tables[w][c][L] + share * room[w] for w in EVEN_WEIGHTS}
+                ds = distributions(R, c, L, budget, listing, limit=3000, max_nodes=100_000)
+                if ds is not None or complete:
+                    break
+                share /= 2
+                if share < 1e-3 or (listing is not None and time.monotonic() > listing):
+                    return "unknown", None
+            if ds is None:
+                break
+            lists[c] = ds
+        else:
+            break
+    comps = []  # per component: list of distributions, each a list of (q, Q, n)
+    for c in range(d.C):
+        if c in lists:
+            comps.append([[(q, Q, n) for q, n in ch] for Q, ch in lists[c]])
+        elif R[c] and all(not r.scaled for r in R[c]):
+            # constant rows: one group of any row (a plan's other groups only add usage)
+            comps.append([[(r.q, 0, 1)] for r in R[c]])
+        else:  # mixed kinds of rows, or no rate: not handled here
+            return "unknown", None
+        if not comps[-1]:
+            return ("infeasible", None) if complete else ("unknown", None)
+    out = _pack(d, R, tables, L, comps, deadline)
+    if out[0] == "infeasible" and not complete:
+        return "unknown", None  # only some distributions were tried
+    return out
+
+
+def _pack(d, R, tables, L, comps, deadline):
+    """``packing_check``'s CP-SAT model over the listed distributions ``comps``."""
+    from ortools.sat.python import cp_model
+
+    by = [{r.q: r for r in R[c]} for c in range(d.C)]
+
+    def size(c, q, Q, attr):
+        r = by[c][q]
+        return getattr(r, "a_" + attr) / Q if r.scaled and Q else getattr(r, attr)
+
+    comps = [_undominated(c, ds, size) for c, ds in enumerate(comps)]
+    # "fluid" components (every group under 1 % CPU and memory): only their least total usage
+    # is kept, against the slots' total free room (a relaxation); they are placed afterwards
+    fluid = [c for c, ds in enumerate(comps) if len(ds) > 1 and all(
+        size(c, q, Q, a) < 1.0 for dd in ds for q, Q, _ in dd for a in ("cpu", "mem"))]
+
+    m = cp_model.CpModel()
+    x = {}
+    load_c = [[] for _ in range(L)]
+    load_m = [[] for _ in range(L)]
+    for c, ds in enumerate(comps):
+        if c in fluid:
+            continue
+        y = [m.NewBoolVar("") for _ in ds]
+        m.AddExactlyOne(y)
+        types = sorted({(q, Q) for dd in ds for q, Q, _ in dd})
+        for b in range(L):
+            here = []
+            for t in types:
+                v = x[(c, b, t)] = m.NewBoolVar("")
+                here.append(v)
+                load_c[b].append(math.floor(SCALE * size(c, *t, "cpu") + 1e-6) * v)
+                load_m[b].append(math.floor(SCALE * size(c, *t, "mem") + 1e-6) * v)
+            m.AddAtMostOne(here)
+        for t in types:
+            m.Add(sum(x[(c, b, t)] for b in range(L)) == sum(n * y[i] for i, dd in enumerate(ds) for q, Q, n in dd if (q, Q) == t))
+    # sizes rounded down lose < 1 unit each; the evaluator allows 100 (1 + 1e-6) % = 1 unit
+    capu = 100 * SCALE + 1
+    cl = []
+    for b in range(L):
+        m.Add(sum(load_c[b]) <= capu)
+        m.Add(sum(load_m[b]) <= capu)
+        lb = m.NewIntVar(0, capu, "")
+        m.Add(lb == sum(load_c[b]))
+        cl.append(lb)
+        for c1, c2 in d.incompatible:
+            m.Add(sum(v for (c, bb, _), v in x.items() if bb == b and c in (c1, c2)) <= 1)
+    for b in range(L - 1):  # the slots are interchangeable: order them by CPU load
+        m.Add(cl[b] >= cl[b + 1])
+    if fluid:  # sum of room >= the fluid components' least usage (rounded down: still valid)
+        for attr, w, loads in (("cpu", (1.0, 0.0), load_c), ("mem", (0.0, 1.0), load_m)):
+            need = math.floor(SCALE * sum(tables[w][c][L] for c in fluid) * (1 - 1e-9))
+            m.Add(sum(sum(ld) for ld in loads) <= capu * L - need)
+    tl = None if deadline is None else deadline - time.monotonic()
+    if tl is not None and tl <= 0.05:
+        return "unknown", None
+    # one worker, no LP: measured on Star 100 tuples/s at 6 slots (infeasible), 2.6 s against
+    # 12-28 s for two workers or linearization levels 1-2 (load average 6 on 2 cores)
+    solver = cp_model.CpSolver()
+    if tl is not None:
+        solver.parameters.max_time_in_seconds = float(tl)
+    solver.parameters.num_workers = 1
+    solver.parameters.linearization_level = 0
+    st = solver.Solve(m)
+    out = core.Outcome({cp_model.INFEASIBLE: "infeasible", cp_model.OPTIMAL: "optimal",
+                        cp_model.FEASIBLE: "feasible"}.get(st, "unknown"))
+    sol = solver
+    if out.status == "infeasible":
+        return "infeasible", None
+    if out.status not in ("optimal", "feasible"):
+        return "unknown", None
+    q = {(c, b): t[0] for (c, b, t), v in x.items() if sol.Value(v)}
+    for c in fluid:  # place each fluid component: its distributions, least usage first, first fit
+        for dd in sorted(comps[c], key=lambda dd: sum(n * size(c, qq, Q, "cpu") for qq, Q, n in dd)):
+            groups = [qq for qq, Q, n in dd for _ in range(n)]
+            if len(groups) > L:
+                continue
+            trial = dict(q)
+            trial.update({(c, b): qq for b, qq in zip(range(L - 1, -1, -1), groups)})  # least loaded first
+            if valid(d, R, trial):
+                q = trial
+                break
+        else:
+            return "unknown", None
+    return ("feasible", q) if valid(d, R, q) else ("unknown", None)

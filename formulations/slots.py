@@ -38,6 +38,8 @@ from planner.registry import register
 
 from . import _slotpatterns as _sp
 from . import _slotsrate as _sr
+from ._slotscommon import cover as _cover, cpsat_tail, cpsat_threads
+from ._slotscommon import price_weights as _price_weights, symmetry as _symmetry
 from . import gap as core
 
 OPTIONS = {"hint": None, "max_instances": 10, "model": "auto"}
@@ -148,12 +150,6 @@ def _pct(x: float) -> int:
     return math.ceil(x * PCT_SCALE - 1e-6)
 
 
-def _price_weights(d: SlotsData) -> tuple[list[int], int]:
-    """Integer node prices (10^-4 resolution) and the weight of one slot, which exceeds any cost."""
-    pw = [round(p * 10_000) for p in d.price]
-    return pw, sum(pw) + 1
-
-
 def _no_option(d: SlotsData) -> str | None:
     for c, cid in enumerate(d.comps):
         if not d.options[c]:
@@ -175,8 +171,7 @@ def _cpsat(d: SlotsData, hint, time_limit, seed):
     Q = []
     for c in range(d.C):
         qmax = max(o.q for o in d.options[c]) * d.S
-        Q.append(_sr.cpsat_threads(d, m, u, v, c, d.options[c], 1, qmax,
-                                   lambda cc, vv, add: _cover(d, cc, vv, add)))
+        Q.append(cpsat_threads(d, m, u, v, c, d.options[c], 1, qmax))
     for s in range(d.S):
         cpu = [_pct(o.cpu) * v[(c, s, o.q)] for c in range(d.C) for o in d.options[c] if (c, s, o.q) in v]
         mem = [_pct(o.mem) * v[(c, s, o.q)] for c in range(d.C) for o in d.options[c] if (c, s, o.q) in v]
@@ -194,36 +189,12 @@ def _cpsat(d: SlotsData, hint, time_limit, seed):
             b = [v[k] for k in v if k[1] == s and k[0] == c2]
             if a and b:
                 m.Add(sum(both) <= 1)
-    big = _sr.cpsat_tail(d, m, v, u, w, d.options, hint, _symmetry, _price_weights)
+    big = cpsat_tail(d, m, v, u, w, d.options, hint)
     out, sol = core.run_cpsat(m, time_limit, seed)
     q = None
     if out.status in ("optimal", "feasible"):
         q = {(c, s): qq for (c, s, qq), x in v.items() if sol.Value(x)}
     return out, q, big
-
-
-def _cover(d: SlotsData, c: int, v: dict, add, total=sum) -> None:
-    """Redundant cut: the slots' peak rates cover the component's rate. The shares q_s / Q_c
-    sum to 1 and each is at most peak_s / rho_c, so sum_s peak_s >= rho_c. It tightens the LP
-    relaxation a lot; it removes no allocation."""
-    if d.rho[c] <= 0 or any(math.isinf(o.peak) for o in d.options[c]):
-        return
-    terms = [(o.peak, v[(c, s, o.q)]) for s in range(d.S) for o in d.options[c] if (c, s, o.q) in v]
-    if terms:
-        top = max(pk for pk, _ in terms)
-        scale = 1000.0 / top  # integer coefficients for CP-SAT: round the peaks up (still valid)
-        add(total(math.ceil(pk * scale) * x for pk, x in terms) >= math.floor(d.rho[c] * scale))
-
-
-def _symmetry(d: SlotsData, add, u, w) -> None:
-    """Slots of one node are interchangeable: use them in port order. Identical neighbouring
-    nodes (price, site, slots, pins): use them in id order."""
-    for s in range(d.S - 1):
-        if d.slot_node[s] == d.slot_node[s + 1]:
-            add(u[s] >= u[s + 1])
-    for k in range(len(d.nodes) - 1):
-        if d.node_ident[k] == d.node_ident[k + 1]:
-            add(w[k] >= w[k + 1])
 
 
 def _milp(d: SlotsData, hint, time_limit, solver):
@@ -533,21 +504,68 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         return big * len(used) + sum(pw[k] for k in {d.slot_node[s] for s in used})
 
     best = min(seeds, key=obj) if seeds else None
+    # the even-routing volume bound (least usage of each component within L slots): no plan
+    # has fewer slots; computed up to the best seed's count less one (milliseconds to a second)
+    n0 = None if best is None else len({s for (_, s) in best})
+    lmax = d.S if n0 is None else min(d.S, n0 - 1)
+    t_eb = time.monotonic()
+    tables = _sr.usage_tables(d, R, lmax, None if deadline is None else t_eb + left(0.25))
+    eb = _sr.even_bound(d, R, lmax, tables=tables) if tables is not None else None
+    details["even_bound"] = {"slots": eb, "seconds": round(time.monotonic() - t_eb, 3)}
+    if eb is not None and eb > d.S:
+        return Result(problem="slots", method=method, status=Status.INFEASIBLE, details=details,
+                      message="no thread allocation sustains the target rate within the slots "
+                              "(proven under rate usage: the components' least usage exceeds every slot)")
+    interchangeable = _sp.applicable(d) is None  # no pins, no max_per_node: any slot holds any content
+    if n0 is not None and eb is not None and eb >= n0 and interchangeable:
+        # the best seed's slot count is proven; the cheapest nodes holding n0 slots give the cost
+        nodes = _sp.cheapest_nodes(d, n0)
+        moved = _sr.remap(d, best, nodes) if nodes is not None else None
+        if moved is not None and checked(d, moved):
+            best = moved if obj(moved) <= obj(best) else best
+            details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in best})
+            return Result(problem="slots", method=method, status=Status.OPTIMAL, plan=make_plan(d, best),
+                          bound=float(n0), details=details)
+    # the packing check from the bound up (before the full model: where the bound is tight it
+    # proves the count, or finds a plan on exactly that many slots, in seconds)
+    packed = set()  # slot counts the packing check has tried
+    if interchangeable and n0 is not None and eb is not None:
+        L = eb
+        while L < n0 and (deadline is None or left() > 0.5):
+            t_pk = time.monotonic()
+            pk, qk = _sr.packing_check(d, R, tables, L, None if deadline is None else t_pk + left(0.75))
+            packed.add(L)
+            details.setdefault("packing", []).append({"slots": L, "status": pk, "seconds": round(time.monotonic() - t_pk, 3)})
+            if pk == "infeasible":
+                L += 1
+                continue
+            if pk == "feasible":
+                best = qk
+            break
+        eb = L  # no plan has fewer slots
+        n1 = len({s for (_, s) in best})
+        if eb >= n1:
+            nodes = _sp.cheapest_nodes(d, n1)
+            moved = _sr.remap(d, best, nodes) if nodes is not None else None
+            if moved is not None and checked(d, moved):
+                best = moved if obj(moved) <= obj(best) else best
+                details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in best})
+                return Result(problem="slots", method=method, status=Status.OPTIMAL, plan=make_plan(d, best),
+                              bound=float(n1), details=details)
     run = _sr.cpsat if backend == "cpsat" else _sr.milp
-    args = dict(symmetry=_symmetry, cover=lambda c, v, add, total=sum: _cover(d, c, v, add, total),
-                price_weights=_price_weights)
-    def attempt(limit, relaxed, dd=d, start="best"):
+    args = dict(min_slots=eb or 0)
+    def attempt(limit, relaxed, dd=d, start="best", cuts=None, min_slots=None):
         """One model; a solver that fails (CBC has exited abnormally on the Diamond micro-DAG's
         share model) proves nothing and finds nothing: say so and keep the seeds."""
         h = best if start == "best" else start
+        extra = args if min_slots is None else args | {"min_slots": min_slots}
         try:
             if backend == "cpsat":
-                return run(dd, R, h, limit, seed, relaxed=relaxed, **args)[:2] + (None,)
-            return run(dd, R, h, limit, backend, seed, relaxed=relaxed, **args)[:2] + (None,)
+                return run(dd, R, h, limit, relaxed, seed=seed, cuts=cuts, **extra)[:2] + (None,)
+            return run(dd, R, h, limit, relaxed, solver=backend, cuts=cuts, **extra)[:2] + (None,)
         except Exception as e:  # noqa: BLE001 - a solver's failure is reported, not raised
             return core.Outcome("unknown"), None, f"{type(e).__name__}: {e}"[:300]
 
-    interchangeable = _sp.applicable(d) is None  # no pins, no max_per_node: any slot holds any content
     out, q, err = attempt(left(0.5 if interchangeable else 0.8), True)
     details["relaxation"] = {"status": out.status, "seconds": round(out.seconds, 3)} | ({"error": err} if err else {})
     proven = out.status in ("optimal", "cutoff")  # cutoff: nothing beats the seed given as a cutoff (MILP)
@@ -571,11 +589,28 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         # passes is the optimal slot count; the cheapest node set holding n slots then gives
         # the cost.
         n = len({s for (_, s) in best})
-        floor_ = max(_sr.volume_bound(d, R), _sr.slot_bound(out.bound, big) or 0)
+        floor_ = max(_sr.volume_bound(d, R), eb or 0, _sr.slot_bound(out.bound, big) or 0)
         descent = {"steps": []}
         while floor_ < n and (deadline is None or left() > 0.2):
+            # first the packing check (near-optimal distributions per component, then CP-SAT):
+            # quick where the bound is tight; the relaxation on floor_ slots gets what is left
+            t_pk = time.monotonic()
+            pk, qk = ("unknown", None) if floor_ in packed else _sr.packing_check(
+                d, R, tables, floor_, None if deadline is None else t_pk + left(0.6))
+            if floor_ not in packed:
+                descent["steps"].append({"slots": floor_, "packing": pk, "seconds": round(time.monotonic() - t_pk, 3)})
+            if pk == "infeasible":
+                floor_ += 1
+                continue
+            if pk == "feasible":  # a plan on floor_ slots, checked: the optimal count
+                best, n = qk, floor_
+                break
+            if deadline is not None and left() <= 0.2:
+                break
             dk = _sr.first_slots(d, floor_)
-            ok, qk, _ = attempt(left(), True, dk, None)
+            # on floor_ slots (no plan has fewer): every slot is used, and each component's
+            # least groups and usage within floor_ slots (component_cuts) are valid cuts
+            ok, qk, _ = attempt(left(), True, dk, None, _sr.component_cuts(d, tables, floor_), floor_)
             descent["steps"].append({"slots": floor_, "status": ok.status})
             if ok.status == "infeasible":
                 floor_ += 1
@@ -601,14 +636,14 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
     if best is None:
         lb = _sr.slot_bound(out.bound, big)
         return Result(problem="slots", method=method, status=Status.UNKNOWN, details=details,
-                      bound=float(max(vb, lb or 0)),
+                      bound=float(max(vb, eb or 0, lb or 0)),
                       message="time limit reached before any allocation")
     n = len({s for (_, s) in best})
     if proven:
         status, bound, msg = Status.OPTIMAL, float(n), ""
     else:
         lb = _sr.slot_bound(out.bound, big)
-        bound = float(min(n, max(vb, lb or 0, descent["bound"] if descent else 0)))
+        bound = float(min(n, max(vb, eb or 0, lb or 0, descent["bound"] if descent else 0)))
         status = Status.FEASIBLE
         msg = "stopped by the time limit: best allocation so far, with the proven bound"
         if err:
