@@ -471,3 +471,167 @@ class RackTable(_TableColumns):
         coefs.update({("link", self.ri, k): -float(q) for k, q in key})
         coefs[self.conv] = 1.0
         return Column(self.fi, float(self.val[r]), coefs, key, key)
+
+
+def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict[int, int],
+                        deadline: float | None = None, cap: int = 5_000_000,
+                        delta0: float | None = None) -> tuple[float, list] | None | str:
+    """Exact single-rack solve without an integer master: the best node + worker co-location of
+    a rack holding exactly z, over the node tables of ``sub`` (a ``_rack_sub`` model whose
+    families all have a :class:`TablePricer`), from its Lagrangian (``ub``, ``duals``,
+    ``maxrc``: the converged column generation of ``sub``).
+
+    Every node takes one table row y <= z; the rows of the rack's nodes sum to z. With the
+    duals, sum over nodes of rc(y) = value - pi . b, so a plan's value is ub - sum of the losses
+    l(y) = maxrc_f - rc(y) >= 0. For a margin delta, the rows with l(y) <= delta are combined
+    node by node (a max-plus convolution over count vectors, restricted to partial sums <= z and
+    partial losses <= delta, keeping the least loss per partial sum: what the nodes not yet
+    placed can do depends only on the sum so far), and the last node's row is looked up as
+    z minus the partial sum. A plan of loss L <= delta has every node's loss and every partial
+    loss <= L, so it is in that search: the least loss found, when <= delta, is the optimum.
+    Otherwise delta doubles, capped by the least loss of the plans the last look-up met (their
+    losses exceed delta, but the optimum's is at most theirs), until it covers the largest loss
+    a plan can have; then no plan means none exists.
+
+    Returns (value, [(family name, Column, count)]), None if the rack has no plan, or
+    "incomplete" (over ``cap`` partial sums, or past ``deadline``)."""
+    fams = sub.families
+    prs = [f.table for f in fams]
+    if not fams or any(not isinstance(p, TablePricer) for p in prs):
+        return "incomplete"
+    K = prs[0].t.K
+    axes = [k for k in range(K) if z.get(k, 0) > 0]
+    zv = np.array([int(z[k]) for k in axes], dtype=np.int64)
+    A = len(axes)
+    bits = max(int(zv.max()).bit_length() + 1 if A else 1, 2)
+    if A * bits > 62:
+        return "incomplete"
+    shift = np.array([1 << (bits * k) for k in range(A)], dtype=np.int64)
+    guard = int(sum(1 << (bits * k + bits - 1) for k in range(A)))
+    radix = zv + 1
+    mult = np.ones(A, dtype=np.int64)
+    for k in range(A - 2, -1, -1):
+        mult[k] = mult[k + 1] * radix[k + 1]
+    zcode = int(zv @ mult) if A else 0
+    zg = (int(zv @ shift) if A else 0) | guard  # z with guard bits: z - w stays guarded iff w <= z
+    scale = max(1.0, abs(ub))
+    tol = 1e-9 * scale
+    loss, sub_y, codes, enc = [], [], [], []
+    for fi, pr in enumerate(prs):
+        lo = maxrc[fi] - pr.rc(duals)
+        loss.append(np.maximum(lo, 0.0))
+        Y = pr.t.Y[pr.idx][:, axes].astype(np.int64) if A else np.zeros((len(pr.idx), 0), dtype=np.int64)
+        sub_y.append(Y)
+        codes.append(Y @ mult if A else np.zeros(len(Y), dtype=np.int64))
+        enc.append(Y @ shift if A else np.zeros(len(Y), dtype=np.int64))
+    seq = [fi for fi, f in enumerate(fams) for _ in range(f.count)]
+    if not seq:
+        return (0.0, []) if zcode == 0 else None
+    # the largest loss a plan can have: past it every combination is in the search
+    top = sum(float(loss[fi].max()) if len(loss[fi]) else 0.0 for fi in seq)
+    delta = max(1e-3 * scale, 1e-6) if delta0 is None else max(delta0, 1e-6)
+    inc = math.inf
+    while True:
+        cand = []
+        for fi in range(len(prs)):
+            rows = np.flatnonzero(loss[fi] <= delta + tol)
+            rows = rows[np.argsort(loss[fi][rows], kind="stable")]
+            cand.append(rows)
+        # partial sums after the first node: (code, guarded rest z - w, loss, back-pointers)
+        r0 = cand[seq[0]]
+        st_code, st_rest, st_loss = codes[seq[0]][r0], zg - enc[seq[0]][r0], loss[seq[0]][r0]
+        ok = (st_rest & guard) == guard
+        st_code, st_rest, st_loss = st_code[ok], st_rest[ok], st_loss[ok]
+        backs = [(np.full(int(ok.sum()), -1), r0[ok])]
+        for step, fi in enumerate(seq[1:-1], start=1):
+            rows = cand[fi]
+            order = np.argsort(st_loss, kind="stable")
+            st_code, st_rest, st_loss = st_code[order], st_rest[order], st_loss[order]
+            parts = []
+            total = 0
+            for j in range(len(rows)):
+                if j % 256 == 0 and deadline is not None and time.monotonic() > deadline:
+                    return "incomplete"
+                r = rows[j]
+                lr = loss[fi][r]
+                n = int(np.searchsorted(st_loss, delta + tol - lr, side="right"))
+                if n == 0:
+                    break  # rows are sorted by loss: no later row fits either
+                rest = st_rest[:n] - enc[fi][r]
+                hit = np.flatnonzero((rest & guard) == guard)
+                if len(hit):
+                    parts.append((hit, np.full(len(hit), r), rest[hit]))
+                    total += len(hit)
+                    if total > cap:
+                        return "incomplete"
+            if not parts:
+                st_code = np.zeros(0, dtype=np.int64)
+                break
+            prev = np.concatenate([p[0] for p in parts])
+            rr = np.concatenate([p[1] for p in parts])
+            rest = np.concatenate([p[2] for p in parts])
+            code = st_code[prev] + codes[fi][rr]
+            lo = st_loss[prev] + loss[fi][rr]
+            # the least loss per partial sum (the nodes left only see the sum)
+            o = np.lexsort((lo, code))
+            first = np.ones(len(o), dtype=bool)
+            first[1:] = code[o][1:] != code[o][:-1]
+            keep = o[first]
+            # back-pointers refer to the previous level's rows in its stored order
+            backs[-1] = tuple(b[order] for b in backs[-1])
+            backs.append((prev[keep], rr[keep]))
+            st_code, st_rest, st_loss = code[keep], rest[keep], lo[keep]
+        found = None
+        if len(st_code):
+            last = seq[-1]
+            if len(seq) == 1:
+                hitz = np.flatnonzero(st_code == zcode)
+                if len(hitz):
+                    found = int(hitz[np.argmin(st_loss[hitz])])
+                    best_loss = float(st_loss[found])
+            else:
+                rows = cand[last]
+                lc = codes[last][rows]
+                o = np.argsort(lc, kind="stable")
+                lc, lrows = lc[o], rows[o]
+                want = zcode - st_code
+                pos = np.minimum(np.searchsorted(lc, want), max(len(lc) - 1, 0))
+                hit = (lc[pos] == want) if len(lc) else np.zeros(len(want), dtype=bool)
+                if hit.any():
+                    tot = np.where(hit, st_loss + loss[last][lrows[pos]], np.inf)
+                    i = int(np.argmin(tot))
+                    if tot[i] <= delta + tol:
+                        found = (i, int(lrows[pos[i]]))
+                        best_loss = float(tot[i])
+                    else:  # a plan, but maybe not the best: the optimum's loss is at most its
+                        inc = min(inc, float(tot[i]))
+        if found is not None:
+            # read the rows back level by level
+            picks = []
+            if len(seq) == 1:
+                picks.append((seq[0], int(backs[0][1][found])))
+            else:
+                i, rl = found
+                picks.append((seq[-1], rl))
+                for lvl in range(len(backs) - 1, -1, -1):
+                    prev, rr = backs[lvl]
+                    picks.append((seq[lvl], int(rr[i])))
+                    i = int(prev[i])
+            value = 0.0
+            tot = np.zeros(A, dtype=np.int64)
+            cnt: dict = {}
+            for fi, r in picks:
+                pr = prs[fi]
+                value += float(pr.val[r])
+                tot += sub_y[fi][r]
+                key = (fi, int(r))
+                cnt[key] = cnt.get(key, 0) + 1
+            assert (tot == zv).all() and abs(value - (ub - best_loss)) <= 1e-6 * scale, (value, ub, best_loss)
+            chosen = [(fams[fi].name, prs[fi].column(r), c) for (fi, r), c in cnt.items()]
+            return value, chosen
+        if delta >= top:
+            return None  # every row was in: no combination covers z
+        if deadline is not None and time.monotonic() > deadline:
+            return "incomplete"
+        # the optimum's loss is above delta and at most that of any plan seen (inc)
+        delta = min(2 * delta, inc, top + tol)

@@ -1019,6 +1019,8 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
     Lagrangian bound UB + sum_r (rc(z_r) - maxrc_r) beats the incumbent, best bound first;
     for each, solve every rack's node problem exactly (single-rack configuration model, whose
     LP is tight). The margin delta of the enumerated rack contents grows until it covers the gap."""
+    from ._nodetable import rack_by_convolution
+
     out: dict[str, Any] = {"status": "unknown", "value": None, "bound": None, "chosen": None}
     if incumbent is not None:  # (value, plan) of a known plan
         out.update(status="feasible", value=incumbent[0], chosen=incumbent[1])
@@ -1064,6 +1066,26 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
         if key in cache:
             return cache[key]
         sub = subs.pop(key, None) or _rack_sub(pm, ri, z, info["edges"], model.deadline, node_seed)
+        if all(f.table is not None for f in sub.families):
+            # every node class has a table: the exact max-plus convolution of the node tables
+            # (no integer master); the subproblem's LP gives the Lagrangian it starts from
+            lag = sub_lag.pop(key, None) or sub.generate()
+            if lag[0] is not None:
+                if lag[0] == -math.inf:
+                    cache[key] = None
+                    return None
+                t0 = time.monotonic()
+                conv = rack_by_convolution(sub, lag[0], lag[1], lag[2], z, model.deadline)
+                st["rack_convolution_s"] = round(st.get("rack_convolution_s", 0.0) + time.monotonic() - t0, 3)
+                if conv is None:
+                    cache[key] = None
+                    return None
+                if conv != "incomplete":
+                    st["rack_subproblems"] = st.get("rack_subproblems", 0) + 1
+                    st["rack_convolutions"] = st.get("rack_convolutions", 0) + 1
+                    share(ri, sub)
+                    cache[key] = conv
+                    return conv
         o = run_patterns(sub, backend, threads, cap)
         if o["status"] == "infeasible":
             cache[key] = None
@@ -1077,6 +1099,7 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
         return res
 
     subs: dict[Any, PatternModel] = {}
+    sub_lag: dict[Any, tuple] = {}  # the converged Lagrangian (bound, duals, maxrc) of those
     lp_bound: dict[Any, float] = {}
     sub_duals: list[tuple[int, Any]] = []  # (rack, cover duals) of every single-rack LP solved
 
@@ -1089,7 +1112,7 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
             return -math.inf if cache[key] is None else cache[key][0]
         if key not in lp_bound:
             sub = _rack_sub(pm, ri, dict(zc.payload), info["edges"], model.deadline, node_seed)
-            b, sd, _ = sub.generate()
+            b, sd, _maxrc = sub.generate()
             lp_bound[key] = math.inf if b is None else b
             if sd is not None and b is not None and b > -math.inf:
                 # the cover duals of groups absent from zc are arbitrary (no column uses those
@@ -1101,6 +1124,7 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
                                                 for k in range(len(G))])))
             if b is not None and b > -math.inf:
                 subs[key] = sub
+                sub_lag[key] = (b, sd, _maxrc)
                 share(ri, sub)  # its node columns seed the next subproblems' LPs
             st["rack_lp_bounds"] = st.get("rack_lp_bounds", 0) + 1
         return lp_bound[key]

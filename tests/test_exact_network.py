@@ -435,3 +435,88 @@ def test_rack_dual_term_bounds_every_rack_content():
         mu = mus[-1] + np.where(zv == 0, 1e3, 0.0)
         tight += float(mu @ zv) + P.rack_dual_term(pm, 0, mu) <= lp + 1e-6
     assert tight >= 6
+
+
+# --- exact single-rack solve by max-plus convolution of node tables (branch net-rack) -----------
+
+def _rack_contents(size, n, seed):
+    import numpy as np
+
+    from formulations import _patterns as P
+
+    pm = _network_pm(parse_instance(layered(*size, 0)))
+    pat, info, _ = P.build_network(pm, None, 1)
+    rt = next(f.table for f in pat.families if f.name.startswith("rack"))
+    rows = np.random.default_rng(seed).choice(len(rt.Z), n, replace=False)
+    return pm, info, [{k: int(q) for k, q in enumerate(rt.Z[r]) if q} for r in rows]
+
+
+@pytest.mark.parametrize("size,seed", [((16, 5, 4), 0), ((30, 6, 4), 2), ((40, 6, 6), 1)])
+def test_rack_convolution_agrees_with_configuration_model(size, seed):
+    """rack_by_convolution == the single-rack configuration model (run_patterns, proven) on
+    random rack contents; its columns sum to z, fit the rack's nodes and carry their value."""
+    from formulations import _patterns as P
+    from formulations._nodetable import rack_by_convolution
+
+    pm, info, zs = _rack_contents(size, 12, seed)
+    solved = 0
+    for z in zs:
+        sub = P._rack_sub(pm, 0, z, info["edges"], None, [])
+        ub, duals, maxrc = sub.generate()
+        ref = P.run_patterns(P._rack_sub(pm, 0, z, info["edges"], None, []), "cpsat", 1)
+        if ub == float("-inf") or ref["status"] == "infeasible":
+            assert ref["status"] == "infeasible" and (ub == float("-inf") or
+                                                      rack_by_convolution(sub, ub, duals, maxrc, z) is None)
+            continue
+        assert ref["status"] == "optimal"
+        got = rack_by_convolution(sub, ub, duals, maxrc, z)
+        assert got not in (None, "incomplete")
+        value, chosen = got
+        assert value == pytest.approx(ref["value"], abs=1e-9)
+        tot, nodes, val = {}, 0, 0.0
+        for name, col, cnt in chosen:
+            nodes += cnt
+            val += cnt * col.value
+            for r, x in col.coefs.items():
+                if r[0] == "cover":
+                    tot[r[1]] = tot.get(r[1], 0) + cnt * int(x)
+        assert {k: q for k, q in tot.items() if q} == z
+        assert nodes == sum(f.count for f in sub.families) and val == pytest.approx(value)
+        solved += 1
+    assert solved >= 8
+
+
+def test_rack_convolution_matches_brute_force_over_table_rows():
+    """On a 2-rack 12x5x4 instance (2 nodes per rack): the best pair of node-table rows summing
+    to z, by a plain double loop, == rack_by_convolution, for every rack content."""
+    import itertools
+
+    from formulations import _patterns as P
+    from formulations._nodetable import rack_by_convolution
+
+    pm = _network_pm(parse_instance(layered(12, 5, 4, 0)))
+    pat, info, _ = P.build_network(pm, None, 1)
+    rt = next(f.table for f in pat.families if f.name.startswith("rack"))
+    t = next(f.table for f in pat.families if f.name.startswith("node")).t
+    rows = [(tuple(int(q) for q in t.Y[i]), float(t.value[i])) for i in range(len(t.Y)) if t.sel[i]]
+    best = {}
+    for (a, va), (b, vb) in itertools.product(rows, rows):
+        s = tuple(x + y for x, y in zip(a, b))
+        best[s] = max(best.get(s, float("-inf")), va + vb)
+    checked = 0
+    for zr in rt.Z:
+        z = {k: int(q) for k, q in enumerate(zr) if q}
+        sub = P._rack_sub(pm, 0, z, info["edges"], None, [])
+        assert [f.count for f in sub.families] == [2]
+        ub, duals, maxrc = sub.generate()
+        key = tuple(int(q) for q in zr)
+        if ub == float("-inf"):
+            assert key not in best
+            continue
+        got = rack_by_convolution(sub, ub, duals, maxrc, z)
+        if key not in best:
+            assert got is None
+        else:
+            assert got[0] == pytest.approx(best[key], abs=1e-9)
+        checked += 1
+    assert checked >= 100
