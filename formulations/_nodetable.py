@@ -29,6 +29,15 @@ import numpy as np
 from ._patterns import Column, worker_patterns
 
 NEG = -np.inf
+RACK_CHUNK = 1 << 20  # codes per chunk of a rack table's build (RackTable._contents)
+
+
+def lookup(codes: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Rows of ``c`` in the sorted array ``codes`` (-1 where absent): binary search."""
+    if len(codes) == 0:
+        return np.full(np.shape(c), -1, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(codes, c), len(codes) - 1)
+    return np.where(codes[pos] == c, pos, -1)
 
 
 def _node_vectors(pm, ni: int, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -169,12 +178,19 @@ class NodeTable:
         self.levels = levels
         self.ok = True
 
+    def floats(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, Y as floats, values) of the vectors some split covers (``sel``), made once
+        and shared by every pricer over the whole table and by ``rack_dual_term``."""
+        if "_floats" not in self.__dict__:
+            idx = np.flatnonzero(self.sel)
+            self._floats = (idx, self.Y[idx].astype(np.float64), self.value[idx])
+        return self._floats
+
     def _row(self, c: np.ndarray) -> np.ndarray:
         """Rows of the feasible vectors with codes ``c`` (-1 where none)."""
         if self._lut is not None:
             return self._lut[c]
-        pos = np.minimum(np.searchsorted(self.codes, c), len(self.codes) - 1)
-        return np.where(self.codes[pos] == c, pos, -1)
+        return lookup(self.codes, c)
 
     def _dense_levels(self, radix, codes, nw, deadline) -> list[np.ndarray] | None:
         """W_0..W_nw on the dense box (flattened), -inf where no split covers."""
@@ -334,11 +350,11 @@ class TablePricer(_TableColumns):
     def __init__(self, table: NodeTable, fi: int, conv, rowkey, ybound: dict[int, int] | None = None):
         self.t = table
         self.fi, self.conv, self.rowkey = fi, conv, rowkey
-        mask = table.sel.copy()
-        if ybound is not None:
-            zb = np.array([ybound.get(k, 0) for k in range(table.K)])
-            mask &= (table.Y <= zb).all(axis=1)
-        self.idx = np.flatnonzero(mask)
+        if ybound is None:
+            self.idx, self.Yf, self.val = table.floats()
+            return
+        zb = np.array([ybound.get(k, 0) for k in range(table.K)])
+        self.idx = np.flatnonzero(table.sel & (table.Y <= zb).all(axis=1))
         self.Yf = table.Y[self.idx].astype(np.float64)
         self.val = table.value[self.idx]
 
@@ -420,24 +436,63 @@ class RackTable(_TableColumns):
         mult = np.ones(K, dtype=np.int64)
         for k in range(K - 2, -1, -1):
             mult[k] = mult[k + 1] * radix[k + 1]
-        # column k of the box in code order: 0..cap_k, each repeated mult_k times, tiled
+        # the box in code order, in chunks of the last axes j..K-1 (at most RACK_CHUNK codes): their
+        # decoded block, CPU and memory are computed once; in each chunk the axes before j are
+        # constant, so a chunk is one add, one compare and one gather. Only the contents within
+        # the rack's CPU and memory are ever held, not the whole box.
         wide = cap_cpu >= 2**31 or cap_mem >= 2**31
         acc = np.int64 if wide else np.int32
-        cpu = np.zeros(box, dtype=acc)
-        mem = np.zeros(box, dtype=acc)
-        cols = []
-        for k, g in enumerate(G):
-            zk = np.tile(np.repeat(np.arange(radix[k], dtype=np.int16), mult[k]), box // (radix[k] * mult[k]))
-            cpu += zk.astype(acc) * acc(int(round(g.comp.cpu * 1000)))
-            mem += zk.astype(acc) * acc(int(round(g.comp.memory_mb * 1000)))
-            cols.append(zk)
-        ok = (cpu <= cap_cpu) & (mem <= cap_mem)
-        del cpu, mem
-        Z = np.stack([c[ok] for c in cols], axis=1)
-        codes = np.flatnonzero(ok).astype(np.int64)
-        val = np.zeros(len(Z))
-        for (a, b), w in edges.items():  # co(z) = sum_e w z_a z_b (a != b: no self-streams here)
-            val += w * Z[:, a].astype(np.float64) * Z[:, b]
+        dcpu = np.array([int(round(g.comp.cpu * 1000)) for g in G], dtype=np.int64)
+        dmem = np.array([int(round(g.comp.memory_mb * 1000)) for g in G], dtype=np.int64)
+        zt = np.int8 if int(radix.max(initial=1)) <= 128 else np.int16
+        j = K
+        while j > 0 and int(np.prod(radix[j - 1:])) <= RACK_CHUNK:
+            j -= 1
+        inner = int(np.prod(radix[j:]))
+        icode = np.arange(inner, dtype=np.int64)
+        zin = np.stack([(icode // mult[k]) % radix[k] for k in range(j, K)], axis=1) if j < K else \
+            np.zeros((1, 0), dtype=np.int64)
+        icpu = (zin @ dcpu[j:]).astype(acc)
+        imem = (zin @ dmem[j:]).astype(acc)
+        # co(z) = sum_e w z_a z_b (a != b: no self-streams here) = inner part + prefix part +
+        # the cross terms, linear in the inner block with weights from the prefix
+        W = np.zeros((K, K))
+        for (a, b), w in edges.items():
+            W[a, b] += w
+        zinf = zin.astype(np.float64)
+        ival = np.einsum("ik,kl,il->i", zinf, W[j:, j:], zinf)
+        zin = zin.astype(zt)
+
+        def prefix(o: int) -> tuple[np.ndarray, int, int]:
+            pre = np.array([(o * inner // int(mult[k])) % int(radix[k]) for k in range(j)], dtype=np.int64)
+            return pre, int(pre @ dcpu[:j]), int(pre @ dmem[:j])
+
+        def fits(pc: int, pmem: int) -> np.ndarray:
+            return np.flatnonzero((icpu <= cap_cpu - pc) & (imem <= cap_mem - pmem))
+
+        # two passes (count, then fill) so the table is allocated once, at its size
+        count = 0
+        for o in range(box // inner):
+            _, pc, pmem = prefix(o)
+            if pc <= cap_cpu and pmem <= cap_mem:
+                count += len(fits(pc, pmem))
+        Z = np.empty((count, K), dtype=zt)
+        codes = np.empty(count, dtype=np.int64)
+        val = np.empty(count)
+        at = 0
+        for o in range(box // inner):
+            pre, pc, pmem = prefix(o)
+            if pc > cap_cpu or pmem > cap_mem:
+                continue
+            ok = fits(pc, pmem)
+            end = at + len(ok)
+            Z[at:end, :j] = pre
+            Z[at:end, j:] = zin[ok]
+            codes[at:end] = o * inner + icode[ok]
+            pf = pre.astype(np.float64)
+            cross = pf @ W[:j, j:] + W[j:, :j] @ pf
+            val[at:end] = (ival + zinf @ cross)[ok] + float(pf @ W[:j, :j] @ pf)
+            at = end
         Zf = Z.astype(np.float64) if Z.size <= zf_limit else None  # a float copy for fast pricing
         return Z, val, codes, mult, radix, Zf
 
@@ -445,8 +500,7 @@ class RackTable(_TableColumns):
         """Rows of contents ``z`` (one per line; -1 where z is not a rack content)."""
         c = np.asarray(z, dtype=np.int64) @ self.mult
         inbox = ((np.asarray(z) >= 0) & (np.asarray(z) < self.radix)).all(axis=1)
-        pos = np.minimum(np.searchsorted(self.codes, c), len(self.codes) - 1)
-        return np.where(inbox & (self.codes[pos] == c), pos, -1)
+        return np.where(inbox, lookup(self.codes, c), -1)
 
     def dot(self, pi: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Z pi over all contents (or ``rows``), one column at a time (no float copy of Z)."""

@@ -1235,15 +1235,11 @@ def rack_dual_term(pm, ri: int, mu) -> float:
     from ._nodetable import table_sig
 
     tables = pm.__dict__["_node_tables"]
-    memo = pm.__dict__.setdefault("_table_floats", {})
     tot = 0.0
     for c in node_classes(pm, True):
         if pm.node_rack[c[0]] != ri:
             continue
-        t = tables[table_sig(pm, c[0])]
-        if id(t) not in memo:
-            memo[id(t)] = (t.Y[t.sel].astype(np.float64), t.value[t.sel])
-        Y, v = memo[id(t)]
+        _, Y, v = tables[table_sig(pm, c[0])].floats()  # the copy the master's TablePricer uses
         tot += len(c) * float(np.max(v - Y @ np.asarray(mu, dtype=np.float64)))
     return tot
 
@@ -1269,7 +1265,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     gets its racks' LP bounds; if they beat the incumbent its racks are solved exactly. Optimal
     once no split's bound beats the incumbent; stopped early, the bound is the best left.
     None if not applicable (the caller's enumeration then runs)."""
-    from ._nodetable import RackTable, table_sig
+    from ._nodetable import RackTable, lookup, table_sig
 
     t0 = time.monotonic()
     fams = model.families
@@ -1300,14 +1296,19 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     # can beat the incumbent only if its bound reaches z_best + unit
     need = unit - tol if unit > 10 * tol else tol
     # rack 2's row of s - z for every rack-1 content z, column by column (no K-wide temporaries)
-    c2 = np.zeros(len(rt1.Z), dtype=np.int64)
-    inbox = np.ones(len(rt1.Z), dtype=bool)
-    for k in range(K):
-        rest = s[k] - rt1.Z[:, k].astype(np.int64)
-        inbox &= (rest >= 0) & (rest < rt2.radix[k])
-        c2 += rest * rt2.mult[k]
-    pos = np.minimum(np.searchsorted(rt2.codes, c2), len(rt2.codes) - 1)
-    r2 = np.where(inbox & (rt2.codes[pos] == c2), pos, -1)
+    if (rt1.radix == s + 1).all() and (rt2.radix == s + 1).all():
+        # both boxes are [0, s] in one radix: c(s - z) = c(s) - c(z), and every z <= s
+        c2 = int(s @ rt2.mult) - rt1.codes
+        r2 = lookup(rt2.codes, c2)
+    else:
+        c2 = np.zeros(len(rt1.Z), dtype=np.int64)
+        inbox = np.ones(len(rt1.Z), dtype=bool)
+        for k in range(K):
+            rest = s[k] - rt1.Z[:, k].astype(np.int64)
+            inbox &= (rest >= 0) & (rest < rt2.radix[k])
+            c2 += rest * rt2.mult[k]
+        r2 = np.where(inbox, lookup(rt2.codes, c2), -1)
+        del inbox
     rc1, rc2 = rt1.rc(duals), rt2.rc(duals)
     f1, f2 = rack_f
     lag = np.full(len(r2), -np.inf)
@@ -1316,7 +1317,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     if sig[racks[0]] == sig[racks[1]] and rt1.Z is rt2.Z:
         lag[rt1.codes < c2] = -np.inf  # interchangeable racks: z >= s - z in code order
     cand = np.flatnonzero(lag > z_best + need)
-    del rc1, rc2, c2, inbox, pos
+    del rc1, rc2, c2
     st["two_rack_splits"] = int(len(cand))
     st["two_rack_setup_s"] = round(time.monotonic() - t0, 2)
     r1c, r2c, lagc = cand, r2[cand], lag[cand]
@@ -1343,13 +1344,16 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     used = 0
     alive = np.ones(len(cand), dtype=bool)
     st["rack_tuples"] = 0
+    stale = True  # the split bounds are recomputed only after new multipliers tightened node_part
     while True:
-        bnd = np.where(alive, np.minimum(lagc, val + node_part[0] + node_part[1]), -np.inf)
-        if 2 * np.count_nonzero(bnd > z_best + need) < len(bnd):  # drop the splits already beaten
-            keep = np.flatnonzero(bnd > z_best + need)
-            r1c, r2c, lagc, val, bnd, alive = r1c[keep], r2c[keep], lagc[keep], val[keep], bnd[keep], alive[keep]
-            Zs = [Zs[0][keep], Zs[1][keep]]
-            node_part = [node_part[0][keep], node_part[1][keep]]
+        if stale:
+            bnd = np.where(alive, np.minimum(lagc, val + node_part[0] + node_part[1]), -np.inf)
+            stale = False
+            if 2 * np.count_nonzero(bnd > z_best + need) < len(bnd):  # drop the splits already beaten
+                keep = np.flatnonzero(bnd > z_best + need)
+                r1c, r2c, lagc, val, bnd, alive = r1c[keep], r2c[keep], lagc[keep], val[keep], bnd[keep], alive[keep]
+                Zs = [Zs[0][keep], Zs[1][keep]]
+                node_part = [node_part[0][keep], node_part[1][keep]]
         i = int(np.argmax(bnd)) if len(bnd) else -1
         top = -math.inf if i < 0 else float(bnd[i])
         if top <= z_best + need:
@@ -1361,11 +1365,13 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
             out["bound"] = grid(min(ub, top))
             return out
         alive[i] = False
+        bnd[i] = -np.inf
         tup = [rt1.column(int(r1c[i])), rt2.column(int(r2c[i]))]
         lpb = float(val[i]) + sum(rack_bound(ri, c) for ri, c in zip(racks, tup))
         while used < len(sub_duals):
             add_mu(*sub_duals[used])
             used += 1
+            stale = True
         if lpb <= z_best + need:
             st["rack_tuples_pruned"] = st.get("rack_tuples_pruned", 0) + 1
             continue
@@ -1379,6 +1385,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
         if total > z_best:
             z_best, best = total, parts
             out.update(status="feasible", value=z_best, chosen=best)
+            stale = True  # a chance to drop the splits it beats
 
 
 def seed_network(pm, model: PatternModel, info: dict, plan: Plan) -> float | None:

@@ -394,6 +394,30 @@ def _two_rack_vs_enumeration(size, monkeypatch):
     assert r.bound == pytest.approx(r.objective, abs=TOL)
 
 
+@pytest.mark.parametrize("chunk", [1 << 20, 1, 7, 60])
+def test_rack_table_chunks_agree(chunk, monkeypatch):
+    """The rack table built in chunks of the last axes (prefix constant per chunk, value from
+    inner, cross and prefix terms) == the one built in one piece, whatever the chunk size."""
+    import numpy as np
+
+    import formulations._nodetable as NT
+
+    pm = _network_pm(parse_instance(layered(20, 5, 4, 0)))
+    edges = {(0, 1): 0.5, (1, 3): 0.25, (2, 4): 1.0, (0, 4): 0.125, (3, 4): 2.0}
+    G = pm.groups
+    nodes = [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == 0]
+    caps = [min(g.size, sum(pm.node_cap(g, ni) for ni in nodes)) for g in G]
+    cpu = int(sum(pm.nodes[ni].cpu for ni in nodes) * 1000)
+    mem = int(sum(pm.nodes[ni].memory_mb for ni in nodes) * 1000)
+    ref = NT.RackTable._contents(pm, caps, cpu, mem, edges, 10**7)
+    monkeypatch.setattr(NT, "RACK_CHUNK", chunk)
+    got = NT.RackTable._contents(pm, caps, cpu, mem, edges, 10**7)
+    assert len(ref[0]) > 100 and (got[0] == ref[0]).all() and (got[2] == ref[2]).all()
+    assert np.allclose(got[1], ref[1], atol=1e-9)
+    want = sum(w * ref[0][:, a].astype(float) * ref[0][:, b] for (a, b), w in edges.items())
+    assert np.allclose(ref[1], want, atol=1e-9)
+
+
 @pytest.mark.parametrize("size", [(16, 5, 4), (20, 5, 4)])
 def test_two_rack_search_agrees_with_enumeration(size, monkeypatch):
     _two_rack_vs_enumeration(size, monkeypatch)
