@@ -1249,8 +1249,11 @@ def _rack_box(pm, ri: int) -> int:
     return math.prod(min(g.size, sum(pm.node_cap(g, ni) for ni in nodes)) + 1 for g in pm.groups)
 
 
+TWO_RACK_TABLE_LIMIT = 30_000_000  # rack boxes up to this are scanned whole (RackTable), larger ones by _splits_above
+
+
 def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, best, out, st,
-                     rack_bound, solve_rack, sub_duals, scale, edges, box_limit: int = 30_000_000,
+                     rack_bound, solve_rack, sub_duals, scale, edges, box_limit: int | None = None,
                      unit: float = 0.0) -> dict | None:
     """Two racks whose contents and node classes all have tables: best-first search over every
     rack-1 content z (rack 2 holds s - z), vectorised over the rack table, with no enumeration
@@ -1269,18 +1272,6 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
 
     t0 = time.monotonic()
     fams = model.families
-    rts = [fams[fi].table for fi in rack_f]
-    for i, (ri, fi) in enumerate(zip(racks, rack_f)):
-        if not isinstance(rts[i], RackTable):  # too big to price with; the search only needs it once
-            # about 2e6 contents a second to build and scan on the shared 2-core machine (load 6):
-            # not started unless 80 % of the time left covers it (the margin enumeration it
-            # replaces does not finish at these sizes either; a search stopped early keeps a
-            # valid bound)
-            if model.deadline is not None and _rack_box(pm, ri) / 2e6 > 0.8 * (model.deadline - time.monotonic()):
-                return None
-            rts[i] = RackTable(pm, ri, edges, fi, fams[fi].conv_row, box_limit=box_limit)
-            if not rts[i].ok:
-                return None
     tables = pm.__dict__.get("_node_tables", {})
     classes = {ri: [c for c in node_classes(pm, True) if pm.node_rack[c[0]] == ri] for ri in racks}
     for ri in racks:
@@ -1290,40 +1281,103 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     G = pm.groups
     K = len(G)
     s = np.array([g.size for g in G], dtype=np.int64)
-    rt1, rt2 = rts
     tol = 1e-7 * scale
     # plan values are multiples of `unit` (1 / lcm of the topologies' executor counts): a split
     # can beat the incumbent only if its bound reaches z_best + unit
     need = unit - tol if unit > 10 * tol else tol
-    # rack 2's row of s - z for every rack-1 content z, column by column (no K-wide temporaries)
-    if (rt1.radix == s + 1).all() and (rt2.radix == s + 1).all():
-        # both boxes are [0, s] in one radix: c(s - z) = c(s) - c(z), and every z <= s
-        c2 = int(s @ rt2.mult) - rt1.codes
-        r2 = lookup(rt2.codes, c2)
-    else:
-        c2 = np.zeros(len(rt1.Z), dtype=np.int64)
-        inbox = np.ones(len(rt1.Z), dtype=bool)
-        for k in range(K):
-            rest = s[k] - rt1.Z[:, k].astype(np.int64)
-            inbox &= (rest >= 0) & (rest < rt2.radix[k])
-            c2 += rest * rt2.mult[k]
-        r2 = np.where(inbox, lookup(rt2.codes, c2), -1)
-        del inbox
-    rc1, rc2 = rt1.rc(duals), rt2.rc(duals)
     f1, f2 = rack_f
-    lag = np.full(len(r2), -np.inf)
-    ok = r2 >= 0
-    lag[ok] = ub - (maxrc[f1] - rc1[ok]) - (maxrc[f2] - rc2[r2[ok]])
-    if sig[racks[0]] == sig[racks[1]] and rt1.Z is rt2.Z:
-        lag[rt1.codes < c2] = -np.inf  # interchangeable racks: z >= s - z in code order
-    cand = np.flatnonzero(lag > z_best + need)
-    del rc1, rc2, c2
-    st["two_rack_splits"] = int(len(cand))
+    same = sig[racks[0]] == sig[racks[1]]
+    rts = [fams[fi].table for fi in rack_f]
+    # about 2e6 contents a second to build and scan a rack table on the shared 2-core machine
+    # (load 6): used when 80 % of the time left covers it and its box is at most box_limit
+    left = math.inf if model.deadline is None else model.deadline - time.monotonic()
+    box_limit = TWO_RACK_TABLE_LIMIT if box_limit is None else box_limit
+    use_table = all(_rack_box(pm, ri) <= box_limit and (isinstance(rt, RackTable) or _rack_box(pm, ri) / 2e6 <= 0.8 * left)
+                    for ri, rt in zip(racks, rts))
+    if use_table:
+        for i, (ri, fi) in enumerate(zip(racks, rack_f)):
+            if not isinstance(rts[i], RackTable):  # too big to price with; the search only needs it once
+                rts[i] = RackTable(pm, ri, edges, fi, fams[fi].conv_row, box_limit=box_limit)
+                if not rts[i].ok:
+                    return None
+        rt1, rt2 = rts
+        # rack 2's row of s - z for every rack-1 content z
+        if (rt1.radix == s + 1).all() and (rt2.radix == s + 1).all():
+            # both boxes are [0, s] in one radix: c(s - z) = c(s) - c(z), and every z <= s
+            c2 = int(s @ rt2.mult) - rt1.codes
+            r2 = lookup(rt2.codes, c2)
+        else:
+            c2 = np.zeros(len(rt1.Z), dtype=np.int64)
+            inbox = np.ones(len(rt1.Z), dtype=bool)
+            for k in range(K):  # column by column (no K-wide temporaries)
+                rest = s[k] - rt1.Z[:, k].astype(np.int64)
+                inbox &= (rest >= 0) & (rest < rt2.radix[k])
+                c2 += rest * rt2.mult[k]
+            r2 = np.where(inbox, lookup(rt2.codes, c2), -1)
+            del inbox
+        rc1, rc2 = rt1.rc(duals), rt2.rc(duals)
+        lag = np.full(len(r2), -np.inf)
+        ok = r2 >= 0
+        lag[ok] = ub - (maxrc[f1] - rc1[ok]) - (maxrc[f2] - rc2[r2[ok]])
+        if same and rt1.Z is rt2.Z:
+            lag[rt1.codes < c2] = -np.inf  # interchangeable racks: z >= s - z in code order
+        cand = np.flatnonzero(lag > z_best + need)
+        del rc1, rc2, c2
+        r1c, r2c, lagc = cand, r2[cand], lag[cand]
+        Z1, Z2 = rt1.Z[r1c], rt2.Z[r2c]
+        val = rt1.val[r1c] + rt2.val[r2c]
+        st["two_rack_setup"] = "rack table"
+    else:
+        # the rack box is too big to scan: only the splits whose Lagrangian bound beats the
+        # incumbent are generated (_splits_above), group by group
+        nodes = {ri: [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == ri and pm.nodes[ni].slots] for ri in racks}
+        caps = {ri: np.array([min(g.size, sum(pm.node_cap(g, ni) for ni in nodes[ri])) for g in G]) for ri in racks}
+        pi = {ri: np.array([duals.get(("cover", k), 0.0) - duals.get(("link", ri, k), 0.0) for k in range(K)]) for ri in racks}
+        cv = [duals.get(fams[fi].conv_row, 0.0) for fi in rack_f]
+        r1, r2_ = racks
+        # Lagrangian of a split: ub - maxrc_1 - maxrc_2 + rc_1(z) + rc_2(s - z), rc_r(z) = co(z) - pi_r . z - conv_r
+        const = ub - maxrc[f1] - maxrc[f2] - float(pi[r2_] @ s) - cv[0] - cv[1]
+        dem = [[int(round(g.comp.cpu * 1000)) for g in G], [int(round(g.comp.memory_mb * 1000)) for g in G]]
+        capr = {ri: [int(math.floor(sum(pm.nodes[ni].cpu for ni in nodes[ri]) * 1000 + 1e-6)),
+                     int(math.floor(sum(pm.nodes[ni].memory_mb for ni in nodes[ri]) * 1000 + 1e-6))] for ri in racks}
+        got = _splits_above(s, np.maximum(0, s - caps[r2_]), np.minimum(s, caps[r1]), -(pi[r1] - pi[r2_]), edges,
+                            const, z_best + need, dem, capr[r1], capr[r2_], deadline=model.deadline)
+        if got is None:
+            return None
+        Z1, lagc = got
+        Z2 = s - Z1
+        if same:  # interchangeable racks: z >= s - z in code order
+            mult = np.ones(K, dtype=np.int64)
+            for k in range(K - 2, -1, -1):
+                mult[k] = mult[k + 1] * (s[k + 1] + 1)
+            keep = Z1 @ mult >= Z2 @ mult
+            Z1, Z2, lagc = Z1[keep], Z2[keep], lagc[keep]
+
+        def co(Z: np.ndarray) -> np.ndarray:
+            out = np.zeros(len(Z))
+            for (a, b), w in edges.items():
+                out += w * Z[:, a].astype(np.float64) * Z[:, b]
+            return out
+
+        val = co(Z1) + co(Z2)
+        st["two_rack_setup"] = "splits above the incumbent"
+    st["two_rack_splits"] = int(len(lagc))
     st["two_rack_setup_s"] = round(time.monotonic() - t0, 2)
-    r1c, r2c, lagc = cand, r2[cand], lag[cand]
-    Zs = [rt1.Z[r1c].astype(np.float64), rt2.Z[r2c].astype(np.float64)]
-    val = rt1.val[r1c] + rt2.val[r2c]
-    node_part = [np.full(len(cand), np.inf), np.full(len(cand), np.inf)]
+    Zs = [Z1.astype(np.float64), Z2.astype(np.float64)]
+    Zi = [Z1, Z2]
+    del Z1, Z2
+    node_part = [np.full(len(lagc), np.inf), np.full(len(lagc), np.inf)]
+
+    def column(side: int, i: int) -> Column:
+        """The rack column of split i's rack ``side`` (0: z, 1: s - z)."""
+        ri, fi = racks[side], rack_f[side]
+        z = Zi[side][i]
+        key = tuple((k, int(q)) for k, q in enumerate(z) if q)
+        coefs = {("cover", k): float(q) for k, q in key}
+        coefs.update({("link", ri, k): -float(q) for k, q in key})
+        coefs[fams[fi].conv_row] = 1.0
+        value = sum(w * z[a] * z[b] for (a, b), w in edges.items())
+        return Column(fi, float(value), coefs, key, key)
 
     def H(ri: int, mu: np.ndarray) -> float:
         return rack_dual_term(pm, ri, mu)
@@ -1342,7 +1396,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
         return max(b, z_best)
 
     used = 0
-    alive = np.ones(len(cand), dtype=bool)
+    alive = np.ones(len(lagc), dtype=bool)
     st["rack_tuples"] = 0
     stale = True  # the split bounds are recomputed only after new multipliers tightened node_part
     while True:
@@ -1351,8 +1405,9 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
             stale = False
             if 2 * np.count_nonzero(bnd > z_best + need) < len(bnd):  # drop the splits already beaten
                 keep = np.flatnonzero(bnd > z_best + need)
-                r1c, r2c, lagc, val, bnd, alive = r1c[keep], r2c[keep], lagc[keep], val[keep], bnd[keep], alive[keep]
+                lagc, val, bnd, alive = lagc[keep], val[keep], bnd[keep], alive[keep]
                 Zs = [Zs[0][keep], Zs[1][keep]]
+                Zi = [Zi[0][keep], Zi[1][keep]]
                 node_part = [node_part[0][keep], node_part[1][keep]]
         i = int(np.argmax(bnd)) if len(bnd) else -1
         top = -math.inf if i < 0 else float(bnd[i])
@@ -1366,7 +1421,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
             return out
         alive[i] = False
         bnd[i] = -np.inf
-        tup = [rt1.column(int(r1c[i])), rt2.column(int(r2c[i]))]
+        tup = [column(0, i), column(1, i)]
         lpb = float(val[i]) + sum(rack_bound(ri, c) for ri, c in zip(racks, tup))
         while used < len(sub_duals):
             add_mu(*sub_duals[used])
@@ -1503,3 +1558,72 @@ def _node_limits(cm, G, y, n, memory: bool) -> None:
         lim = G[kk[0]].comp.max_per_node
         if lim is not None and len(kk) > 1:
             cm.Add(sum(y[k] for k in kk) <= lim)
+
+
+def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap: int = 30_000_000,
+                  deadline: float | None = None):
+    """Every rack-1 content z (rack 2 holds s - z) with lo <= z <= hi, both racks within their
+    limits (``dem``: per-group demand rows, ``cap1``/``cap2``: the racks' totals) and
+    const + f(z) > thr, where f(z) = lin . z + sum_e w_e (z_a z_b + (s_a - z_a)(s_b - z_b)) (the
+    Lagrangian of a split, quadratic in z), without scanning the box: the groups are fixed one
+    at a time and a prefix is dropped when its fixed part plus an upper bound on the rest does
+    not exceed thr. The bound is a sum of separate maxima over the box of the rest (each linear
+    term at an end of its range, each stream with a free end at the corners of its free
+    factors), so it over-estimates: no split above thr is lost. Returns (Z, f + const) or None
+    (more than ``state_cap`` prefixes at a level, or past ``deadline``)."""
+    K = len(s)
+    s = np.asarray(s, dtype=np.int64)
+    lo = np.asarray(lo, dtype=np.int64)
+    hi = np.asarray(hi, dtype=np.int64)
+    lin = np.asarray(lin, dtype=np.float64)
+    W = np.zeros((K, K))
+    for (a, b), w in edges.items():
+        W[min(a, b), max(a, b)] += w
+    # per stream e = (a < b): h(za, zb) = za zb + (sa - za)(sb - zb); the constant part is kept
+    # in h, so f = lin . z + sum_e w_e h_e(z_a, z_b)
+
+    def h(a, b, za, zb):
+        return W[a, b] * (za * zb + (s[a] - za) * (s[b] - zb))
+
+    pairs = [(a, b) for a in range(K) for b in range(a + 1, K) if W[a, b] != 0.0]
+    # bound of the rest at level j: linear terms of free axes, streams with both ends free
+    rest_lin = np.zeros(K + 1)
+    rest_pair = np.zeros(K + 1)
+    for j in range(K - 1, -1, -1):
+        rest_lin[j] = rest_lin[j + 1] + max(lin[j] * lo[j], lin[j] * hi[j])
+    for j in range(K + 1):
+        rest_pair[j] = sum(max(h(a, b, x, y) for x in (lo[a], hi[a]) for y in (lo[b], hi[b]))
+                           for a, b in pairs if a >= j)
+    Z = np.zeros((1, 0), dtype=np.int64)
+    F = np.full(1, float(const))
+    use1 = np.zeros((1, len(cap1)))
+    use2 = np.zeros((1, len(cap2)))
+    dem = np.asarray(dem, dtype=np.float64)  # (rows, K)
+    c1, c2 = np.asarray(cap1, dtype=np.float64) + 1e-9, np.asarray(cap2, dtype=np.float64) + 1e-9
+    for j in range(K):
+        if deadline is not None and time.monotonic() > deadline:
+            return None
+        vals = np.arange(lo[j], hi[j] + 1, dtype=np.int64)
+        n, m = len(Z), len(vals)
+        if n * m > state_cap:
+            return None
+        Zn = np.repeat(Z, m, axis=0)
+        v = np.tile(vals, n)
+        Fn = np.repeat(F, m) + lin[j] * v
+        for a, b in pairs:  # streams whose second end is j: now fixed
+            if b == j:
+                Fn += h(a, b, Zn[:, a].astype(np.float64), v.astype(np.float64))
+        u1 = np.repeat(use1, m, axis=0) + np.outer(v, dem[:, j])
+        u2 = np.repeat(use2, m, axis=0) + np.outer(s[j] - v, dem[:, j])
+        # streams with one end fixed (a <= j < b): linear in z_b, so at an end of b's range
+        bnd = Fn + rest_lin[j + 1] + rest_pair[j + 1]
+        for a, b in pairs:
+            if a <= j < b:
+                za = v if a == j else Zn[:, a]
+                za = za.astype(np.float64)
+                bnd += np.maximum(h(a, b, za, float(lo[b])), h(a, b, za, float(hi[b])))
+        keep = (bnd > thr) & (u1 <= c1).all(axis=1) & (u2 <= c2).all(axis=1)
+        Z = np.concatenate([Zn[keep], v[keep, None]], axis=1)
+        F, use1, use2 = Fn[keep], u1[keep], u2[keep]
+    ok = F > thr
+    return Z[ok], F[ok]

@@ -544,3 +544,49 @@ def test_rack_convolution_matches_brute_force_over_table_rows():
             assert got[0] == pytest.approx(best[key], abs=1e-9)
         checked += 1
     assert checked >= 100
+
+
+def test_splits_above_is_every_split_above_the_threshold():
+    """_splits_above == a plain loop over the box: every z with lo <= z <= hi, both racks within
+    their CPU and memory, and const + lin . z + sum_e w (z_a z_b + (s_a - z_a)(s_b - z_b)) > thr."""
+    import itertools
+
+    import numpy as np
+
+    from formulations import _patterns as P
+
+    rng = np.random.default_rng(5)
+    s = np.array([3, 4, 2, 5, 3])
+    lo, hi = np.array([0, 1, 0, 0, 1]), np.array([3, 4, 2, 4, 3])
+    edges = {(0, 1): 0.5, (1, 2): 0.25, (2, 3): 1.0, (0, 4): 0.75, (3, 4): 0.125}
+    dem = np.array([[100, 250, 300, 50, 120], [10, 20, 5, 40, 30]])
+    cap1, cap2 = [1500, 220], [1400, 200]
+    for trial in range(4):
+        lin = rng.uniform(-2, 2, 5)
+        vals = {}
+        for z in itertools.product(*(range(a, b + 1) for a, b in zip(lo, hi))):
+            z = np.array(z)
+            if (dem @ z <= cap1).all() and (dem @ (s - z) <= cap2).all():
+                vals[tuple(z)] = 1.5 + lin @ z + sum(w * (z[a] * z[b] + (s[a] - z[a]) * (s[b] - z[b])) for (a, b), w in edges.items())
+        thr = float(np.quantile(list(vals.values()), [0.5, 0.8, 0.95, 0.0][trial])) - (1e-9 if trial == 3 else 0)
+        Z, F = P._splits_above(s, lo, hi, lin, edges, 1.5, thr, dem, cap1, cap2)
+        got = {tuple(int(q) for q in z): f for z, f in zip(Z, F)}
+        want = {z: v for z, v in vals.items() if v > thr}
+        assert got.keys() == want.keys() and len(want) > 0
+        assert all(abs(got[z] - want[z]) <= 1e-9 for z in want)
+
+
+@pytest.mark.parametrize("size", [(16, 5, 4), (20, 5, 4)])
+def test_two_rack_search_without_rack_table_agrees(size, monkeypatch):
+    """The two-rack search fed by _splits_above (as for rack boxes over TWO_RACK_TABLE_LIMIT)
+    proves the same optimum as the one scanning the rack table and as the enumeration."""
+    from formulations import _patterns as P
+
+    inst = parse_instance(layered(*size, 0))
+    ref = planner.solve(inst, "network", "exact.cpsat", time_limit=60)
+    monkeypatch.setattr(P, "TWO_RACK_TABLE_LIMIT", 0)
+    r = planner.solve(inst, "network", "exact.cpsat", time_limit=60)
+    assert r.details.get("two_rack_setup") == "splits above the incumbent"
+    assert ref.details.get("two_rack_setup") == "rack table"
+    assert r.status.value == ref.status.value == "optimal" and r.metrics["feasible"]
+    assert r.objective == pytest.approx(ref.objective, abs=TOL) and r.bound == pytest.approx(r.objective, abs=TOL)
