@@ -1560,7 +1560,7 @@ def _node_limits(cm, G, y, n, memory: bool) -> None:
             cm.Add(sum(y[k] for k in kk) <= lim)
 
 
-def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap: int = 30_000_000,
+def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap: int = 6_000_000,
                   deadline: float | None = None):
     """Every rack-1 content z (rack 2 holds s - z) with lo <= z <= hi, both racks within their
     limits (``dem``: per-group demand rows, ``cap1``/``cap2``: the racks' totals) and
@@ -1594,7 +1594,7 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
     for j in range(K + 1):
         rest_pair[j] = sum(max(h(a, b, x, y) for x in (lo[a], hi[a]) for y in (lo[b], hi[b]))
                            for a, b in pairs if a >= j)
-    Z = np.zeros((1, 0), dtype=np.int64)
+    Z = np.zeros((1, 0), dtype=np.int16)
     F = np.full(1, float(const))
     use1 = np.zeros((1, len(cap1)))
     use2 = np.zeros((1, len(cap2)))
@@ -1603,7 +1603,7 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
     for j in range(K):
         if deadline is not None and time.monotonic() > deadline:
             return None
-        vals = np.arange(lo[j], hi[j] + 1, dtype=np.int64)
+        vals = np.arange(lo[j], hi[j] + 1, dtype=np.int16)
         n, m = len(Z), len(vals)
         if n * m > state_cap:
             return None
@@ -1614,7 +1614,7 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
             if b == j:
                 Fn += h(a, b, Zn[:, a].astype(np.float64), v.astype(np.float64))
         u1 = np.repeat(use1, m, axis=0) + np.outer(v, dem[:, j])
-        u2 = np.repeat(use2, m, axis=0) + np.outer(s[j] - v, dem[:, j])
+        u2 = np.repeat(use2, m, axis=0) + np.outer(s[j] - v.astype(np.int64), dem[:, j])
         # streams with one end fixed (a <= j < b): linear in z_b, so at an end of b's range
         bnd = Fn + rest_lin[j + 1] + rest_pair[j + 1]
         for a, b in pairs:
