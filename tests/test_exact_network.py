@@ -590,3 +590,17 @@ def test_two_rack_search_without_rack_table_agrees(size, monkeypatch):
     assert ref.details.get("two_rack_setup") == "rack table"
     assert r.status.value == ref.status.value == "optimal" and r.metrics["feasible"]
     assert r.objective == pytest.approx(ref.objective, abs=TOL) and r.bound == pytest.approx(r.objective, abs=TOL)
+
+
+@pytest.mark.slow
+def test_network_100_executors_8_components_10_nodes_proven():
+    """Two racks of 5 nodes, rack box 8.8e8: splits generated above the incumbent, racks
+    solved by convolution; proven, the plan passes the evaluator, no worse than storm.ras."""
+    inst = parse_instance(layered(100, 8, 10, 0))
+    r = planner.solve(inst, "network", "exact.cpsat", time_limit=120)
+    assert r.status.value == "optimal", (r.message, r.details)
+    assert r.details.get("two_rack_setup") == "splits above the incumbent"
+    assert r.details.get("rack_convolutions", 0) >= 1
+    assert r.metrics["feasible"] and abs(r.bound - r.objective) <= TOL
+    heur = planner.solve(inst, "network", "storm.ras")
+    assert r.objective <= heur.objective + TOL
