@@ -103,7 +103,7 @@ class NodeTable:
 
     def __init__(self, pm, ni: int, edges: dict[tuple[int, int], float], limit: int = 2_000_000,
                  box_limit: int = 4_000_000, deadline: float | None = None, dense: bool = False,
-                 pair_limit: int = 60_000_000, budget: float | None = None, pair_rate: float = 4e7):
+                 pair_limit: int = 100_000_000, budget: float | None = None, pair_rate: float = 4e7):
         G = pm.groups
         K = len(G)
         self.K = K
@@ -227,6 +227,10 @@ class NodeTable:
         first = np.argmax(P > 0, axis=1)
         # rows 0 on the axes before f: a prefix of the sorted codes
         prefix = [N] + [int(np.searchsorted(codes, mult[f - 1])) for f in range(1, K)]
+        # within it, the rows with y_f >= p_f start at code p_f mult_f (axis f is the most
+        # significant there): only [start_j, prefix_f) is scanned (100x10x10: 1.2e9 rows
+        # scanned instead of 2.7e9)
+        start = np.searchsorted(codes, P[np.arange(len(P)), first] * mult[first])
         # y >= p on every axis at once: fields of `bits` bits, the top one a guard bit set in
         # y; (y | guards) - p keeps every guard iff no field borrows, i.e. y_k >= p_k for all k
         bits = int(Y.max()).bit_length() + 1
@@ -245,11 +249,11 @@ class NodeTable:
             est = 0.0
             for j in sample:
                 f = int(first[j])
-                L = prefix[f]
+                L, S = prefix[f], int(start[j])
                 if Yg is not None:
-                    est += np.count_nonzero(((Yg[:L] - Pg[j]) & guard) == guard)
+                    est += np.count_nonzero(((Yg[S:L] - Pg[j]) & guard) == guard)
                 else:
-                    est += np.count_nonzero((Y16[:L, f:] >= P[j, f:].astype(np.int16)).all(axis=1))
+                    est += np.count_nonzero((Y16[S:L, f:] >= P[j, f:].astype(np.int16)).all(axis=1))
             self.est_pairs = est * len(P) / len(sample)
             rate = pair_rate if self._lut is not None else pair_rate / 4  # binary search: slower
             if self.est_pairs * nw / rate > budget:
@@ -259,11 +263,11 @@ class NodeTable:
 
         def pairs_of(j: int) -> tuple[np.ndarray, np.ndarray]:
             f = int(first[j])
-            L = prefix[f]
+            L, S = prefix[f], int(start[j])
             if Yg is not None:
-                tgt = np.flatnonzero(((Yg[:L] - Pg[j]) & guard) == guard)
+                tgt = S + np.flatnonzero(((Yg[S:L] - Pg[j]) & guard) == guard)
             else:
-                tgt = np.flatnonzero((Y16[:L, f:] >= P[j, f:].astype(np.int16)).all(axis=1))
+                tgt = S + np.flatnonzero((Y16[S:L, f:] >= P[j, f:].astype(np.int16)).all(axis=1))
             src = self._row(codes[tgt] - self.pcodes[j])
             return tgt.astype(np.int32), src.astype(np.int32)
 
