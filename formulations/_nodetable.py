@@ -357,8 +357,14 @@ class TablePricer(_TableColumns):
         if ybound is None:
             self.idx, self.Yf, self.val = table.floats()
             return
-        zb = np.array([ybound.get(k, 0) for k in range(table.K)])
-        self.idx = np.flatnonzero(table.sel & (table.Y <= zb).all(axis=1))
+        mask = table.sel.copy()
+        if "_top" not in table.__dict__:
+            table._top = table.Y.max(axis=0) if len(table.Y) else np.zeros(table.K, dtype=int)
+        top = table._top
+        for k in range(table.K):  # one column at a time, only where the bound cuts
+            if ybound.get(k, 0) < top[k]:
+                mask &= table.Y[:, k] <= ybound.get(k, 0)
+        self.idx = np.flatnonzero(mask)
         self.Yf = table.Y[self.idx].astype(np.float64)
         self.val = table.value[self.idx]
 

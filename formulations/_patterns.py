@@ -1382,10 +1382,16 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     def H(ri: int, mu: np.ndarray) -> float:
         return rack_dual_term(pm, ri, mu)
 
+    term_key = {ri: tuple(sorted((len(c), id(tables[table_sig(pm, c[0])])) for c in classes[ri])) for ri in racks}
+
     def add_mu(ri: int, mu: np.ndarray) -> None:
+        terms: dict = {}  # racks whose classes have the same sizes and tables have the same dual term
         for side in (0, 1):
             if racks[side] == ri or sig[racks[side]] == sig[ri]:  # any mu is valid: its term per rack
-                np.minimum(node_part[side], Zs[side] @ mu + H(racks[side], mu), out=node_part[side])
+                tk = term_key[racks[side]]
+                if tk not in terms:
+                    terms[tk] = H(racks[side], mu)
+                np.minimum(node_part[side], Zs[side] @ mu + terms[tk], out=node_part[side])
 
     for ri in racks:
         add_mu(ri, np.array([duals.get(("link", ri, k), 0.0) for k in range(K)]))
