@@ -604,3 +604,36 @@ def test_network_100_executors_8_components_10_nodes_proven():
     assert r.metrics["feasible"] and abs(r.bound - r.objective) <= TOL
     heur = planner.solve(inst, "network", "storm.ras")
     assert r.objective <= heur.objective + TOL
+
+
+def test_rack_convolution_with_two_node_classes_and_its_cap():
+    """A rack of two different nodes (two tables, one node each): the convolution agrees with
+    the single-rack configuration model; over its cap of partial sums it says "incomplete"."""
+    import numpy as np
+
+    from formulations import _patterns as P
+    from formulations._nodetable import rack_by_convolution
+
+    d = layered(20, 5, 6, 0)
+    for rack in d["cluster"]["racks"]:
+        rack["nodes"][0]["cpu"] = rack["nodes"][0]["cpu"] * 1.5
+        rack["nodes"][0]["memory_mb"] = rack["nodes"][0]["memory_mb"] * 1.5
+    pm = _network_pm(parse_instance(d))
+    pat, info, _ = P.build_network(pm, None, 1)
+    rt = next(f.table for f in pat.families if f.name.startswith("rack"))
+    solved = incomplete = 0
+    for r in np.random.default_rng(4).choice(len(rt.Z), 10, replace=False):
+        z = {k: int(q) for k, q in enumerate(rt.Z[r]) if q}
+        sub = P._rack_sub(pm, 0, z, info["edges"], None, [])
+        assert len(sub.families) == 2 and all(f.table is not None for f in sub.families)
+        ub, duals, maxrc = sub.generate()
+        ref = P.run_patterns(P._rack_sub(pm, 0, z, info["edges"], None, []), "cpsat", 1)
+        if ub == float("-inf") or ref["status"] == "infeasible":
+            assert ref["status"] == "infeasible"
+            continue
+        got = rack_by_convolution(sub, ub, duals, maxrc, z)
+        assert ref["status"] == "optimal" and got[0] == pytest.approx(ref["value"], abs=1e-9)
+        solved += 1
+        if sum(f.count for f in sub.families) >= 3:
+            incomplete += rack_by_convolution(sub, ub, duals, maxrc, z, cap=0, delta0=10 * ub) == "incomplete"
+    assert solved >= 6 and incomplete >= 1
