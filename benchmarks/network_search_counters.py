@@ -17,6 +17,6 @@ if sys.argv[2] == "splits":
     P.TWO_RACK_TABLE_LIMIT = 0
 t = time.perf_counter()
 r = planner.solve(inst, "network", "exact.cpsat", time_limit=60)
-d = r.details
+d = {**r.details, **r.details.get("configuration", {})}  # nested when the compact model ran after
 print(sys.argv[1], sys.argv[2], r.status.value, r.objective, r.bound, round(time.perf_counter() - t, 2), r.metrics["feasible"],
-      {k: d.get(k) for k in ("two_rack_setup", "two_rack_splits", "two_rack_setup_s", "rack_lp_bounds", "rack_convolutions", "rack_convolution_s", "rack_tuples", "enumeration")})
+      {k: d.get(k) for k in ("two_rack_setup", "two_rack_splits", "two_rack_setup_s", "rack_lp_bounds", "rack_convolutions", "rack_convolution_s", "rack_tuples", "enumeration", "two_rack_splits_gave_up")})

@@ -1342,7 +1342,8 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
                      int(math.floor(sum(pm.nodes[ni].memory_mb for ni in nodes[ri]) * 1000 + 1e-6))] for ri in racks}
         got = _splits_above(s, np.maximum(0, s - caps[r2_]), np.minimum(s, caps[r1]), -(pi[r1] - pi[r2_]), edges,
                             const, z_best + need, dem, capr[r1], capr[r2_], deadline=model.deadline)
-        if got is None:
+        if isinstance(got, str):
+            st["two_rack_splits_gave_up"] = got
             return None
         Z1, lagc = got
         Z2 = s - Z1
@@ -1575,8 +1576,8 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
     at a time and a prefix is dropped when its fixed part plus an upper bound on the rest does
     not exceed thr. The bound is a sum of separate maxima over the box of the rest (each linear
     term at an end of its range, each stream with a free end at the corners of its free
-    factors), so it over-estimates: no split above thr is lost. Returns (Z, f + const) or None
-    (more than ``state_cap`` prefixes at a level, or past ``deadline``)."""
+    factors), so it over-estimates: no split above thr is lost. Returns (Z, f + const), or why
+    it gave up (a string: more than ``state_cap`` prefixes at a level, or past ``deadline``)."""
     K = len(s)
     s = np.asarray(s, dtype=np.int64)
     lo = np.asarray(lo, dtype=np.int64)
@@ -1608,11 +1609,11 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
     c1, c2 = np.asarray(cap1, dtype=np.float64) + 1e-9, np.asarray(cap2, dtype=np.float64) + 1e-9
     for j in range(K):
         if deadline is not None and time.monotonic() > deadline:
-            return None
+            return f"time limit at group {j}"
         vals = np.arange(lo[j], hi[j] + 1, dtype=np.int16)
         n, m = len(Z), len(vals)
         if n * m > state_cap:
-            return None
+            return f"{n * m} prefixes at group {j}"
         Zn = np.repeat(Z, m, axis=0)
         v = np.tile(vals, n)
         Fn = np.repeat(F, m) + lin[j] * v
