@@ -29,6 +29,15 @@ import numpy as np
 from ._patterns import Column, worker_patterns
 
 NEG = -np.inf
+RACK_CHUNK = 1 << 20  # codes per chunk of a rack table's build (RackTable._contents)
+
+
+def lookup(codes: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Rows of ``c`` in the sorted array ``codes`` (-1 where absent): binary search."""
+    if len(codes) == 0:
+        return np.full(np.shape(c), -1, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(codes, c), len(codes) - 1)
+    return np.where(codes[pos] == c, pos, -1)
 
 
 def _node_vectors(pm, ni: int, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -94,7 +103,7 @@ class NodeTable:
 
     def __init__(self, pm, ni: int, edges: dict[tuple[int, int], float], limit: int = 2_000_000,
                  box_limit: int = 4_000_000, deadline: float | None = None, dense: bool = False,
-                 pair_limit: int = 60_000_000, budget: float | None = None, pair_rate: float = 4e7):
+                 pair_limit: int = 100_000_000, budget: float | None = None, pair_rate: float = 4e7):
         G = pm.groups
         K = len(G)
         self.K = K
@@ -169,12 +178,19 @@ class NodeTable:
         self.levels = levels
         self.ok = True
 
+    def floats(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, Y as floats, values) of the vectors some split covers (``sel``), made once
+        and shared by every pricer over the whole table and by ``rack_dual_term``."""
+        if "_floats" not in self.__dict__:
+            idx = np.flatnonzero(self.sel)
+            self._floats = (idx, self.Y[idx].astype(np.float64), self.value[idx])
+        return self._floats
+
     def _row(self, c: np.ndarray) -> np.ndarray:
         """Rows of the feasible vectors with codes ``c`` (-1 where none)."""
         if self._lut is not None:
             return self._lut[c]
-        pos = np.minimum(np.searchsorted(self.codes, c), len(self.codes) - 1)
-        return np.where(self.codes[pos] == c, pos, -1)
+        return lookup(self.codes, c)
 
     def _dense_levels(self, radix, codes, nw, deadline) -> list[np.ndarray] | None:
         """W_0..W_nw on the dense box (flattened), -inf where no split covers."""
@@ -211,6 +227,10 @@ class NodeTable:
         first = np.argmax(P > 0, axis=1)
         # rows 0 on the axes before f: a prefix of the sorted codes
         prefix = [N] + [int(np.searchsorted(codes, mult[f - 1])) for f in range(1, K)]
+        # within it, the rows with y_f >= p_f start at code p_f mult_f (axis f is the most
+        # significant there): only [start_j, prefix_f) is scanned (100x10x10: 1.2e9 rows
+        # scanned instead of 2.7e9)
+        start = np.searchsorted(codes, P[np.arange(len(P)), first] * mult[first])
         # y >= p on every axis at once: fields of `bits` bits, the top one a guard bit set in
         # y; (y | guards) - p keeps every guard iff no field borrows, i.e. y_k >= p_k for all k
         bits = int(Y.max()).bit_length() + 1
@@ -229,11 +249,11 @@ class NodeTable:
             est = 0.0
             for j in sample:
                 f = int(first[j])
-                L = prefix[f]
+                L, S = prefix[f], int(start[j])
                 if Yg is not None:
-                    est += np.count_nonzero(((Yg[:L] - Pg[j]) & guard) == guard)
+                    est += np.count_nonzero(((Yg[S:L] - Pg[j]) & guard) == guard)
                 else:
-                    est += np.count_nonzero((Y16[:L, f:] >= P[j, f:].astype(np.int16)).all(axis=1))
+                    est += np.count_nonzero((Y16[S:L, f:] >= P[j, f:].astype(np.int16)).all(axis=1))
             self.est_pairs = est * len(P) / len(sample)
             rate = pair_rate if self._lut is not None else pair_rate / 4  # binary search: slower
             if self.est_pairs * nw / rate > budget:
@@ -243,11 +263,11 @@ class NodeTable:
 
         def pairs_of(j: int) -> tuple[np.ndarray, np.ndarray]:
             f = int(first[j])
-            L = prefix[f]
+            L, S = prefix[f], int(start[j])
             if Yg is not None:
-                tgt = np.flatnonzero(((Yg[:L] - Pg[j]) & guard) == guard)
+                tgt = S + np.flatnonzero(((Yg[S:L] - Pg[j]) & guard) == guard)
             else:
-                tgt = np.flatnonzero((Y16[:L, f:] >= P[j, f:].astype(np.int16)).all(axis=1))
+                tgt = S + np.flatnonzero((Y16[S:L, f:] >= P[j, f:].astype(np.int16)).all(axis=1))
             src = self._row(codes[tgt] - self.pcodes[j])
             return tgt.astype(np.int32), src.astype(np.int32)
 
@@ -334,10 +354,16 @@ class TablePricer(_TableColumns):
     def __init__(self, table: NodeTable, fi: int, conv, rowkey, ybound: dict[int, int] | None = None):
         self.t = table
         self.fi, self.conv, self.rowkey = fi, conv, rowkey
+        if ybound is None:
+            self.idx, self.Yf, self.val = table.floats()
+            return
         mask = table.sel.copy()
-        if ybound is not None:
-            zb = np.array([ybound.get(k, 0) for k in range(table.K)])
-            mask &= (table.Y <= zb).all(axis=1)
+        if "_top" not in table.__dict__:
+            table._top = table.Y.max(axis=0) if len(table.Y) else np.zeros(table.K, dtype=int)
+        top = table._top
+        for k in range(table.K):  # one column at a time, only where the bound cuts
+            if ybound.get(k, 0) < top[k]:
+                mask &= table.Y[:, k] <= ybound.get(k, 0)
         self.idx = np.flatnonzero(mask)
         self.Yf = table.Y[self.idx].astype(np.float64)
         self.val = table.value[self.idx]
@@ -420,24 +446,63 @@ class RackTable(_TableColumns):
         mult = np.ones(K, dtype=np.int64)
         for k in range(K - 2, -1, -1):
             mult[k] = mult[k + 1] * radix[k + 1]
-        # column k of the box in code order: 0..cap_k, each repeated mult_k times, tiled
+        # the box in code order, in chunks of the last axes j..K-1 (at most RACK_CHUNK codes): their
+        # decoded block, CPU and memory are computed once; in each chunk the axes before j are
+        # constant, so a chunk is one add, one compare and one gather. Only the contents within
+        # the rack's CPU and memory are ever held, not the whole box.
         wide = cap_cpu >= 2**31 or cap_mem >= 2**31
         acc = np.int64 if wide else np.int32
-        cpu = np.zeros(box, dtype=acc)
-        mem = np.zeros(box, dtype=acc)
-        cols = []
-        for k, g in enumerate(G):
-            zk = np.tile(np.repeat(np.arange(radix[k], dtype=np.int16), mult[k]), box // (radix[k] * mult[k]))
-            cpu += zk.astype(acc) * acc(int(round(g.comp.cpu * 1000)))
-            mem += zk.astype(acc) * acc(int(round(g.comp.memory_mb * 1000)))
-            cols.append(zk)
-        ok = (cpu <= cap_cpu) & (mem <= cap_mem)
-        del cpu, mem
-        Z = np.stack([c[ok] for c in cols], axis=1)
-        codes = np.flatnonzero(ok).astype(np.int64)
-        val = np.zeros(len(Z))
-        for (a, b), w in edges.items():  # co(z) = sum_e w z_a z_b (a != b: no self-streams here)
-            val += w * Z[:, a].astype(np.float64) * Z[:, b]
+        dcpu = np.array([int(round(g.comp.cpu * 1000)) for g in G], dtype=np.int64)
+        dmem = np.array([int(round(g.comp.memory_mb * 1000)) for g in G], dtype=np.int64)
+        zt = np.int8 if int(radix.max(initial=1)) <= 128 else np.int16
+        j = K
+        while j > 0 and int(np.prod(radix[j - 1:])) <= RACK_CHUNK:
+            j -= 1
+        inner = int(np.prod(radix[j:]))
+        icode = np.arange(inner, dtype=np.int64)
+        zin = np.stack([(icode // mult[k]) % radix[k] for k in range(j, K)], axis=1) if j < K else \
+            np.zeros((1, 0), dtype=np.int64)
+        icpu = (zin @ dcpu[j:]).astype(acc)
+        imem = (zin @ dmem[j:]).astype(acc)
+        # co(z) = sum_e w z_a z_b (a != b: no self-streams here) = inner part + prefix part +
+        # the cross terms, linear in the inner block with weights from the prefix
+        W = np.zeros((K, K))
+        for (a, b), w in edges.items():
+            W[a, b] += w
+        zinf = zin.astype(np.float64)
+        ival = np.einsum("ik,kl,il->i", zinf, W[j:, j:], zinf)
+        zin = zin.astype(zt)
+
+        def prefix(o: int) -> tuple[np.ndarray, int, int]:
+            pre = np.array([(o * inner // int(mult[k])) % int(radix[k]) for k in range(j)], dtype=np.int64)
+            return pre, int(pre @ dcpu[:j]), int(pre @ dmem[:j])
+
+        def fits(pc: int, pmem: int) -> np.ndarray:
+            return np.flatnonzero((icpu <= cap_cpu - pc) & (imem <= cap_mem - pmem))
+
+        # two passes (count, then fill) so the table is allocated once, at its size
+        count = 0
+        for o in range(box // inner):
+            _, pc, pmem = prefix(o)
+            if pc <= cap_cpu and pmem <= cap_mem:
+                count += len(fits(pc, pmem))
+        Z = np.empty((count, K), dtype=zt)
+        codes = np.empty(count, dtype=np.int64)
+        val = np.empty(count)
+        at = 0
+        for o in range(box // inner):
+            pre, pc, pmem = prefix(o)
+            if pc > cap_cpu or pmem > cap_mem:
+                continue
+            ok = fits(pc, pmem)
+            end = at + len(ok)
+            Z[at:end, :j] = pre
+            Z[at:end, j:] = zin[ok]
+            codes[at:end] = o * inner + icode[ok]
+            pf = pre.astype(np.float64)
+            cross = pf @ W[:j, j:] + W[j:, :j] @ pf
+            val[at:end] = (ival + zinf @ cross)[ok] + float(pf @ W[:j, :j] @ pf)
+            at = end
         Zf = Z.astype(np.float64) if Z.size <= zf_limit else None  # a float copy for fast pricing
         return Z, val, codes, mult, radix, Zf
 
@@ -445,8 +510,7 @@ class RackTable(_TableColumns):
         """Rows of contents ``z`` (one per line; -1 where z is not a rack content)."""
         c = np.asarray(z, dtype=np.int64) @ self.mult
         inbox = ((np.asarray(z) >= 0) & (np.asarray(z) < self.radix)).all(axis=1)
-        pos = np.minimum(np.searchsorted(self.codes, c), len(self.codes) - 1)
-        return np.where(inbox & (self.codes[pos] == c), pos, -1)
+        return np.where(inbox, lookup(self.codes, c), -1)
 
     def dot(self, pi: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Z pi over all contents (or ``rows``), one column at a time (no float copy of Z)."""
@@ -471,3 +535,168 @@ class RackTable(_TableColumns):
         coefs.update({("link", self.ri, k): -float(q) for k, q in key})
         coefs[self.conv] = 1.0
         return Column(self.fi, float(self.val[r]), coefs, key, key)
+
+
+def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict[int, int],
+                        deadline: float | None = None, cap: int = 5_000_000,
+                        delta0: float | None = None) -> tuple[float, list] | None | str:
+    """Exact single-rack solve without an integer master: the best node + worker co-location of
+    a rack holding exactly z, over the node tables of ``sub`` (a ``_rack_sub`` model whose
+    families all have a :class:`TablePricer`), from its Lagrangian (``ub``, ``duals``,
+    ``maxrc``: the converged column generation of ``sub``).
+
+    Every node takes one table row y <= z; the rows of the rack's nodes sum to z. With the
+    duals, sum over nodes of rc(y) = value - pi . b, so a plan's value is ub - sum of the losses
+    l(y) = maxrc_f - rc(y) >= 0. For a margin delta, the rows with l(y) <= delta are combined
+    node by node (a max-plus convolution over count vectors, restricted to partial sums <= z and
+    partial losses <= delta, keeping the least loss per partial sum: what the nodes not yet
+    placed can do depends only on the sum so far), and the last node's row is looked up as
+    z minus the partial sum. A plan of loss L <= delta has every node's loss and every partial
+    loss <= L, so it is in that search: the least loss found, when <= delta, is the optimum.
+    Otherwise delta doubles, capped by the least loss of the plans the last look-up met (their
+    losses exceed delta, but the optimum's is at most theirs), until it covers the largest loss
+    a plan can have; then no plan means none exists.
+
+    Returns (value, [(family name, Column, count)]), None if the rack has no plan, or
+    "incomplete" (over ``cap`` partial sums, or past ``deadline``)."""
+    fams = sub.families
+    prs = [f.table for f in fams]
+    if not fams or any(not isinstance(p, TablePricer) for p in prs):
+        return "incomplete"
+    K = prs[0].t.K
+    axes = [k for k in range(K) if z.get(k, 0) > 0]
+    zv = np.array([int(z[k]) for k in axes], dtype=np.int64)
+    A = len(axes)
+    bits = max(int(zv.max()).bit_length() + 1 if A else 1, 2)
+    if A * bits > 62:
+        return "incomplete"
+    shift = np.array([1 << (bits * k) for k in range(A)], dtype=np.int64)
+    guard = int(sum(1 << (bits * k + bits - 1) for k in range(A)))
+    radix = zv + 1
+    mult = np.ones(A, dtype=np.int64)
+    for k in range(A - 2, -1, -1):
+        mult[k] = mult[k + 1] * radix[k + 1]
+    zcode = int(zv @ mult) if A else 0
+    zg = (int(zv @ shift) if A else 0) | guard  # z with guard bits: z - w stays guarded iff w <= z
+    scale = max(1.0, abs(ub))
+    tol = 1e-9 * scale
+    loss, sub_y, codes, enc = [], [], [], []
+    for fi, pr in enumerate(prs):
+        lo = maxrc[fi] - pr.rc(duals)
+        loss.append(np.maximum(lo, 0.0))
+        Y = pr.t.Y[pr.idx][:, axes].astype(np.int64) if A else np.zeros((len(pr.idx), 0), dtype=np.int64)
+        sub_y.append(Y)
+        codes.append(Y @ mult if A else np.zeros(len(Y), dtype=np.int64))
+        enc.append(Y @ shift if A else np.zeros(len(Y), dtype=np.int64))
+    seq = [fi for fi, f in enumerate(fams) for _ in range(f.count)]
+    if not seq:
+        return (0.0, []) if zcode == 0 else None
+    # the largest loss a plan can have: past it every combination is in the search
+    top = sum(float(loss[fi].max()) if len(loss[fi]) else 0.0 for fi in seq)
+    delta = max(1e-3 * scale, 1e-6) if delta0 is None else max(delta0, 1e-6)
+    inc = math.inf
+    while True:
+        cand = []
+        for fi in range(len(prs)):
+            rows = np.flatnonzero(loss[fi] <= delta + tol)
+            rows = rows[np.argsort(loss[fi][rows], kind="stable")]
+            cand.append(rows)
+        # partial sums after the first node: (code, guarded rest z - w, loss, back-pointers)
+        r0 = cand[seq[0]]
+        st_code, st_rest, st_loss = codes[seq[0]][r0], zg - enc[seq[0]][r0], loss[seq[0]][r0]
+        ok = (st_rest & guard) == guard
+        st_code, st_rest, st_loss = st_code[ok], st_rest[ok], st_loss[ok]
+        backs = [(np.full(int(ok.sum()), -1), r0[ok])]
+        for step, fi in enumerate(seq[1:-1], start=1):
+            rows = cand[fi]
+            order = np.argsort(st_loss, kind="stable")
+            st_code, st_rest, st_loss = st_code[order], st_rest[order], st_loss[order]
+            parts = []
+            total = 0
+            for j in range(len(rows)):
+                if j % 256 == 0 and deadline is not None and time.monotonic() > deadline:
+                    return "incomplete"
+                r = rows[j]
+                lr = loss[fi][r]
+                n = int(np.searchsorted(st_loss, delta + tol - lr, side="right"))
+                if n == 0:
+                    break  # rows are sorted by loss: no later row fits either
+                rest = st_rest[:n] - enc[fi][r]
+                hit = np.flatnonzero((rest & guard) == guard)
+                if len(hit):
+                    parts.append((hit, np.full(len(hit), r), rest[hit]))
+                    total += len(hit)
+                    if total > cap:
+                        return "incomplete"
+            if not parts:
+                st_code = np.zeros(0, dtype=np.int64)
+                break
+            prev = np.concatenate([p[0] for p in parts])
+            rr = np.concatenate([p[1] for p in parts])
+            rest = np.concatenate([p[2] for p in parts])
+            code = st_code[prev] + codes[fi][rr]
+            lo = st_loss[prev] + loss[fi][rr]
+            # the least loss per partial sum (the nodes left only see the sum)
+            o = np.lexsort((lo, code))
+            first = np.ones(len(o), dtype=bool)
+            first[1:] = code[o][1:] != code[o][:-1]
+            keep = o[first]
+            # back-pointers refer to the previous level's rows in its stored order
+            backs[-1] = tuple(b[order] for b in backs[-1])
+            backs.append((prev[keep], rr[keep]))
+            st_code, st_rest, st_loss = code[keep], rest[keep], lo[keep]
+        found = None
+        if len(st_code):
+            last = seq[-1]
+            if len(seq) == 1:
+                hitz = np.flatnonzero(st_code == zcode)
+                if len(hitz):
+                    found = int(hitz[np.argmin(st_loss[hitz])])
+                    best_loss = float(st_loss[found])
+            else:
+                rows = cand[last]
+                lc = codes[last][rows]
+                o = np.argsort(lc, kind="stable")
+                lc, lrows = lc[o], rows[o]
+                want = zcode - st_code
+                pos = np.minimum(np.searchsorted(lc, want), max(len(lc) - 1, 0))
+                hit = (lc[pos] == want) if len(lc) else np.zeros(len(want), dtype=bool)
+                if hit.any():
+                    tot = np.where(hit, st_loss + loss[last][lrows[pos]], np.inf)
+                    i = int(np.argmin(tot))
+                    if tot[i] <= delta + tol:
+                        found = (i, int(lrows[pos[i]]))
+                        best_loss = float(tot[i])
+                    else:  # a plan, but maybe not the best: the optimum's loss is at most its
+                        inc = min(inc, float(tot[i]))
+        if found is not None:
+            # read the rows back level by level
+            picks = []
+            if len(seq) == 1:
+                picks.append((seq[0], int(backs[0][1][found])))
+            else:
+                i, rl = found
+                picks.append((seq[-1], rl))
+                for lvl in range(len(backs) - 1, -1, -1):
+                    prev, rr = backs[lvl]
+                    picks.append((seq[lvl], int(rr[i])))
+                    i = int(prev[i])
+            value = 0.0
+            tot = np.zeros(A, dtype=np.int64)
+            cnt: dict = {}
+            for fi, r in picks:
+                pr = prs[fi]
+                value += float(pr.val[r])
+                tot += sub_y[fi][r]
+                key = (fi, int(r))
+                cnt[key] = cnt.get(key, 0) + 1
+            if not (tot == zv).all() or abs(value - (ub - best_loss)) > 1e-6 * scale:
+                return "incomplete"  # not expected; the caller's integer master decides then
+            chosen = [(fams[fi].name, prs[fi].column(r), c) for (fi, r), c in cnt.items()]
+            return value, chosen
+        if delta >= top:
+            return None  # every row was in: no combination covers z
+        if deadline is not None and time.monotonic() > deadline:
+            return "incomplete"
+        # the optimum's loss is above delta and at most that of any plan seen (inc)
+        delta = min(2 * delta, inc, top + tol)

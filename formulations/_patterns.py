@@ -1019,6 +1019,8 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
     Lagrangian bound UB + sum_r (rc(z_r) - maxrc_r) beats the incumbent, best bound first;
     for each, solve every rack's node problem exactly (single-rack configuration model, whose
     LP is tight). The margin delta of the enumerated rack contents grows until it covers the gap."""
+    from ._nodetable import rack_by_convolution
+
     out: dict[str, Any] = {"status": "unknown", "value": None, "bound": None, "chosen": None}
     if incumbent is not None:  # (value, plan) of a known plan
         out.update(status="feasible", value=incumbent[0], chosen=incumbent[1])
@@ -1064,6 +1066,26 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
         if key in cache:
             return cache[key]
         sub = subs.pop(key, None) or _rack_sub(pm, ri, z, info["edges"], model.deadline, node_seed)
+        if all(f.table is not None for f in sub.families):
+            # every node class has a table: the exact max-plus convolution of the node tables
+            # (no integer master); the subproblem's LP gives the Lagrangian it starts from
+            lag = sub_lag.pop(key, None) or sub.generate()
+            if lag[0] is not None:
+                if lag[0] == -math.inf:
+                    cache[key] = None
+                    return None
+                t0 = time.monotonic()
+                conv = rack_by_convolution(sub, lag[0], lag[1], lag[2], z, model.deadline)
+                st["rack_convolution_s"] = round(st.get("rack_convolution_s", 0.0) + time.monotonic() - t0, 3)
+                if conv is None:
+                    cache[key] = None
+                    return None
+                if conv != "incomplete":
+                    st["rack_subproblems"] = st.get("rack_subproblems", 0) + 1
+                    st["rack_convolutions"] = st.get("rack_convolutions", 0) + 1
+                    share(ri, sub)
+                    cache[key] = conv
+                    return conv
         o = run_patterns(sub, backend, threads, cap)
         if o["status"] == "infeasible":
             cache[key] = None
@@ -1077,6 +1099,7 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
         return res
 
     subs: dict[Any, PatternModel] = {}
+    sub_lag: dict[Any, tuple] = {}  # the converged Lagrangian (bound, duals, maxrc) of those
     lp_bound: dict[Any, float] = {}
     sub_duals: list[tuple[int, Any]] = []  # (rack, cover duals) of every single-rack LP solved
 
@@ -1089,7 +1112,7 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
             return -math.inf if cache[key] is None else cache[key][0]
         if key not in lp_bound:
             sub = _rack_sub(pm, ri, dict(zc.payload), info["edges"], model.deadline, node_seed)
-            b, sd, _ = sub.generate()
+            b, sd, _maxrc = sub.generate()
             lp_bound[key] = math.inf if b is None else b
             if sd is not None and b is not None and b > -math.inf:
                 # the cover duals of groups absent from zc are arbitrary (no column uses those
@@ -1101,6 +1124,7 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
                                                 for k in range(len(G))])))
             if b is not None and b > -math.inf:
                 subs[key] = sub
+                sub_lag[key] = (b, sd, _maxrc)
                 share(ri, sub)  # its node columns seed the next subproblems' LPs
             st["rack_lp_bounds"] = st.get("rack_lp_bounds", 0) + 1
         return lp_bound[key]
@@ -1211,15 +1235,11 @@ def rack_dual_term(pm, ri: int, mu) -> float:
     from ._nodetable import table_sig
 
     tables = pm.__dict__["_node_tables"]
-    memo = pm.__dict__.setdefault("_table_floats", {})
     tot = 0.0
     for c in node_classes(pm, True):
         if pm.node_rack[c[0]] != ri:
             continue
-        t = tables[table_sig(pm, c[0])]
-        if id(t) not in memo:
-            memo[id(t)] = (t.Y[t.sel].astype(np.float64), t.value[t.sel])
-        Y, v = memo[id(t)]
+        _, Y, v = tables[table_sig(pm, c[0])].floats()  # the copy the master's TablePricer uses
         tot += len(c) * float(np.max(v - Y @ np.asarray(mu, dtype=np.float64)))
     return tot
 
@@ -1229,8 +1249,11 @@ def _rack_box(pm, ri: int) -> int:
     return math.prod(min(g.size, sum(pm.node_cap(g, ni) for ni in nodes)) + 1 for g in pm.groups)
 
 
+TWO_RACK_TABLE_LIMIT = 30_000_000  # rack boxes up to this are scanned whole (RackTable), larger ones by _splits_above
+
+
 def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, best, out, st,
-                     rack_bound, solve_rack, sub_duals, scale, edges, box_limit: int = 30_000_000,
+                     rack_bound, solve_rack, sub_duals, scale, edges, box_limit: int | None = None,
                      unit: float = 0.0) -> dict | None:
     """Two racks whose contents and node classes all have tables: best-first search over every
     rack-1 content z (rack 2 holds s - z), vectorised over the rack table, with no enumeration
@@ -1245,22 +1268,10 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     gets its racks' LP bounds; if they beat the incumbent its racks are solved exactly. Optimal
     once no split's bound beats the incumbent; stopped early, the bound is the best left.
     None if not applicable (the caller's enumeration then runs)."""
-    from ._nodetable import RackTable, table_sig
+    from ._nodetable import RackTable, lookup, table_sig
 
     t0 = time.monotonic()
     fams = model.families
-    rts = [fams[fi].table for fi in rack_f]
-    for i, (ri, fi) in enumerate(zip(racks, rack_f)):
-        if not isinstance(rts[i], RackTable):  # too big to price with; the search only needs it once
-            # about 2e6 contents a second to build and scan on the shared 2-core machine (load 6):
-            # not started unless 80 % of the time left covers it (the margin enumeration it
-            # replaces does not finish at these sizes either; a search stopped early keeps a
-            # valid bound)
-            if model.deadline is not None and _rack_box(pm, ri) / 2e6 > 0.8 * (model.deadline - time.monotonic()):
-                return None
-            rts[i] = RackTable(pm, ri, edges, fi, fams[fi].conv_row, box_limit=box_limit)
-            if not rts[i].ok:
-                return None
     tables = pm.__dict__.get("_node_tables", {})
     classes = {ri: [c for c in node_classes(pm, True) if pm.node_rack[c[0]] == ri] for ri in racks}
     for ri in racks:
@@ -1270,43 +1281,118 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     G = pm.groups
     K = len(G)
     s = np.array([g.size for g in G], dtype=np.int64)
-    rt1, rt2 = rts
     tol = 1e-7 * scale
     # plan values are multiples of `unit` (1 / lcm of the topologies' executor counts): a split
     # can beat the incumbent only if its bound reaches z_best + unit
     need = unit - tol if unit > 10 * tol else tol
-    # rack 2's row of s - z for every rack-1 content z, column by column (no K-wide temporaries)
-    c2 = np.zeros(len(rt1.Z), dtype=np.int64)
-    inbox = np.ones(len(rt1.Z), dtype=bool)
-    for k in range(K):
-        rest = s[k] - rt1.Z[:, k].astype(np.int64)
-        inbox &= (rest >= 0) & (rest < rt2.radix[k])
-        c2 += rest * rt2.mult[k]
-    pos = np.minimum(np.searchsorted(rt2.codes, c2), len(rt2.codes) - 1)
-    r2 = np.where(inbox & (rt2.codes[pos] == c2), pos, -1)
-    rc1, rc2 = rt1.rc(duals), rt2.rc(duals)
     f1, f2 = rack_f
-    lag = np.full(len(r2), -np.inf)
-    ok = r2 >= 0
-    lag[ok] = ub - (maxrc[f1] - rc1[ok]) - (maxrc[f2] - rc2[r2[ok]])
-    if sig[racks[0]] == sig[racks[1]] and rt1.Z is rt2.Z:
-        lag[rt1.codes < c2] = -np.inf  # interchangeable racks: z >= s - z in code order
-    cand = np.flatnonzero(lag > z_best + need)
-    del rc1, rc2, c2, inbox, pos
-    st["two_rack_splits"] = int(len(cand))
+    same = sig[racks[0]] == sig[racks[1]]
+    rts = [fams[fi].table for fi in rack_f]
+    # about 2e6 contents a second to build and scan a rack table on the shared 2-core machine
+    # (load 6): used when 80 % of the time left covers it and its box is at most box_limit
+    left = math.inf if model.deadline is None else model.deadline - time.monotonic()
+    box_limit = TWO_RACK_TABLE_LIMIT if box_limit is None else box_limit
+    use_table = all(_rack_box(pm, ri) <= box_limit and (isinstance(rt, RackTable) or _rack_box(pm, ri) / 2e6 <= 0.8 * left)
+                    for ri, rt in zip(racks, rts))
+    if use_table:
+        for i, (ri, fi) in enumerate(zip(racks, rack_f)):
+            if not isinstance(rts[i], RackTable):  # too big to price with; the search only needs it once
+                rts[i] = RackTable(pm, ri, edges, fi, fams[fi].conv_row, box_limit=box_limit)
+                if not rts[i].ok:
+                    return None
+        rt1, rt2 = rts
+        # rack 2's row of s - z for every rack-1 content z
+        if (rt1.radix == s + 1).all() and (rt2.radix == s + 1).all():
+            # both boxes are [0, s] in one radix: c(s - z) = c(s) - c(z), and every z <= s
+            c2 = int(s @ rt2.mult) - rt1.codes
+            r2 = lookup(rt2.codes, c2)
+        else:
+            c2 = np.zeros(len(rt1.Z), dtype=np.int64)
+            inbox = np.ones(len(rt1.Z), dtype=bool)
+            for k in range(K):  # column by column (no K-wide temporaries)
+                rest = s[k] - rt1.Z[:, k].astype(np.int64)
+                inbox &= (rest >= 0) & (rest < rt2.radix[k])
+                c2 += rest * rt2.mult[k]
+            r2 = np.where(inbox, lookup(rt2.codes, c2), -1)
+            del inbox
+        rc1, rc2 = rt1.rc(duals), rt2.rc(duals)
+        lag = np.full(len(r2), -np.inf)
+        ok = r2 >= 0
+        lag[ok] = ub - (maxrc[f1] - rc1[ok]) - (maxrc[f2] - rc2[r2[ok]])
+        if same and rt1.Z is rt2.Z:
+            lag[rt1.codes < c2] = -np.inf  # interchangeable racks: z >= s - z in code order
+        cand = np.flatnonzero(lag > z_best + need)
+        del rc1, rc2, c2
+        r1c, r2c, lagc = cand, r2[cand], lag[cand]
+        Z1, Z2 = rt1.Z[r1c], rt2.Z[r2c]
+        val = rt1.val[r1c] + rt2.val[r2c]
+        st["two_rack_setup"] = "rack table"
+    else:
+        # the rack box is too big to scan: only the splits whose Lagrangian bound beats the
+        # incumbent are generated (_splits_above), group by group
+        nodes = {ri: [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == ri and pm.nodes[ni].slots] for ri in racks}
+        caps = {ri: np.array([min(g.size, sum(pm.node_cap(g, ni) for ni in nodes[ri])) for g in G]) for ri in racks}
+        pi = {ri: np.array([duals.get(("cover", k), 0.0) - duals.get(("link", ri, k), 0.0) for k in range(K)]) for ri in racks}
+        cv = [duals.get(fams[fi].conv_row, 0.0) for fi in rack_f]
+        r1, r2_ = racks
+        # Lagrangian of a split: ub - maxrc_1 - maxrc_2 + rc_1(z) + rc_2(s - z), rc_r(z) = co(z) - pi_r . z - conv_r
+        const = ub - maxrc[f1] - maxrc[f2] - float(pi[r2_] @ s) - cv[0] - cv[1]
+        dem = [[int(round(g.comp.cpu * 1000)) for g in G], [int(round(g.comp.memory_mb * 1000)) for g in G]]
+        capr = {ri: [int(math.floor(sum(pm.nodes[ni].cpu for ni in nodes[ri]) * 1000 + 1e-6)),
+                     int(math.floor(sum(pm.nodes[ni].memory_mb for ni in nodes[ri]) * 1000 + 1e-6))] for ri in racks}
+        got = _splits_above(s, np.maximum(0, s - caps[r2_]), np.minimum(s, caps[r1]), -(pi[r1] - pi[r2_]), edges,
+                            const, z_best + need, dem, capr[r1], capr[r2_], deadline=model.deadline)
+        if isinstance(got, str):
+            st["two_rack_splits_gave_up"] = got
+            return None
+        Z1, lagc = got
+        Z2 = s - Z1
+        if same:  # interchangeable racks: z >= s - z in code order
+            mult = np.ones(K, dtype=np.int64)
+            for k in range(K - 2, -1, -1):
+                mult[k] = mult[k + 1] * (s[k + 1] + 1)
+            keep = Z1 @ mult >= Z2 @ mult
+            Z1, Z2, lagc = Z1[keep], Z2[keep], lagc[keep]
+
+        def co(Z: np.ndarray) -> np.ndarray:
+            out = np.zeros(len(Z))
+            for (a, b), w in edges.items():
+                out += w * Z[:, a].astype(np.float64) * Z[:, b]
+            return out
+
+        val = co(Z1) + co(Z2)
+        st["two_rack_setup"] = "splits above the incumbent"
+    st["two_rack_splits"] = int(len(lagc))
     st["two_rack_setup_s"] = round(time.monotonic() - t0, 2)
-    r1c, r2c, lagc = cand, r2[cand], lag[cand]
-    Zs = [rt1.Z[r1c].astype(np.float64), rt2.Z[r2c].astype(np.float64)]
-    val = rt1.val[r1c] + rt2.val[r2c]
-    node_part = [np.full(len(cand), np.inf), np.full(len(cand), np.inf)]
+    Zs = [Z1.astype(np.float64), Z2.astype(np.float64)]
+    Zi = [Z1, Z2]
+    del Z1, Z2
+    node_part = [np.full(len(lagc), np.inf), np.full(len(lagc), np.inf)]
+
+    def column(side: int, i: int) -> Column:
+        """The rack column of split i's rack ``side`` (0: z, 1: s - z)."""
+        ri, fi = racks[side], rack_f[side]
+        z = Zi[side][i]
+        key = tuple((k, int(q)) for k, q in enumerate(z) if q)
+        coefs = {("cover", k): float(q) for k, q in key}
+        coefs.update({("link", ri, k): -float(q) for k, q in key})
+        coefs[fams[fi].conv_row] = 1.0
+        value = sum(w * z[a] * z[b] for (a, b), w in edges.items())
+        return Column(fi, float(value), coefs, key, key)
 
     def H(ri: int, mu: np.ndarray) -> float:
         return rack_dual_term(pm, ri, mu)
 
+    term_key = {ri: tuple(sorted((len(c), id(tables[table_sig(pm, c[0])])) for c in classes[ri])) for ri in racks}
+
     def add_mu(ri: int, mu: np.ndarray) -> None:
+        terms: dict = {}  # racks whose classes have the same sizes and tables have the same dual term
         for side in (0, 1):
             if racks[side] == ri or sig[racks[side]] == sig[ri]:  # any mu is valid: its term per rack
-                np.minimum(node_part[side], Zs[side] @ mu + H(racks[side], mu), out=node_part[side])
+                tk = term_key[racks[side]]
+                if tk not in terms:
+                    terms[tk] = H(racks[side], mu)
+                np.minimum(node_part[side], Zs[side] @ mu + terms[tk], out=node_part[side])
 
     for ri in racks:
         add_mu(ri, np.array([duals.get(("link", ri, k), 0.0) for k in range(K)]))
@@ -1317,15 +1403,19 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
         return max(b, z_best)
 
     used = 0
-    alive = np.ones(len(cand), dtype=bool)
+    alive = np.ones(len(lagc), dtype=bool)
     st["rack_tuples"] = 0
+    stale = True  # the split bounds are recomputed only after new multipliers tightened node_part
     while True:
-        bnd = np.where(alive, np.minimum(lagc, val + node_part[0] + node_part[1]), -np.inf)
-        if 2 * np.count_nonzero(bnd > z_best + need) < len(bnd):  # drop the splits already beaten
-            keep = np.flatnonzero(bnd > z_best + need)
-            r1c, r2c, lagc, val, bnd, alive = r1c[keep], r2c[keep], lagc[keep], val[keep], bnd[keep], alive[keep]
-            Zs = [Zs[0][keep], Zs[1][keep]]
-            node_part = [node_part[0][keep], node_part[1][keep]]
+        if stale:
+            bnd = np.where(alive, np.minimum(lagc, val + node_part[0] + node_part[1]), -np.inf)
+            stale = False
+            if 2 * np.count_nonzero(bnd > z_best + need) < len(bnd):  # drop the splits already beaten
+                keep = np.flatnonzero(bnd > z_best + need)
+                lagc, val, bnd, alive = lagc[keep], val[keep], bnd[keep], alive[keep]
+                Zs = [Zs[0][keep], Zs[1][keep]]
+                Zi = [Zi[0][keep], Zi[1][keep]]
+                node_part = [node_part[0][keep], node_part[1][keep]]
         i = int(np.argmax(bnd)) if len(bnd) else -1
         top = -math.inf if i < 0 else float(bnd[i])
         if top <= z_best + need:
@@ -1337,11 +1427,13 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
             out["bound"] = grid(min(ub, top))
             return out
         alive[i] = False
-        tup = [rt1.column(int(r1c[i])), rt2.column(int(r2c[i]))]
+        bnd[i] = -np.inf
+        tup = [column(0, i), column(1, i)]
         lpb = float(val[i]) + sum(rack_bound(ri, c) for ri, c in zip(racks, tup))
         while used < len(sub_duals):
             add_mu(*sub_duals[used])
             used += 1
+            stale = True
         if lpb <= z_best + need:
             st["rack_tuples_pruned"] = st.get("rack_tuples_pruned", 0) + 1
             continue
@@ -1355,6 +1447,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
         if total > z_best:
             z_best, best = total, parts
             out.update(status="feasible", value=z_best, chosen=best)
+            stale = True  # a chance to drop the splits it beats
 
 
 def seed_network(pm, model: PatternModel, info: dict, plan: Plan) -> float | None:
@@ -1472,3 +1565,72 @@ def _node_limits(cm, G, y, n, memory: bool) -> None:
         lim = G[kk[0]].comp.max_per_node
         if lim is not None and len(kk) > 1:
             cm.Add(sum(y[k] for k in kk) <= lim)
+
+
+def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap: int = 6_000_000,
+                  deadline: float | None = None):
+    """Every rack-1 content z (rack 2 holds s - z) with lo <= z <= hi, both racks within their
+    limits (``dem``: per-group demand rows, ``cap1``/``cap2``: the racks' totals) and
+    const + f(z) > thr, where f(z) = lin . z + sum_e w_e (z_a z_b + (s_a - z_a)(s_b - z_b)) (the
+    Lagrangian of a split, quadratic in z), without scanning the box: the groups are fixed one
+    at a time and a prefix is dropped when its fixed part plus an upper bound on the rest does
+    not exceed thr. The bound is a sum of separate maxima over the box of the rest (each linear
+    term at an end of its range, each stream with a free end at the corners of its free
+    factors), so it over-estimates: no split above thr is lost. Returns (Z, f + const), or why
+    it gave up (a string: more than ``state_cap`` prefixes at a level, or past ``deadline``)."""
+    K = len(s)
+    s = np.asarray(s, dtype=np.int64)
+    lo = np.asarray(lo, dtype=np.int64)
+    hi = np.asarray(hi, dtype=np.int64)
+    lin = np.asarray(lin, dtype=np.float64)
+    W = np.zeros((K, K))
+    for (a, b), w in edges.items():
+        W[min(a, b), max(a, b)] += w
+    # per stream e = (a < b): h(za, zb) = za zb + (sa - za)(sb - zb); the constant part is kept
+    # in h, so f = lin . z + sum_e w_e h_e(z_a, z_b)
+
+    def h(a, b, za, zb):
+        return W[a, b] * (za * zb + (s[a] - za) * (s[b] - zb))
+
+    pairs = [(a, b) for a in range(K) for b in range(a + 1, K) if W[a, b] != 0.0]
+    # bound of the rest at level j: linear terms of free axes, streams with both ends free
+    rest_lin = np.zeros(K + 1)
+    rest_pair = np.zeros(K + 1)
+    for j in range(K - 1, -1, -1):
+        rest_lin[j] = rest_lin[j + 1] + max(lin[j] * lo[j], lin[j] * hi[j])
+    for j in range(K + 1):
+        rest_pair[j] = sum(max(h(a, b, x, y) for x in (lo[a], hi[a]) for y in (lo[b], hi[b]))
+                           for a, b in pairs if a >= j)
+    Z = np.zeros((1, 0), dtype=np.int16)
+    F = np.full(1, float(const))
+    use1 = np.zeros((1, len(cap1)))
+    use2 = np.zeros((1, len(cap2)))
+    dem = np.asarray(dem, dtype=np.float64)  # (rows, K)
+    c1, c2 = np.asarray(cap1, dtype=np.float64) + 1e-9, np.asarray(cap2, dtype=np.float64) + 1e-9
+    for j in range(K):
+        if deadline is not None and time.monotonic() > deadline:
+            return f"time limit at group {j}"
+        vals = np.arange(lo[j], hi[j] + 1, dtype=np.int16)
+        n, m = len(Z), len(vals)
+        if n * m > state_cap:
+            return f"{n * m} prefixes at group {j}"
+        Zn = np.repeat(Z, m, axis=0)
+        v = np.tile(vals, n)
+        Fn = np.repeat(F, m) + lin[j] * v
+        for a, b in pairs:  # streams whose second end is j: now fixed
+            if b == j:
+                Fn += h(a, b, Zn[:, a].astype(np.float64), v.astype(np.float64))
+        u1 = np.repeat(use1, m, axis=0) + np.outer(v, dem[:, j])
+        u2 = np.repeat(use2, m, axis=0) + np.outer(s[j] - v.astype(np.int64), dem[:, j])
+        # streams with one end fixed (a <= j < b): linear in z_b, so at an end of b's range
+        bnd = Fn + rest_lin[j + 1] + rest_pair[j + 1]
+        for a, b in pairs:
+            if a <= j < b:
+                za = v if a == j else Zn[:, a]
+                za = za.astype(np.float64)
+                bnd += np.maximum(h(a, b, za, float(lo[b])), h(a, b, za, float(hi[b])))
+        keep = (bnd > thr) & (u1 <= c1).all(axis=1) & (u2 <= c2).all(axis=1)
+        Z = np.concatenate([Zn[keep], v[keep, None]], axis=1)
+        F, use1, use2 = Fn[keep], u1[keep], u2[keep]
+    ok = F > thr
+    return Z[ok], F[ok]

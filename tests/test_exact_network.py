@@ -397,6 +397,30 @@ def _two_rack_vs_enumeration(size, monkeypatch):
     assert r.bound == pytest.approx(r.objective, abs=TOL)
 
 
+@pytest.mark.parametrize("chunk", [1 << 20, 1, 7, 60])
+def test_rack_table_chunks_agree(chunk, monkeypatch):
+    """The rack table built in chunks of the last axes (prefix constant per chunk, value from
+    inner, cross and prefix terms) == the one built in one piece, whatever the chunk size."""
+    import numpy as np
+
+    import formulations._nodetable as NT
+
+    pm = _network_pm(parse_instance(layered(20, 5, 4, 0)))
+    edges = {(0, 1): 0.5, (1, 3): 0.25, (2, 4): 1.0, (0, 4): 0.125, (3, 4): 2.0}
+    G = pm.groups
+    nodes = [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == 0]
+    caps = [min(g.size, sum(pm.node_cap(g, ni) for ni in nodes)) for g in G]
+    cpu = int(sum(pm.nodes[ni].cpu for ni in nodes) * 1000)
+    mem = int(sum(pm.nodes[ni].memory_mb for ni in nodes) * 1000)
+    ref = NT.RackTable._contents(pm, caps, cpu, mem, edges, 10**7)
+    monkeypatch.setattr(NT, "RACK_CHUNK", chunk)
+    got = NT.RackTable._contents(pm, caps, cpu, mem, edges, 10**7)
+    assert len(ref[0]) > 100 and (got[0] == ref[0]).all() and (got[2] == ref[2]).all()
+    assert np.allclose(got[1], ref[1], atol=1e-9)
+    want = sum(w * ref[0][:, a].astype(float) * ref[0][:, b] for (a, b), w in edges.items())
+    assert np.allclose(ref[1], want, atol=1e-9)
+
+
 @pytest.mark.parametrize("size", [(16, 5, 4), (20, 5, 4)])
 def test_two_rack_search_agrees_with_enumeration(size, monkeypatch):
     _two_rack_vs_enumeration(size, monkeypatch)
@@ -438,3 +462,181 @@ def test_rack_dual_term_bounds_every_rack_content():
         mu = mus[-1] + np.where(zv == 0, 1e3, 0.0)
         tight += float(mu @ zv) + P.rack_dual_term(pm, 0, mu) <= lp + 1e-6
     assert tight >= 6
+
+
+# --- exact single-rack solve by max-plus convolution of node tables (branch net-rack) -----------
+
+def _rack_contents(size, n, seed):
+    import numpy as np
+
+    from formulations import _patterns as P
+
+    pm = _network_pm(parse_instance(layered(*size, 0)))
+    pat, info, _ = P.build_network(pm, None, 1)
+    rt = next(f.table for f in pat.families if f.name.startswith("rack"))
+    rows = np.random.default_rng(seed).choice(len(rt.Z), n, replace=False)
+    return pm, info, [{k: int(q) for k, q in enumerate(rt.Z[r]) if q} for r in rows]
+
+
+@pytest.mark.parametrize("size,seed", [((16, 5, 4), 0), ((30, 6, 4), 2), ((40, 6, 6), 1)])
+def test_rack_convolution_agrees_with_configuration_model(size, seed):
+    """rack_by_convolution == the single-rack configuration model (run_patterns, proven) on
+    random rack contents; its columns sum to z, fit the rack's nodes and carry their value."""
+    from formulations import _patterns as P
+    from formulations._nodetable import rack_by_convolution
+
+    pm, info, zs = _rack_contents(size, 12, seed)
+    solved = 0
+    for z in zs:
+        sub = P._rack_sub(pm, 0, z, info["edges"], None, [])
+        ub, duals, maxrc = sub.generate()
+        ref = P.run_patterns(P._rack_sub(pm, 0, z, info["edges"], None, []), "cpsat", 1)
+        if ub == float("-inf") or ref["status"] == "infeasible":
+            assert ref["status"] == "infeasible" and (ub == float("-inf") or
+                                                      rack_by_convolution(sub, ub, duals, maxrc, z) is None)
+            continue
+        assert ref["status"] == "optimal"
+        got = rack_by_convolution(sub, ub, duals, maxrc, z)
+        assert got not in (None, "incomplete")
+        value, chosen = got
+        assert value == pytest.approx(ref["value"], abs=1e-9)
+        tot, nodes, val = {}, 0, 0.0
+        for name, col, cnt in chosen:
+            nodes += cnt
+            val += cnt * col.value
+            for r, x in col.coefs.items():
+                if r[0] == "cover":
+                    tot[r[1]] = tot.get(r[1], 0) + cnt * int(x)
+        assert {k: q for k, q in tot.items() if q} == z
+        assert nodes == sum(f.count for f in sub.families) and val == pytest.approx(value)
+        solved += 1
+    assert solved >= 8
+
+
+def test_rack_convolution_matches_brute_force_over_table_rows():
+    """On a 2-rack 12x5x4 instance (2 nodes per rack): the best pair of node-table rows summing
+    to z, by a plain double loop, == rack_by_convolution, for every rack content."""
+    import itertools
+
+    from formulations import _patterns as P
+    from formulations._nodetable import rack_by_convolution
+
+    pm = _network_pm(parse_instance(layered(12, 5, 4, 0)))
+    pat, info, _ = P.build_network(pm, None, 1)
+    rt = next(f.table for f in pat.families if f.name.startswith("rack"))
+    t = next(f.table for f in pat.families if f.name.startswith("node")).t
+    rows = [(tuple(int(q) for q in t.Y[i]), float(t.value[i])) for i in range(len(t.Y)) if t.sel[i]]
+    best = {}
+    for (a, va), (b, vb) in itertools.product(rows, rows):
+        s = tuple(x + y for x, y in zip(a, b))
+        best[s] = max(best.get(s, float("-inf")), va + vb)
+    checked = 0
+    for zr in rt.Z:
+        z = {k: int(q) for k, q in enumerate(zr) if q}
+        sub = P._rack_sub(pm, 0, z, info["edges"], None, [])
+        assert [f.count for f in sub.families] == [2]
+        ub, duals, maxrc = sub.generate()
+        key = tuple(int(q) for q in zr)
+        if ub == float("-inf"):
+            assert key not in best
+            continue
+        got = rack_by_convolution(sub, ub, duals, maxrc, z)
+        if key not in best:
+            assert got is None
+        else:
+            assert got[0] == pytest.approx(best[key], abs=1e-9)
+        checked += 1
+    assert checked >= 100
+
+
+def test_splits_above_is_every_split_above_the_threshold():
+    """_splits_above == a plain loop over the box: every z with lo <= z <= hi, both racks within
+    their CPU and memory, and const + lin . z + sum_e w (z_a z_b + (s_a - z_a)(s_b - z_b)) > thr."""
+    import itertools
+
+    import numpy as np
+
+    from formulations import _patterns as P
+
+    rng = np.random.default_rng(5)
+    s = np.array([3, 4, 2, 5, 3])
+    lo, hi = np.array([0, 1, 0, 0, 1]), np.array([3, 4, 2, 4, 3])
+    edges = {(0, 1): 0.5, (1, 2): 0.25, (2, 3): 1.0, (0, 4): 0.75, (3, 4): 0.125}
+    dem = np.array([[100, 250, 300, 50, 120], [10, 20, 5, 40, 30]])
+    cap1, cap2 = [1500, 220], [1400, 200]
+    for trial in range(4):
+        lin = rng.uniform(-2, 2, 5)
+        vals = {}
+        for z in itertools.product(*(range(a, b + 1) for a, b in zip(lo, hi))):
+            z = np.array(z)
+            if (dem @ z <= cap1).all() and (dem @ (s - z) <= cap2).all():
+                vals[tuple(z)] = 1.5 + lin @ z + sum(w * (z[a] * z[b] + (s[a] - z[a]) * (s[b] - z[b])) for (a, b), w in edges.items())
+        thr = float(np.quantile(list(vals.values()), [0.5, 0.8, 0.95, 0.0][trial])) - (1e-9 if trial == 3 else 0)
+        Z, F = P._splits_above(s, lo, hi, lin, edges, 1.5, thr, dem, cap1, cap2)
+        got = {tuple(int(q) for q in z): f for z, f in zip(Z, F)}
+        want = {z: v for z, v in vals.items() if v > thr}
+        assert got.keys() == want.keys() and len(want) > 0
+        assert all(abs(got[z] - want[z]) <= 1e-9 for z in want)
+
+
+@pytest.mark.parametrize("size", [(16, 5, 4), (20, 5, 4)])
+def test_two_rack_search_without_rack_table_agrees(size, monkeypatch):
+    """The two-rack search fed by _splits_above (as for rack boxes over TWO_RACK_TABLE_LIMIT)
+    proves the same optimum as the one scanning the rack table and as the enumeration."""
+    from formulations import _patterns as P
+
+    inst = parse_instance(layered(*size, 0))
+    ref = planner.solve(inst, "network", "exact.cpsat", time_limit=60)
+    monkeypatch.setattr(P, "TWO_RACK_TABLE_LIMIT", 0)
+    r = planner.solve(inst, "network", "exact.cpsat", time_limit=60)
+    assert r.details.get("two_rack_setup") == "splits above the incumbent"
+    assert ref.details.get("two_rack_setup") == "rack table"
+    assert r.status.value == ref.status.value == "optimal" and r.metrics["feasible"]
+    assert r.objective == pytest.approx(ref.objective, abs=TOL) and r.bound == pytest.approx(r.objective, abs=TOL)
+
+
+@pytest.mark.slow
+def test_network_100_executors_8_components_10_nodes_proven():
+    """Two racks of 5 nodes, rack box 8.8e8: splits generated above the incumbent, racks
+    solved by convolution; proven, the plan passes the evaluator, no worse than storm.ras."""
+    inst = parse_instance(layered(100, 8, 10, 0))
+    r = planner.solve(inst, "network", "exact.cpsat", time_limit=120)
+    assert r.status.value == "optimal", (r.message, r.details)
+    assert r.details.get("two_rack_setup") == "splits above the incumbent"
+    assert r.details.get("rack_convolutions", 0) >= 1
+    assert r.metrics["feasible"] and abs(r.bound - r.objective) <= TOL
+    heur = planner.solve(inst, "network", "storm.ras")
+    assert r.objective <= heur.objective + TOL
+
+
+def test_rack_convolution_with_two_node_classes_and_its_cap():
+    """A rack of two different nodes (two tables, one node each): the convolution agrees with
+    the single-rack configuration model; over its cap of partial sums it says "incomplete"."""
+    import numpy as np
+
+    from formulations import _patterns as P
+    from formulations._nodetable import rack_by_convolution
+
+    d = layered(20, 5, 6, 0)
+    for rack in d["cluster"]["racks"]:
+        rack["nodes"][0]["cpu"] = rack["nodes"][0]["cpu"] * 1.5
+        rack["nodes"][0]["memory_mb"] = rack["nodes"][0]["memory_mb"] * 1.5
+    pm = _network_pm(parse_instance(d))
+    pat, info, _ = P.build_network(pm, None, 1)
+    rt = next(f.table for f in pat.families if f.name.startswith("rack"))
+    solved = incomplete = 0
+    for r in np.random.default_rng(4).choice(len(rt.Z), 10, replace=False):
+        z = {k: int(q) for k, q in enumerate(rt.Z[r]) if q}
+        sub = P._rack_sub(pm, 0, z, info["edges"], None, [])
+        assert len(sub.families) == 2 and all(f.table is not None for f in sub.families)
+        ub, duals, maxrc = sub.generate()
+        ref = P.run_patterns(P._rack_sub(pm, 0, z, info["edges"], None, []), "cpsat", 1)
+        if ub == float("-inf") or ref["status"] == "infeasible":
+            assert ref["status"] == "infeasible"
+            continue
+        got = rack_by_convolution(sub, ub, duals, maxrc, z)
+        assert ref["status"] == "optimal" and got[0] == pytest.approx(ref["value"], abs=1e-9)
+        solved += 1
+        if sum(f.count for f in sub.families) >= 3:
+            incomplete += rack_by_convolution(sub, ub, duals, maxrc, z, cap=0, delta0=10 * ub) == "incomplete"
+    assert solved >= 6 and incomplete >= 1
