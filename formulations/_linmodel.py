@@ -24,15 +24,13 @@ time limit is read from its log ("Lower bound" / "Upper bound"); HiGHS's from
 from __future__ import annotations
 
 import math
-import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from formulations.gap import cbc_infeasible_is_proof
+from formulations.gap import cbc_infeasible_is_proof, run_cbc
 
 Expr = dict[int, float]  # variable index -> coefficient
 
@@ -313,15 +311,7 @@ def _solve_pulp(m: LinModel, backend: str, time_limit, threads, use_hint) -> Sol
     text = ""
     started = time.perf_counter()
     if backend == "cbc":
-        fd, log = tempfile.mkstemp(prefix="cbc", suffix=".log")
-        os.close(fd)
-        solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, gapRel=MILP_GAP, gapAbs=MILP_GAP, threads=threads,
-                                   warmStart=warm, logPath=log)
-        try:
-            prob.solve(solver)
-            text = open(log).read()
-        finally:
-            os.unlink(log)
+        text, _ = run_cbc(prob, time_limit, warm, gapRel=MILP_GAP, gapAbs=MILP_GAP, threads=threads)
         mt = re.search(r"(Lower|Upper) bound:\s*([-+0-9.eE]+)", text)
         if mt:
             bound = float(mt.group(2)) + m.obj_const  # CBC's log leaves out the objective's constant

@@ -266,6 +266,39 @@ def cbc_infeasible_is_proof(log_text: str, seconds: float, time_limit: float | N
     return time_limit is None or seconds < time_limit
 
 
+# CBC 2.10.3 (the one PuLP bundles) can return a wrong "optimal" answer when its preprocessing
+# removes the whole model: on an admission instance (tests/test_milp_status.py) it reports 1
+# where the optimum is 3, with the log lines "processed model has 0 rows, 0 columns" and "Cuts at
+# root node changed objective from -1 to -1.79769e+308"; the same model without preprocessing,
+# and CP-SAT, HiGHS and brute force, give 3. The CBC tracker has such reports (coin-or/Cbc #720,
+# #751: the same two log lines, wrong results).
+CBC_EMPTIED = "processed model has 0 rows, 0 columns"
+
+
+def run_cbc(prob, time_limit: float | None, warm: bool = False, **options: Any) -> tuple[str, float]:
+    """Solve ``prob`` with PuLP's CBC; return CBC's log and the seconds taken. When CBC's
+    preprocessing emptied the model (``CBC_EMPTIED``), whose answer is not to be trusted, the
+    model is solved again with ``preprocess off`` in the time left (at least 1 s); the result
+    left in ``prob`` and the log returned are the second run's. ``options``: further
+    ``PULP_CBC_CMD`` arguments (threads, gapRel, gapAbs)."""
+    import pulp
+
+    t0 = time.perf_counter()
+
+    def once(limit, extra):
+        with tempfile.TemporaryDirectory() as d:
+            log = Path(d) / "cbc.log"
+            prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=limit, warmStart=warm, logPath=str(log),
+                                         options=extra, **options))
+            return log.read_text() if log.exists() else ""
+
+    text = once(time_limit, [])
+    if CBC_EMPTIED in text:
+        left = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 1.0)
+        text = once(left, ["preprocess off"])
+    return text, time.perf_counter() - t0
+
+
 def run_pulp(prob, solver: str, time_limit: float | None, warm: bool = False) -> Outcome:
     """Solve a PuLP problem with ``cbc`` or ``highs``. The status says ``optimal`` only when the
     solver proved it (PuLP's ``LpStatus`` says Optimal for CBC stopped by its time limit with a
@@ -275,13 +308,7 @@ def run_pulp(prob, solver: str, time_limit: float | None, warm: bool = False) ->
     maximise = prob.sense == pulp.LpMaximize
     t0 = time.perf_counter()
     if solver == "cbc":
-        with tempfile.TemporaryDirectory() as d:
-            log = Path(d) / "cbc.log"
-            s = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, warmStart=warm, logPath=str(log), threads=1,
-                                  gapRel=MIP_REL_GAP)
-            prob.solve(s)
-            text = log.read_text() if log.exists() else ""
-        sec = time.perf_counter() - t0
+        text, sec = run_cbc(prob, time_limit, warm, threads=1, gapRel=MIP_REL_GAP)
         bound = None
         mt = re.search(r"best possible\s+(-?[\d.eE+-]+)", text)
         if mt:

@@ -62,3 +62,19 @@ def test_stopped_maximisation_reports_an_upper_bound():
     for backend, s in out.items():
         if s.bound is not None:
             assert s.bound >= best - 1e-6, (backend, s.status, s.objective, s.bound, best)
+
+
+def test_cbc_answer_after_preprocessing_emptied_the_model_is_checked():
+    """Admission instance ``small_random("admission", 80)``: CBC 2.10.3's preprocessing removes
+    the whole model and it then reported 1 as optimal; brute force, CP-SAT and HiGHS give 3.
+    ``gap.run_cbc`` solves such a model again without preprocessing."""
+    import planner
+    from formulations._gen import small_random
+    from planner.model import parse_instance
+
+    inst = parse_instance(small_random("admission", 80))
+    ref = planner.solve(inst, "admission", "exact.bruteforce")
+    assert ref.status.value == "optimal" and ref.objective == 3
+    r = planner.solve(inst, "admission", "exact.milp-cbc")
+    assert r.status.value == "optimal" and r.objective == 3 and r.bound == 3, (r.status, r.objective, r.bound)
+    assert r.metrics["feasible"]
