@@ -56,7 +56,7 @@ def _pareto(f: list) -> list:
 class ConfigLP:
     """Configuration LP at one rate R over the classes ``caps`` (a class_caps dict)."""
 
-    def __init__(self, d: TPData, R: float, caps: dict | None = None, fixed: dict | None = None, extra: bool = True):
+    def __init__(self, d: TPData, R: float, caps: dict | None = None, fixed: dict | None = None, extra: bool = False):
         self.d, self.R, self.extra = d, R, int(extra)
         self.caps = class_caps(d, R) if caps is None else caps
         if fixed is not None:  # fixed[c] = k: only that class for c
