@@ -12,13 +12,22 @@ Master (phase 1, all variables >= 0):
   sum_{t,p} n_pck lambda_tp - k y_ck >= 0               (class k of c gets its k instances)
   sum_p lambda_tp <= m_t                                 (machines of type t)
 A placement sustaining R gives a solution with value 0, so a positive optimum proves that no
-placement sustains R. Column generation prices configurations by a small MILP per type.
+placement sustains R. Column generation prices each type by an exact Pareto DP when few
+(class, n) options have a positive price, else by a small MILP (SciPy's HiGHS).
 
 The proof of "value > 0" does not rest on the LP solver's optimality: for any multipliers
 pi_ck >= 0 of the linking rows, Lagrangian duality gives
   value >= L(pi) = sum_c min(1, min_k k pi_ck) - sum_t m_t P_t(pi),
   P_t(pi) = max over configurations of type t of sum_ck pi_ck n_ck  (>= 0: the empty one),
-and P_t is bounded from above by the pricing MILP's dual bound. ``L(pi) > 0`` is the certificate.
+and P_t is bounded from above by the pricing's proof (the MILP's dual bound, or the DP's optimum
+with a relative 1e-9). ``L(pi) > 0`` is the certificate. Option ``extra`` adds, per type, the
+rows sum_p n_pck lambda_tp <= U_tck y_ck and sum_{p uses (c,k)} lambda_tp <= m_t y_ck (their
+multipliers enter the prices and L); measured far too slow, off by default.
+
+``bp_probe`` branches on count-class ranges over this LP. Status: a measured prototype
+(docs/formulations.md, throughput, "Configuration LP and branch and price"); the exact methods
+do not call it, because it is slower than they are where they prove optimality and proves
+nothing they cannot at the benchmark's sizes.
 """
 
 from __future__ import annotations
