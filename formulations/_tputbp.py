@@ -88,7 +88,9 @@ class ConfigLP:
     def price(self, t: int, pi: np.ndarray, time_limit: float | None = None):
         """max sum_i (pi_i - rho_ti) n_i - nu_ti [n_i > 0] over configurations of type t:
         (value, upper bound, n dict). Exact dynamic programme over components with Pareto
-        fronts (weight, value) per instance count; the MILP when components are incompatible."""
+        fronts (weight, value) per instance count; the MILP when components are incompatible or
+        more than DP_OPTIONS (class, n) options have a positive price. The upper bound adds
+        1e-10 for the options left out as priced at most 1e-12."""
         if self.d.incompatible:
             return self.price_milp(t, pi, time_limit)
         d, j = self.d, self.types[t][0]
@@ -121,7 +123,7 @@ class ConfigLP:
             fronts = [_pareto(f) for f in new]
         best = max((x for f in fronts for x in f), key=lambda x: x[1])
         val = best[1]
-        return val, val * (1 + 1e-9) + 1e-12, dict(best[2])
+        return val, val * (1 + 1e-9) + 1e-10, dict(best[2])
 
     def price_milp(self, t: int, pi: np.ndarray, time_limit: float | None = None):
         """max sum pi_i n_i over configurations of type t: (value, dual bound, n dict)."""
@@ -131,7 +133,7 @@ class ConfigLP:
         rho, nu = self.rho[t], self.nu[t]
         items = [i for i in range(len(self.classes)) if pi[i] - rho[i] > 1e-12 and self.caps[self.classes[i]][j] > 0]
         if not items:
-            return 0.0, 0.0, {}
+            return 0.0, 1e-10, {}
         comps = sorted({self.classes[i][0] for i in items})
         nI, nC = len(items), len(comps)
         # variables: n_i (integer), v_i (binary: class i used), b_c (binary: c present)
@@ -176,7 +178,7 @@ class ConfigLP:
         # the certificate uses what HiGHS proves (its dual bound), not the incumbent: the
         # solver stops at an absolute gap of 1e-6, larger than the certificate's margin
         ub = -db if db is not None and np.isfinite(db) else math.inf
-        return val, max(ub, val), n
+        return val, max(ub, val) + 1e-10, n
 
     def solve_master(self):
         from scipy.optimize import linprog
