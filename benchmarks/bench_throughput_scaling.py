@@ -10,6 +10,17 @@ polish (branch tput-exact; -1 when the method ran without it).
 
 One solve at a time; CP-SAT uses 2 workers, CBC and HiGHS 1 thread. Default run: 10 solves
 (CBC and HiGHS) of at most about a minute each (under 10 minutes).
+
+    PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --relaxations [--limit 60]
+        [--probe-limit 90] [--bp-limit 240]
+
+(branch tput-bp) compares, on tiny 5 x 5, hetero 6 x 6 and hetero 8 x 10, the bounds on the
+even-routing rate of the compact count-class LP and of the per-machine configuration LP
+(formulations/_tputbp.py), with free count classes and with the count vector N of the best plan
+fixed (exact.milp-highs within --limit), and runs the configuration branch and price
+(``bp_probe``) once at the best rate x (1 + 1e-5) within --bp-limit. Bisection on the probe rate:
+compact LP to 1e-4, configuration LP to 1e-3 (each probe at most --probe-limit seconds; a probe
+stopped by it counts as "not refuted", so the bound printed stays valid), fixed-N to 2e-4.
 """
 
 from __future__ import annotations
@@ -48,12 +59,68 @@ def cell(r) -> str:
     return f"{r.seconds:.1f} s {s}{gap}"
 
 
+def _bisect(feasible, lo: float, hi: float, tol: float) -> tuple[float, float]:
+    """Largest probe not refuted in [lo, hi] to a relative tol: (last not refuted, first refuted)."""
+    while hi / lo - 1 > tol:
+        mid = (lo * hi) ** 0.5
+        if feasible(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi
+
+
+def relaxations(limit: float, probe_limit: float, bp_limit: float) -> None:
+    from formulations import _tputbp as BP
+    from formulations.throughput import counts_from_plan, even_rate, prepare, upper_bound
+
+    print(f"load average at start: {os.getloadavg()[0]:.2f}\n")
+    print("| instance | best rate (exact.milp-highs) | compact LP bound | configuration LP bound (free classes) "
+          "| configuration LP bound (N of the best plan fixed) | bp_probe at best x (1 + 1e-5) | seconds |")
+    print("|---|---|---|---|---|---|---|")
+    t0 = time.time()
+    for fam, comps, machines in [("tiny", 5, 5), ("hetero", 6, 6), ("hetero", 8, 10)]:
+        t1 = time.time()
+        inst = instance(fam, comps, machines)
+        d = prepare(planner.load_instance(inst))
+        r = planner.solve(inst, "throughput", "exact.milp-highs", time_limit=limit)
+        n = counts_from_plan(d, r.plan)
+        N = [sum(row) for row in n]
+        best = even_rate(d, n)
+
+        def pct(x: float) -> str:
+            return f"{x:.1f} ({x / best - 1:+.2%})"
+
+        _, compact = _bisect(lambda R: BP.compact_lp_feasible(d, R)[0], best, upper_bound(d), 1e-4)
+
+        def config(R: float, fixed=None) -> bool:
+            lp = BP.ConfigLP(d, R, fixed=fixed)
+            return lp.run(time.monotonic() + probe_limit)[0] != "infeasible"
+
+        clo, chi = _bisect(config, best, compact, 1e-3)
+        _, fixed = _bisect(lambda R: config(R, {c: N[c] for c in range(d.C)}), best, best * 1.06, 2e-4)
+        st = {}
+        t2 = time.time()
+        out, nn = BP.bp_probe(d, best * (1 + 1e-5), time.monotonic() + bp_limit, st)
+        bp = f"{out} ({st['nodes']} nodes, {time.time() - t2:.0f} s" + (f", rate {even_rate(d, nn):.1f})" if nn else ")")
+        cfg = pct(chi) if chi < compact else f"in [{clo:.1f}, {compact:.1f}]"
+        print(f"| {fam} {comps} x {machines} | {best:.1f} ({r.status.value}), N = {N} | {pct(compact)} | {cfg} | {pct(fixed)} "
+              f"| {bp} | {time.time() - t1:.0f} |", flush=True)
+    print(f"\nload average at end: {os.getloadavg()[0]:.2f}; total wall time {time.time() - t0:.0f} s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=float, default=60.0)
     ap.add_argument("--quick", action="store_true", help="two small sizes, 10 s (a smoke run)")
     ap.add_argument("--solvers", default=",".join(SOLVERS), help="comma-separated methods")
+    ap.add_argument("--relaxations", action="store_true", help="compact against configuration LP bounds (tput-bp)")
+    ap.add_argument("--probe-limit", type=float, default=90.0, help="--relaxations: seconds per configuration-LP probe")
+    ap.add_argument("--bp-limit", type=float, default=240.0, help="--relaxations: seconds for the branch and price probe")
     a = ap.parse_args()
+    if a.relaxations:
+        relaxations(a.limit, a.probe_limit, a.bp_limit)
+        return
     solvers = [m for m in a.solvers.split(",") if m]
     cases = [("hetero", 5, 5), ("hetero", 6, 6), ("hetero", 8, 10), ("tiny", 5, 5), ("tiny", 8, 10)]
     if a.quick:

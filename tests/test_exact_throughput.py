@@ -332,3 +332,50 @@ def test_polish_option_off_agrees():
     assert "polish" in on.details and "polish" not in off.details
     assert on.status == off.status == Status.OPTIMAL
     assert on.objective == pytest.approx(off.objective, rel=REL)
+
+
+def _bp_check(inst: dict, opt: float) -> None:
+    """bp_probe (formulations/_tputbp.py) finds a valid placement just under the optimum and
+    proves that none sustains a rate just above it; the configuration LP alone never cuts the
+    optimum."""
+    from formulations import _tputbp as BP
+    from formulations import throughput as T
+
+    d = T.prepare(parse_instance(inst))
+    lo = opt * (1 - 1e-6)
+    st, n = BP.bp_probe(d, lo)
+    assert st == "feasible", st
+    assert T.structurally_ok(d, n)
+    rate = T.even_rate(d, n)
+    assert rate >= lo * (1 - 1e-9)
+    ev = planner.api.evaluate(inst, T.make_plan(d, n, rate), "throughput")
+    assert ev["feasible"], ev["violations"]
+    assert BP.ConfigLP(d, lo).run()[0] != "infeasible"
+    st, n = BP.bp_probe(d, opt * (1 + 1e-4))
+    assert st == "infeasible" and n is None
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_config_branch_and_price_agrees_with_bruteforce(seed):
+    """Seeded tiny instances (odd seeds: the twins, machine types with several machines; seed 4:
+    two incompatible components, so the pricing goes through its MILP)."""
+    from formulations import throughput as T
+
+    inst = twins(seed, "even") if seed % 2 else tiny(seed)
+    if seed == 4:
+        inst["topologies"][0]["components"][0]["incompatible"] = ["b1"]
+    parsed = parse_instance(inst)
+    ref = planner.api.judge(parsed, T.bruteforce_throughput(parsed), "exact")
+    assert ref.status == Status.OPTIMAL
+    _bp_check(inst, ref.objective)
+
+
+@pytest.mark.slow
+def test_config_branch_and_price_at_tiny_5x5():
+    """The benchmark's tiny 5 x 5 (no max_per_node), against the MILP's proven optimum 2672.3."""
+    inst = tiny(11, "even", 5, 5, per_node=10)
+    for c in inst["topologies"][0]["components"]:
+        c.pop("max_per_node")
+    ref = planner.solve(inst, "throughput", "exact.milp-highs")
+    assert ref.status == Status.OPTIMAL
+    _bp_check(inst, ref.objective)
