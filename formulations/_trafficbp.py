@@ -189,6 +189,7 @@ class TrafficBP:
         self.fixing = fixing
         self._bytes = 0.0
         self.strong = strong
+        self.strong_rows = 300_000  # above this many rows in the views, at most 2 candidates
         self.deadline = deadline
         G = pm.groups
         self.K = len(G)
@@ -557,7 +558,7 @@ class TrafficBP:
             if b <= self.inc_value + (-1e-7 if self.enum_all else 1e-7) * scale:
                 continue
             # strong branching costs pricing passes: fewer candidates while the tables are big
-            n_strong = self.strong if sum(len(v) for v in cviews) <= 300_000 else min(self.strong, 2)
+            n_strong = self.strong if sum(len(v) for v in cviews) <= self.strong_rows else min(self.strong, 2)
             cands = self._branch(lam, n_strong)
             if not cands:
                 plan = self._integral_plan(lam)
