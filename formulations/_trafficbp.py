@@ -43,6 +43,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+import weakref
 from typing import Any
 
 import numpy as np
@@ -151,6 +152,10 @@ class _TooBig(Exception):
     pass
 
 
+def _release(counter: list, size: float) -> None:
+    counter[0] -= size
+
+
 class _View:
     """The rows of a family's table still able to improve on the incumbent in a subtree
     (reduced-cost fixing); idx None = the whole table. Arrays are copies (fast pricing)."""
@@ -187,7 +192,7 @@ class TrafficBP:
                  enum_all: bool = False, fams: list[_Fam] | None = None):
         self.pm = pm
         self.fixing = fixing
-        self._bytes = 0.0
+        self._bytes = [0.0]  # bytes of the sub-tables alive (a list: released by their finalizers)
         self.strong = strong
         self.strong_rows = 300_000  # above this many rows in the views, at most 2 candidates
         self.deadline = deadline
@@ -422,10 +427,19 @@ class TrafficBP:
         out = []
         for f, (vw, rc) in enumerate(zip(views, rcs)):
             keep = np.flatnonzero(rc >= maxrc[f] - margin)
-            if len(keep) <= 0.8 * len(vw) and self._bytes < 1.5e9:
+            if len(keep) <= 0.8 * len(vw):
+                if self._bytes[0] >= 1.5e9:  # the views alive (open nodes' and pending) hold 1.5 GB
+                    self.stats["bp_view_refused"] = self.stats.get("bp_view_refused", 0) + 1
+                    out.append(vw)
+                    continue
                 idx = keep if vw.idx is None else vw.idx[keep]
                 nv = _View(self.fams[f], idx)
-                self._bytes += nv.Z.nbytes + nv.YT.nbytes + nv.V.nbytes
+                size = nv.Z.nbytes + nv.YT.nbytes + nv.V.nbytes + nv.lo.nbytes + nv.hi.nbytes
+                self._bytes[0] += size
+                self.stats["bp_view_made"] = self.stats.get("bp_view_made", 0) + 1
+                # counted while the view lives: a view of a closed subtree gives its bytes back
+                # (the budget counted every view ever made, so fixing stopped after ~15 of them)
+                weakref.finalize(nv, _release, self._bytes, size)
                 self.stats["bp_view_min"] = min(self.stats.get("bp_view_min", len(keep)), len(keep))
                 if not self.stats.get("bp_view_root"):
                     self.stats["bp_view_root"] = len(keep)
