@@ -234,3 +234,14 @@ def test_one_worker_tables_are_the_rows_one_worker_per_topology_can_hold():
             assert (fb.lo == fb.hi).all()
         checked += 1
     assert checked >= 5
+
+
+def test_a_hint_plan_seeds_branch_and_price_and_the_optimum_is_unchanged():
+    # options={"hint": ...}: the heuristic's plan is one more start of the seeding search
+    inst = parse_instance(layered(30, 6, 4, 0, problem="traffic"))
+    ref = planner.solve(inst, "traffic", "exact.cpsat", time_limit=60)
+    r = planner.solve(inst, "traffic", "exact.cpsat", time_limit=60, hint="tstorm")
+    assert r.status.value == "optimal" and r.details["phase1_method"] == "branch and price"
+    assert "hint from tstorm" in r.message
+    assert r.metrics["feasible"]
+    assert r.objective == pytest.approx(ref.objective, rel=TOL, abs=TOL)
