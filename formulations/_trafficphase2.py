@@ -80,6 +80,38 @@ def _split(pm, pairs, ti: int, ys: dict[int, int], o: int, deadline: float | Non
     return value, parts
 
 
+def split_plan(pm, pairs, pat, chosen, deadline: float | None):
+    """The phase-1 plan ``chosen`` (configuration columns and counts) with each node's
+    executors of a topology split into its o_t workers by the best split (``_split``, proven)
+    instead of evenly: when every node's split keeps all its intra-node traffic, the plan's
+    inter-worker traffic equals its inter-node traffic, the least any plan has, which proves
+    phase 2 at once (the caller checks that with the evaluator). None if a split is not proven
+    in time or does not exist."""
+    from ._patterns import deal_workers, node_classes
+
+    G = pm.groups
+    classes = {f"node{c[0]}": list(c) for c in node_classes(pm, False)}
+    free = {fi: list(classes[f.name]) for fi, f in enumerate(pat.families)}
+    cache: dict = {}
+    nodes = []
+    for col, cnt in chosen:
+        _, ys, os_ = col.payload
+        parts = []
+        for ti, o in os_:
+            yt = {k: q for k, q in ys if G[k].ti == ti}
+            if not yt:
+                continue
+            key = (ti, tuple(sorted(yt.items())), o)
+            if key not in cache:
+                cache[key] = _split(pm, pairs, ti, yt, o, deadline)
+            if cache[key] is None:
+                return None
+            parts.extend(cache[key][1])
+        for _ in range(cnt):
+            nodes.append((free[col.family].pop(0), parts))
+    return deal_workers(pm, nodes)
+
+
 def phase2(run, pm, pat, pairs, out: dict, z1: float, const: float, cap: int = 20000) -> dict[str, Any] | None:
     """Phase 2 on the columns; returns {"plan", "proven", "inter_worker", "bound"} or None
     (not applicable, or out of time: the caller falls back to the compact model)."""

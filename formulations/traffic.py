@@ -37,7 +37,7 @@ from planner.registry import register
 
 from . import _patterns as patterns
 from ._trafficls import seed_traffic
-from ._trafficphase2 import phase2, phase2_bp
+from ._trafficphase2 import phase2, phase2_bp, split_plan
 from ._rasmodel import OPTIONS, SOURCE, Group, PlacementModel, Run, method_runner, traffic_groups
 
 
@@ -234,6 +234,12 @@ def solve_traffic(run: Run) -> Result:
             details["phase2"] = "optimal (inter-worker = inter-node traffic, its lower bound)"
             _lexicographic(run, details, True)
             return run.pattern_result(out, hint, bound=primary_value, details=details)
+        left = None if run.time_limit is None else run.time_limit - (time.monotonic() - run.t0)
+        p2s = split_plan(base, pairs, pat, out["chosen"], None if left is None else time.monotonic() + 0.2 * left)
+        if p2s is not None and _phase2_free(run, p2s, primary_value):
+            details["phase2"] = "optimal (the phase-1 plan's best splits keep all intra-node traffic)"
+            _lexicographic(run, details, True)
+            return run.pattern_result(out, p2s, bound=primary_value, details=details)
         if bpo is not None:
             p2b = phase2_bp(run, base, pairs, out["value"], const, phase1=out.get("bp"))
             if p2b is not None and _phase1_kept(run, p2b["plan"], primary_value):
