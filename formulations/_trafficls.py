@@ -191,13 +191,9 @@ class NodeSearch:
         return Z
 
     def run(self, starts: list[np.ndarray], budget: float, seed: int = 0, target: float = math.inf,
-            patience: int = 5000, restart: int = 10**9) -> tuple[float, np.ndarray] | None:
+            patience: int = 5000) -> tuple[float, np.ndarray] | None:
         """Iterated local search from each feasible start; the best (value, Y). Stops at the
-        budget, at ``target`` (a proven upper bound) or after ``patience`` kicks without gain.
-        After ``restart`` kicks that do not improve the current walk, a new walk starts from the
-        best start (the random stream goes on): the time to a good plan is heavy-tailed
-        (100x10x10, 5 s: 946.07 reached by 7 of ILS seeds 0-9 without restarts, 9 of 10 with
-        restart=300; docs/benchmarks.md, branch traffic-100)."""
+        budget, at ``target`` (a proven upper bound) or after ``patience`` kicks without gain."""
         deadline = time.monotonic() + budget
         rng = random.Random(seed)
         best: tuple[float, np.ndarray] | None = None
@@ -210,24 +206,17 @@ class NodeSearch:
                 best = (v, Y)
         if best is None:
             return None
-        cur = local = start = best
-        stall = since_best = 0
+        cur = best
+        stall = 0
         goal = target - 1e-9 * max(1.0, abs(target)) if math.isfinite(target) else math.inf
-        while time.monotonic() < deadline and best[0] < goal and since_best < patience:
-            if stall >= restart:  # a new walk from the best start, on the random stream's next draws
-                cur = local = start
-                stall = 0
+        while time.monotonic() < deadline and best[0] < goal and stall < patience:
             Z = self.descend(self.kick(cur[1], rng, rng.randint(2, 2 + min(6, stall // 5))), deadline)
             v = self.value(Z)
-            if v > local[0] + 1e-9:
-                local, stall = (v, Z), 0
+            if v > best[0] + 1e-9:
+                best, stall = (v, Z), 0
             else:
                 stall += 1
-            if v > best[0] + 1e-9:
-                best, since_best = (v, Z), 0
-            else:
-                since_best += 1
-            cur = (v, Z) if v >= cur[0] - 1e-9 or rng.random() < 0.1 else local
+            cur = (v, Z) if v >= cur[0] - 1e-9 or rng.random() < 0.1 else best
         return best
 
     # --- conversions -------------------------------------------------------------------------
@@ -302,7 +291,7 @@ def node_column(fi: int, conv, ys: tuple, os_: tuple, value: float):
 
 
 def seed_traffic(pm, model, pairs, starts_plans: list, chosen, budget: float, seed: int = 0,
-                 target: float = math.inf, restart: int = 10**9):
+                 target: float = math.inf):
     """Run the search from the master's plan and the given plans; add the best as columns to
     ``model``; returns (value, [(column, count)]) or None."""
     ns = NodeSearch(pm, pairs)
@@ -323,7 +312,7 @@ def seed_traffic(pm, model, pairs, starts_plans: list, chosen, budget: float, se
             starts.append(Y)
     if not starts:
         return None
-    best = ns.run(starts, budget, seed, target - model.value_const, restart=restart)
+    best = ns.run(starts, budget, seed, target - model.value_const)
     if best is None:
         return None
     cols = ns.columns(model, best[1])

@@ -139,8 +139,7 @@ def _branch_and_price(run: Run, base: PlacementModel, pairs):
     # stopped at 947.25, while the best plan known, 946.07, takes 0.2-4.9 s by seed and load)
     size = min(10.0, max(0.05, 0.005 * len(base.nodes) * sum(g.size for g in base.groups)))
     budget = size if run.time_limit is None else max(0.05, min(size, 0.1 * run.time_limit))
-    seeded = seed_traffic(base, pat, pairs, [run.hint_plan()] if run.hint else [], None, budget, run.seed,
-                          restart=300)
+    seeded = seed_traffic(base, pat, pairs, [run.hint_plan()] if run.hint else [], None, budget, run.seed)
     if seeded is not None:
         nodes = []
         for col, cnt in seeded[1]:
