@@ -134,10 +134,11 @@ def _branch_and_price(run: Run, base: PlacementModel, pairs):
     if len(bp.tis) == 1:
         for fi, fam in enumerate(pat.families):
             fam.table = BPTable(bp, fi)
-    # B&P cannot close its gap below a poor incumbent until one of its integral nodes finds a
-    # better plan, so the search gets 2.5x the improver's share (100x10x10: 5 s; with 2 s it
-    # stopped at 947.25, while the best plan known, 946.07, takes 0.2-4.9 s by seed and load)
-    size = min(10.0, max(0.05, 0.005 * len(base.nodes) * sum(g.size for g in base.groups)))
+    # the seeding search gets the improver's share (100x10x10: 2 s, stopping at 947.25). A
+    # longer one (5 s, or with restarts) reached 946.07 there but made things worse: from it
+    # the B&P tree took 1,239 nodes instead of 246, and 100x8x10 started from an optimum whose
+    # phase 2 is not free (both levels in 2.5 s before, not in 60 s after; docs/benchmarks.md)
+    size = min(5.0, max(0.05, 0.002 * len(base.nodes) * sum(g.size for g in base.groups)))
     budget = size if run.time_limit is None else max(0.05, min(size, 0.1 * run.time_limit))
     seeded = seed_traffic(base, pat, pairs, [run.hint_plan()] if run.hint else [], None, budget, run.seed)
     if seeded is not None:
