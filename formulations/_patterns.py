@@ -1527,25 +1527,42 @@ def traffic_plan(pm, model: PatternModel, chosen: list[tuple[Column, int]]) -> P
     G = pm.groups
     classes = {f"node{c[0]}": list(c) for c in node_classes(pm, False)}
     free = {fi: classes[f.name] for fi, f in enumerate(model.families)}
-    nxt = {k: iter(g.members) for k, g in enumerate(G)}
-    out = []
+    nodes = []
     for col, cnt in chosen:
         _, ys, os_ = col.payload
         for _ in range(cnt):
-            ni = free[col.family].pop(0)
-            ports = iter(pm.nodes[ni].slots)
+            parts = []
             for ti, o in os_:
                 if o == 0:
                     continue
-                execs = [(k, next(nxt[k])) for k, q in ys if G[k].ti == ti for _ in range(q)]
+                execs = [k for k, q in ys if G[k].ti == ti for _ in range(q)]
                 sizes = [len(execs) // o + (1 if i < len(execs) % o else 0) for i in range(o)]
                 pos = 0
                 for sz in sizes:
-                    port = next(ports)
-                    for k, e in execs[pos:pos + sz]:
-                        out.append(Placement(topology=G[k].topo.id, component=G[k].comp.id, executor=e,
-                                             node=pm.nodes[ni].id, slot=port))
+                    part: dict[int, int] = {}
+                    for k in execs[pos:pos + sz]:
+                        part[k] = part.get(k, 0) + 1
+                    parts.append(part)
                     pos += sz
+            nodes.append((free[col.family].pop(0), parts))
+    return deal_workers(pm, nodes)
+
+
+def deal_workers(pm, nodes: list[tuple[int, list[dict[int, int]]]]) -> Plan:
+    """The plan of per-node worker contents: nodes = [(node index, [{group: count} per
+    worker])]; each worker takes its node's next slot, each group's executors are taken in
+    member order (traffic: ``traffic_plan`` and both phase-2 routes)."""
+    G = pm.groups
+    nxt = {k: iter(g.members) for k, g in enumerate(G)}
+    out = []
+    for ni, parts in nodes:
+        ports = iter(pm.nodes[ni].slots)
+        for part in parts:
+            port = next(ports)
+            for k, q in part.items():
+                for _ in range(q):
+                    out.append(Placement(topology=G[k].topo.id, component=G[k].comp.id, executor=next(nxt[k]),
+                                         node=pm.nodes[ni].id, slot=port))
     return Plan(placements=out)
 
 

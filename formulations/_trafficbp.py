@@ -43,12 +43,14 @@ from __future__ import annotations
 import heapq
 import math
 import time
+import weakref
 from typing import Any
 
 import numpy as np
 
 from ._nodetable import _node_vectors
 from ._patterns import Column, node_classes
+from ._trafficls import node_column
 
 
 def _count_vectors(pm, ni: int) -> int:
@@ -100,11 +102,11 @@ class _Fam:
         M = np.array([pm.M[ti] for ti in tis], dtype=np.int64)
         lo = -(-tot // M)
         hi = np.minimum(tot, slots)
+        ok = np.ones(len(Y), dtype=bool)
         if one_worker:  # at most one worker per topology: inter-worker = inter-node traffic
+            ok = (tot <= M).all(axis=1)  # a topology over M_t executors on the node needs two
             lo = hi = np.minimum(tot, 1)
-            tot = np.where(tot > M, -1, tot)  # a topology over M_t executors needs two workers
-            lo = np.where(tot < 0, 2, lo)
-        ok = (lo.sum(axis=1) <= slots) & (lo <= hi).all(axis=1)
+        ok &= (lo.sum(axis=1) <= slots) & (lo <= hi).all(axis=1)
         self.Y, self.lo, self.hi = Y[ok], lo[ok], hi[ok]
         self.cap = self.Y.max(axis=0) if len(self.Y) else np.zeros(len(G), dtype=np.int64)
         # for the pricing's matrix-vector product: [y | lo | hi] (worker bounds of one topology)
@@ -150,12 +152,17 @@ class _TooBig(Exception):
     pass
 
 
+def _release(counter: list, size: float) -> None:
+    counter[0] -= size
+
+
 class _View:
     """The rows of a family's table still able to improve on the incumbent in a subtree
     (reduced-cost fixing); idx None = the whole table. Arrays are copies (fast pricing)."""
 
     def __init__(self, fm: _Fam, idx: np.ndarray | None):
         self.idx = idx
+        self.masks: dict[int, np.ndarray] = {}  # branch property (mask id) at the view's rows
         if idx is None:
             self.Z, self.V, self.YT, self.lo, self.hi = fm.Z, fm.V, fm.YT, fm.lo, fm.hi
         else:
@@ -163,6 +170,15 @@ class _View:
 
     def __len__(self) -> int:
         return len(self.V)
+
+    def mask(self, mid: int, bp: "TrafficBP") -> np.ndarray:
+        """Branch property mid at the view's rows (bool), built once per view (a few kept)."""
+        m = self.masks.get(mid)
+        if m is None:
+            if len(self.masks) >= 16:
+                self.masks.pop(next(iter(self.masks)))
+            m = self.masks[mid] = bp.mask_at(mid, self.idx) > 0
+        return m
 
     def full(self, i: int) -> int:
         return int(i) if self.idx is None else int(self.idx[i])
@@ -176,8 +192,9 @@ class TrafficBP:
                  enum_all: bool = False, fams: list[_Fam] | None = None):
         self.pm = pm
         self.fixing = fixing
-        self._bytes = 0.0
+        self._bytes = [0.0]  # bytes of the sub-tables alive (a list: released by their finalizers)
         self.strong = strong
+        self.strong_rows = 300_000  # above this many rows in the views, at most 2 candidates
         self.deadline = deadline
         G = pm.groups
         self.K = len(G)
@@ -271,12 +288,15 @@ class TrafficBP:
                     h.addCol(-big, 0.0, inf, 1, np.array([r], dtype=np.int32), np.array([c]))
             self._ncols = 0
             self._rows: list = []
-        if self._rows != rows:  # swap the branch rows
-            if self._rows:
-                h.deleteRows(len(self._rows), np.arange(ne, ne + len(self._rows), dtype=np.int32))
+        if self._rows != rows:  # swap the branch rows after the prefix both nodes share
+            keep = 0
+            while keep < min(len(rows), len(self._rows)) and rows[keep] == self._rows[keep]:
+                keep += 1
+            if len(self._rows) > keep:
+                h.deleteRows(len(self._rows) - keep, np.arange(ne + keep, ne + len(self._rows), dtype=np.int32))
             fam = np.array([p[0] for p in self.pool[:self._ncols]], dtype=np.int64)
             row = np.array([p[1] for p in self.pool[:self._ncols]], dtype=np.int64)
-            for mid, sign, rhs in rows:
+            for mid, sign, rhs in rows[keep:]:
                 f, _, _ = self.masks[mid]
                 sel = np.nonzero(fam == f)[0] if self._ncols else np.zeros(0, dtype=np.int64)
                 sel = sel[self.mask_at(mid, row[sel]) > 0]
@@ -341,20 +361,26 @@ class TrafficBP:
             rc += vw.V
             rc -= pconv[f]
             look = [np.zeros(fm.cap[g] + 1) for g in range(K)]
-            other = []
+            other, at = [], []
             for r, (mid, sign, _) in enumerate(rows):
                 g, mask, key = self.masks[mid]
                 if g != f or not pi_ub[r]:
                     continue
                 if len(key) == 3 and key[1] != "y":
                     look[key[1]][key[2]:] += pi_ub[r] * sign
+                elif key[1] == "y":  # one table row: found in the view (its rows are sorted)
+                    j = key[2] if vw.idx is None else int(np.searchsorted(vw.idx, key[2]))
+                    if j < len(vw) and vw.full(j) == key[2]:
+                        at.append((pi_ub[r] * sign, j))
                 else:
-                    other.append((pi_ub[r] * sign, self.mask_at(mid, vw.idx)))
+                    other.append((pi_ub[r] * sign, vw.mask(mid, self)))
             for g in range(K):
                 if look[g].any():
                     rc -= look[g][vw.YT[g]]
             for c, mask in other:
-                rc -= c * mask
+                rc[mask] -= c
+            for c, j in at:
+                rc[j] -= c
             m = float(rc.max())
             maxrc.append(m)
             rcs.append(rc)
@@ -401,10 +427,19 @@ class TrafficBP:
         out = []
         for f, (vw, rc) in enumerate(zip(views, rcs)):
             keep = np.flatnonzero(rc >= maxrc[f] - margin)
-            if len(keep) <= 0.8 * len(vw) and self._bytes < 1.5e9:
+            if len(keep) <= 0.8 * len(vw):
+                if self._bytes[0] >= 1.5e9:  # the views alive (open nodes' and pending) hold 1.5 GB
+                    self.stats["bp_view_refused"] = self.stats.get("bp_view_refused", 0) + 1
+                    out.append(vw)
+                    continue
                 idx = keep if vw.idx is None else vw.idx[keep]
                 nv = _View(self.fams[f], idx)
-                self._bytes += nv.Z.nbytes + nv.YT.nbytes + nv.V.nbytes
+                size = nv.Z.nbytes + nv.YT.nbytes + nv.V.nbytes + nv.lo.nbytes + nv.hi.nbytes
+                self._bytes[0] += size
+                self.stats["bp_view_made"] = self.stats.get("bp_view_made", 0) + 1
+                # counted while the view lives: a view of a closed subtree gives its bytes back
+                # (the budget counted every view ever made, so fixing stopped after ~15 of them)
+                weakref.finalize(nv, _release, self._bytes, size)
                 self.stats["bp_view_min"] = min(self.stats.get("bp_view_min", len(keep)), len(keep))
                 if not self.stats.get("bp_view_root"):
                     self.stats["bp_view_root"] = len(keep)
@@ -499,12 +534,14 @@ class TrafficBP:
         heap: list = []
         tick = 0
         root_bound = None
-        heapq.heappush(heap, (-math.inf, tick, [], [_View(fm, None) for fm in self.fams]))
+        # heap entries: (-bound, tick, branch rows, views, solved); solved = (lambda, the
+        # children's views) when strong branching already ran the node's column generation
+        heapq.heappush(heap, (-math.inf, tick, [], [_View(fm, None) for fm in self.fams], None))
         unresolved = -math.inf  # bound of nodes left without a plan or a branch
         status = "optimal"
         self.found = False
         while heap and not (self.found and not self.enum_all):
-            negb, _, rows, views = heap[0]
+            negb, _, rows, views, solved = heap[0]
             pb = -negb
             scale = max(1.0, abs(self.inc_value)) if self.inc_value > -math.inf else 1.0
             if pb <= self.inc_value + (-1e-7 if self.enum_all else 1e-7) * scale:
@@ -515,7 +552,12 @@ class TrafficBP:
                 break
             heapq.heappop(heap)
             self.stats["bp_nodes"] += 1
-            b, lam, cviews = self.solve_node(rows, views)
+            if solved is not None:  # converged during the parent's strong branching: not again
+                b = pb
+                lam, cviews = solved
+                self.stats["bp_reused"] = self.stats.get("bp_reused", 0) + 1
+            else:
+                b, lam, cviews = self.solve_node(rows, views)
             b = min(b, pb)
             if root_bound is None:
                 root_bound = b
@@ -524,13 +566,13 @@ class TrafficBP:
                 continue
             if lam is None:  # stopped early: the node stays open with the bound it has
                 tick += 1
-                heapq.heappush(heap, (-b, tick, rows, views))
+                heapq.heappush(heap, (-b, tick, rows, views, None))
                 status = "feasible"
                 break
             if b <= self.inc_value + (-1e-7 if self.enum_all else 1e-7) * scale:
                 continue
             # strong branching costs pricing passes: fewer candidates while the tables are big
-            n_strong = self.strong if sum(len(v) for v in cviews) <= 300_000 else min(self.strong, 2)
+            n_strong = self.strong if sum(len(v) for v in cviews) <= self.strong_rows else min(self.strong, 2)
             cands = self._branch(lam, n_strong)
             if not cands:
                 plan = self._integral_plan(lam)
@@ -556,7 +598,7 @@ class TrafficBP:
                             if extra[0][2] < 0 and extra[0][1] == 1:
                                 continue  # count <= -1: empty
                             tick += 1
-                            heapq.heappush(heap, (-b, tick, rows + extra, cviews))
+                            heapq.heappush(heap, (-b, tick, rows + extra, cviews, None))
                         break
                     continue
                 if plan is not None:
@@ -579,16 +621,16 @@ class TrafficBP:
                         plan = self._integral_plan(clam)
                         if plan is not None and self.set_incumbent(plan):
                             scale = max(1.0, abs(self.inc_value))
-                    kids.append((cb, r2, kv))
+                    kids.append((cb, r2, (clam, kv) if clam is not None and len(cands) > 1 else None))
                 score = (b - kids[0][0] + 1e-6) * (b - kids[1][0] + 1e-6)
                 if best is None or score > best[0]:
                     best = (score, kids)
                 if self.left() <= 0:
                     break
-            for cb, r2, kv in best[1]:
+            for cb, r2, done in best[1]:
                 if cb > self.inc_value + (-1e-7 if self.enum_all else 1e-7) * scale:
                     tick += 1
-                    heapq.heappush(heap, (-cb, tick, r2, kv))
+                    heapq.heappush(heap, (-cb, tick, r2, cviews, done))
         self.complete = not heap and unresolved == -math.inf and self.left() > 0
         open_bound = max([e[0] * -1 for e in heap], default=-math.inf)
         bound = max(self.inc_value, open_bound, unresolved)
@@ -608,13 +650,7 @@ def bp_column(bp: TrafficBP, f: int, i: int, o) -> Column:
     fm = bp.fams[f]
     ys = tuple((k, int(q)) for k, q in enumerate(fm.Y[i]) if q > 0)
     os_ = tuple((ti, int(x)) for ti, x in zip(bp.tis, o))
-    coefs: dict[Any, float] = {("cover", k): float(q) for k, q in ys}
-    for ti, x in os_:
-        if x:
-            coefs[("workers", ti)] = float(x)
-    coefs[("conv", "node", fm.cls[0])] = 1.0
-    payload = ("y", ys, os_)
-    return Column(f, float(fm.V[i]), coefs, payload, payload)
+    return node_column(f, ("conv", "node", fm.cls[0]), ys, os_, float(fm.V[i]))
 
 
 class BPTable:

@@ -252,7 +252,7 @@ class NodeSearch:
 
     def columns(self, model, Y: np.ndarray) -> list[tuple[Any, int]] | None:
         """Y as node columns of ``model`` (build_traffic's families), with their counts."""
-        from ._patterns import Column, node_classes
+        from ._patterns import node_classes
 
         o = self.workers(Y)
         if o is None:
@@ -271,14 +271,23 @@ class NodeSearch:
                 if (fi, payload) in out:
                     out[(fi, payload)][1] += 1
                     continue
-                coefs: dict[Any, float] = {("cover", k): float(q) for k, q in ys}
-                for ti, ov in os_:
-                    if ov:
-                        coefs[("workers", ti)] = float(ov)
-                coefs[conv] = 1.0
-                val = 0.5 * float(Y[n] @ self.A @ Y[n])
-                out[(fi, payload)] = [Column(fi, val, coefs, payload, payload), 1]
+                out[(fi, payload)] = [node_column(fi, conv, ys, os_, 0.5 * float(Y[n] @ self.A @ Y[n])), 1]
         return [(c, k) for c, k in out.values()]
+
+
+def node_column(fi: int, conv, ys: tuple, os_: tuple, value: float):
+    """The configuration-model column of one node (``_patterns.build_traffic``'s rows and
+    payload): ys = ((group, count), ...) with counts > 0, os_ = ((topology, workers), ...),
+    conv its family's convexity row, value its intra-node traffic."""
+    from ._patterns import Column
+
+    coefs: dict[Any, float] = {("cover", k): float(q) for k, q in ys}
+    for ti, ov in os_:
+        if ov:
+            coefs[("workers", ti)] = float(ov)
+    coefs[conv] = 1.0
+    payload = ("y", ys, os_)
+    return Column(fi, value, coefs, payload, payload)
 
 
 def seed_traffic(pm, model, pairs, starts_plans: list, chosen, budget: float, seed: int = 0,

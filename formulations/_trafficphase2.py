@@ -18,7 +18,6 @@ import math
 import time
 from typing import Any
 
-from planner.plan import Placement, Plan
 
 from ._linmodel import LinModel, solve_model
 
@@ -79,6 +78,38 @@ def _split(pm, pairs, ti: int, ys: dict[int, int], o: int, deadline: float | Non
         if 2 * err > 1e-7 * max(1.0, value):
             return None
     return value, parts
+
+
+def split_plan(pm, pairs, pat, chosen, deadline: float | None):
+    """The phase-1 plan ``chosen`` (configuration columns and counts) with each node's
+    executors of a topology split into its o_t workers by the best split (``_split``, proven)
+    instead of evenly: when every node's split keeps all its intra-node traffic, the plan's
+    inter-worker traffic equals its inter-node traffic, the least any plan has, which proves
+    phase 2 at once (the caller checks that with the evaluator). None if a split is not proven
+    in time or does not exist."""
+    from ._patterns import deal_workers, node_classes
+
+    G = pm.groups
+    classes = {f"node{c[0]}": list(c) for c in node_classes(pm, False)}
+    free = {fi: list(classes[f.name]) for fi, f in enumerate(pat.families)}
+    cache: dict = {}
+    nodes = []
+    for col, cnt in chosen:
+        _, ys, os_ = col.payload
+        parts = []
+        for ti, o in os_:
+            yt = {k: q for k, q in ys if G[k].ti == ti}
+            if not yt:
+                continue
+            key = (ti, tuple(sorted(yt.items())), o)
+            if key not in cache:
+                cache[key] = _split(pm, pairs, ti, yt, o, deadline)
+            if cache[key] is None:
+                return None
+            parts.extend(cache[key][1])
+        for _ in range(cnt):
+            nodes.append((free[col.family].pop(0), parts))
+    return deal_workers(pm, nodes)
 
 
 def phase2(run, pm, pat, pairs, out: dict, z1: float, const: float, cap: int = 20000) -> dict[str, Any] | None:
@@ -168,30 +199,23 @@ def phase2(run, pm, pat, pairs, out: dict, z1: float, const: float, cap: int = 2
                     splits[key] = sp
         t_split += time.monotonic() - t
     # the plan: each chosen column on a node of its family, executors split as computed
-    from ._patterns import node_classes
+    from ._patterns import deal_workers, node_classes
 
     classes = {f"node{c[0]}": list(c) for c in node_classes(pm, False)}
     free = {fi: list(classes[f.name]) for fi, f in enumerate(pat.families)}
-    nxt = {k: iter(g.members) for k, g in enumerate(G)}
-    place = []
+    nodes = []
     for c, cnt in zip(cand, sol.values):
         _, ys, os_ = c.payload
         for _ in range(cnt):
-            ni = free[c.family].pop(0)
-            ports = iter(pm.nodes[ni].slots)
+            parts = []
             for ti, o in os_:
                 yt = {k: q for k, q in ys if G[k].ti == ti}
-                if not yt:
-                    continue
-                for part in splits[(ti, tuple(sorted(yt.items())), o)][1]:
-                    port = next(ports)
-                    for k, q in part.items():
-                        for _ in range(q):
-                            place.append(Placement(topology=G[k].topo.id, component=G[k].comp.id,
-                                                   executor=next(nxt[k]), node=pm.nodes[ni].id, slot=port))
+                if yt:
+                    parts.extend(splits[(ti, tuple(sorted(yt.items())), o)][1])
+            nodes.append((free[c.family].pop(0), parts))
     intra_w = sol.objective
     bound = sol.bound if sol.bound is not None else None
-    return {"plan": Plan(placements=place), "proven": sol.status == "optimal", "inter_worker": const - intra_w,
+    return {"plan": deal_workers(pm, nodes), "proven": sol.status == "optimal", "inter_worker": const - intra_w,
             "inter_worker_bound": None if bound is None else const - bound, "columns": len(cand),
             "splits": len(splits), "split_seconds": round(t_split, 3), "rounds": rounds}
 
@@ -264,25 +288,14 @@ def phase2_bp(run, pm, pairs, z1: float, const: float, phase1=None) -> dict[str,
     if best is None:
         return None
     val, nodes, ch = best
-    from ._patterns import node_classes
+    from ._patterns import deal_workers, node_classes
 
-    G = pm.groups
     classes = {f"node{c[0]}": list(c) for c in node_classes(pm, False)}
     free = {f: list(classes[f"node{fm.cls[0]}"]) for f, fm in enumerate(bp.fams)}
-    nxt_exec = {k: iter(g.members) for k, g in enumerate(G)}
-    place = []
+    dealt = []
     for (f, i), o in zip(nodes, ch):
-        ni = free[f].pop(0)
-        if o == 0:
-            continue
         ys = {k: int(q) for k, q in enumerate(bp.fams[f].Y[i]) if q > 0}
-        ports = iter(pm.nodes[ni].slots)
-        for part in cache[(tuple(sorted(ys.items())), o)][1]:
-            port = next(ports)
-            for k, q in part.items():
-                for _ in range(q):
-                    place.append(Placement(topology=G[k].topo.id, component=G[k].comp.id,
-                                           executor=next(nxt_exec[k]), node=pm.nodes[ni].id, slot=port))
-    return {"plan": Plan(placements=place), "proven": True, "inter_worker": const - val,
+        dealt.append((free[f].pop(0), [] if o == 0 else cache[(tuple(sorted(ys.items())), o)][1]))
+    return {"plan": deal_workers(pm, dealt), "proven": True, "inter_worker": const - val,
             "inter_worker_bound": const - val, "multisets": len(bp.plans), "splits": len(cache),
             "bp_nodes": bp.stats["bp_nodes"]}

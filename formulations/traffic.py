@@ -37,7 +37,7 @@ from planner.registry import register
 
 from . import _patterns as patterns
 from ._trafficls import seed_traffic
-from ._trafficphase2 import phase2, phase2_bp
+from ._trafficphase2 import phase2, phase2_bp, split_plan
 from ._rasmodel import OPTIONS, SOURCE, Group, PlacementModel, Run, method_runner, traffic_groups
 
 
@@ -134,9 +134,13 @@ def _branch_and_price(run: Run, base: PlacementModel, pairs):
     if len(bp.tis) == 1:
         for fi, fam in enumerate(pat.families):
             fam.table = BPTable(bp, fi)
+    # the seeding search gets the improver's share (100x10x10: 2 s, stopping at 947.25). A
+    # longer one (5 s, or with restarts) reached 946.07 there but made things worse: from it
+    # the B&P tree took 1,239 nodes instead of 246, and 100x8x10 started from an optimum whose
+    # phase 2 is not free (both levels in 2.5 s before, not in 60 s after; docs/benchmarks.md)
     size = min(5.0, max(0.05, 0.002 * len(base.nodes) * sum(g.size for g in base.groups)))
     budget = size if run.time_limit is None else max(0.05, min(size, 0.1 * run.time_limit))
-    seeded = seed_traffic(base, pat, pairs, [], None, budget, run.seed)
+    seeded = seed_traffic(base, pat, pairs, [run.hint_plan()] if run.hint else [], None, budget, run.seed)
     if seeded is not None:
         nodes = []
         for col, cnt in seeded[1]:
@@ -230,6 +234,12 @@ def solve_traffic(run: Run) -> Result:
             details["phase2"] = "optimal (inter-worker = inter-node traffic, its lower bound)"
             _lexicographic(run, details, True)
             return run.pattern_result(out, hint, bound=primary_value, details=details)
+        left = None if run.time_limit is None else run.time_limit - (time.monotonic() - run.t0)
+        p2s = split_plan(base, pairs, pat, out["chosen"], None if left is None else time.monotonic() + 0.2 * left)
+        if p2s is not None and _phase2_free(run, p2s, primary_value):
+            details["phase2"] = "optimal (the phase-1 plan's best splits keep all intra-node traffic)"
+            _lexicographic(run, details, True)
+            return run.pattern_result(out, p2s, bound=primary_value, details=details)
         if bpo is not None:
             p2b = phase2_bp(run, base, pairs, out["value"], const, phase1=out.get("bp"))
             if p2b is not None and _phase1_kept(run, p2b["plan"], primary_value):

@@ -188,3 +188,60 @@ def test_phase2_by_enumerating_phase1_optima_matches_brute_force():
         assert p2["inter_worker"] == pytest.approx(m["inter_worker_traffic"], rel=TOL, abs=TOL), seed
         used += 1
     assert used >= 5, used
+
+
+@pytest.mark.parametrize("size", [(14, 4, 3), (16, 5, 4)])
+def test_strong_branching_children_reused_give_the_plain_search_optimum(size):
+    # children bounded by strong branching keep their converged LP (not solved again when
+    # popped); the optimum must be the one of the search without strong branching (no reuse)
+    inst = _two_classes(*size, 1)
+    base, pairs, const = _setup(inst)
+    out = {}
+    for strong in (1, 4):
+        bp = TrafficBP(base, pairs, None, strong=strong)
+        bp.strong_rows = 10**9
+        out[strong] = (bp.run(), bp)
+        assert out[strong][0]["status"] == "optimal"
+        m = evaluate(inst, _plan(bp, base, pairs, out[strong][0]["incumbent"]), "traffic")
+        assert m["feasible"], m["violations"]
+        assert m["inter_node_traffic"] == pytest.approx(const - out[strong][0]["value"], rel=TOL, abs=TOL)
+    assert out[4][0]["value"] == pytest.approx(out[1][0]["value"], rel=1e-9, abs=TOL)
+    assert out[1][1].stats.get("bp_reused", 0) == 0
+    if out[4][1].stats["bp_nodes"] > 1:
+        assert out[4][1].stats.get("bp_reused", 0) > 0
+
+
+def test_one_worker_tables_are_the_rows_one_worker_per_topology_can_hold():
+    # one_worker=True keeps exactly the full table's rows whose every topology fits one worker
+    # (at most M_t executors) with one worker per present topology within the node's slots
+    import numpy as np
+
+    checked = 0
+    for seed in range(30):
+        inst = parse_instance(small_random("traffic", seed))
+        base, pairs, _ = _setup(inst)
+        if not pairs or patterns.applicable(base, "traffic") is not None:
+            continue
+        full = TrafficBP(base, pairs, None)
+        one = TrafficBP(base, pairs, None, one_worker=True)
+        G = base.groups
+        for fa, fb in zip(full.fams, one.fams):
+            tot = np.stack([fa.Y[:, [k for k, g in enumerate(G) if g.ti == ti]].sum(axis=1) for ti in full.tis], axis=1)
+            M = np.array([base.M[ti] for ti in full.tis])
+            keep = (tot <= M).all(axis=1) & ((tot > 0).sum(axis=1) <= fa.slots)
+            assert {tuple(y) for y in fa.Y[keep]} == {tuple(y) for y in fb.Y}, seed
+            assert (fb.lo == np.minimum(fb.Y @ np.array([[g.ti == ti for ti in full.tis] for g in G]), 1)).all()
+            assert (fb.lo == fb.hi).all()
+        checked += 1
+    assert checked >= 5
+
+
+def test_a_hint_plan_seeds_branch_and_price_and_the_optimum_is_unchanged():
+    # options={"hint": ...}: the heuristic's plan is one more start of the seeding search
+    inst = parse_instance(layered(30, 6, 4, 0, problem="traffic"))
+    ref = planner.solve(inst, "traffic", "exact.cpsat", time_limit=60)
+    r = planner.solve(inst, "traffic", "exact.cpsat", time_limit=60, hint="tstorm")
+    assert r.status.value == "optimal" and r.details["phase1_method"] == "branch and price"
+    assert "hint from tstorm" in r.message
+    assert r.metrics["feasible"]
+    assert r.objective == pytest.approx(ref.objective, rel=TOL, abs=TOL)

@@ -103,3 +103,24 @@ def test_phase2_on_columns_matches_brute_force_tie_breaker():
         # enumerated by branch and price: either way a split-aware phase 2, not the free case
         used += any(k in str(r.details.get("phase2", "")) for k in ("configuration columns", "enumerated by branch and price"))
     assert used >= 3, used
+
+
+@pytest.mark.parametrize("size", [(16, 6, 3, 3), (12, 6, 2, 2), (14, 6, 3, 1)])
+def test_phase2_by_the_phase1_plans_best_splits_matches_the_compact_model(size):
+    # one worker more than nodes: a node splits its executors. When the phase-1 plan's best
+    # splits keep all intra-node traffic (split_plan; taken on 16x6x3 seed 3), phase 2 is
+    # proven at once; every route must give the compact model's least inter-worker traffic
+    e, c, n, seed = size
+    d = layered(e, c, n, seed, problem="traffic")
+    for t in d["topologies"]:
+        t["workers"] = n + 1
+    inst = parse_instance(d)
+    r = planner.solve(inst, "traffic", "exact.cpsat", time_limit=60)
+    ref = planner.solve(inst, "traffic", "exact.cpsat", model="compact", time_limit=60)
+    assert r.status.value == "optimal" and ref.status.value == "optimal", (r.message, ref.message)
+    assert r.metrics["feasible"]
+    assert r.objective == pytest.approx(ref.objective, rel=TOL, abs=TOL)
+    assert r.metrics["inter_worker_traffic"] == pytest.approx(ref.metrics["inter_worker_traffic"], rel=TOL, abs=TOL)
+    if size == (16, 6, 3, 3):
+        assert "best splits" in r.details["phase2"]
+        assert r.metrics["inter_worker_traffic"] == pytest.approx(r.objective, rel=1e-9, abs=TOL)
