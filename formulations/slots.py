@@ -503,6 +503,19 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         used = {s for (_, s) in q}
         return big * len(used) + sum(pw[k] for k in {d.slot_node[s] for s in used})
 
+    def on_cheapest(q, n):
+        """``q`` moved onto the cheapest nodes that hold ``n`` slots, when that passes the rate
+        rule; else None."""
+        nodes = _sp.cheapest_nodes(d, n)
+        moved = _sr.remap(d, q, nodes) if nodes is not None else None
+        return moved if moved is not None and checked(d, moved) else None
+
+    def proven_count(q, n):
+        """The result for plan ``q`` once no plan has fewer than its ``n`` slots."""
+        details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in q})
+        return Result(problem="slots", method=method, status=Status.OPTIMAL, plan=make_plan(d, q),
+                      bound=float(n), details=details)
+
     best = min(seeds, key=obj) if seeds else None
     # the even-routing volume bound (least usage of each component within L slots): no plan
     # has fewer slots; computed up to the best seed's count less one (milliseconds to a second)
@@ -519,13 +532,9 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
     interchangeable = _sp.applicable(d) is None  # no pins, no max_per_node: any slot holds any content
     if n0 is not None and eb is not None and eb >= n0 and interchangeable:
         # the best seed's slot count is proven; the cheapest nodes holding n0 slots give the cost
-        nodes = _sp.cheapest_nodes(d, n0)
-        moved = _sr.remap(d, best, nodes) if nodes is not None else None
-        if moved is not None and checked(d, moved):
-            best = moved if obj(moved) <= obj(best) else best
-            details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in best})
-            return Result(problem="slots", method=method, status=Status.OPTIMAL, plan=make_plan(d, best),
-                          bound=float(n0), details=details)
+        moved = on_cheapest(best, n0)
+        if moved is not None:
+            return proven_count(moved if obj(moved) <= obj(best) else best, n0)
     # the packing check from the bound up (before the full model: where the bound is tight it
     # proves the count, or finds a plan on exactly that many slots, in seconds)
     packed = set()  # slot counts the packing check has tried
@@ -545,13 +554,9 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         eb = L  # no plan has fewer slots
         n1 = len({s for (_, s) in best})
         if eb >= n1:
-            nodes = _sp.cheapest_nodes(d, n1)
-            moved = _sr.remap(d, best, nodes) if nodes is not None else None
-            if moved is not None and checked(d, moved):
-                best = moved if obj(moved) <= obj(best) else best
-                details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in best})
-                return Result(problem="slots", method=method, status=Status.OPTIMAL, plan=make_plan(d, best),
-                              bound=float(n1), details=details)
+            moved = on_cheapest(best, n1)
+            if moved is not None:
+                return proven_count(moved if obj(moved) <= obj(best) else best, n1)
     run = _sr.cpsat if backend == "cpsat" else _sr.milp
     args = dict(min_slots=eb or 0)
     def attempt(limit, relaxed, dd=d, start="best", cuts=None, min_slots=None):
@@ -619,9 +624,8 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
                 best, n = qk, len({s for (_, s) in qk})  # n == floor_: nothing below is left
             break
         if floor_ >= n:
-            nodes = _sp.cheapest_nodes(d, n)
-            moved = _sr.remap(d, best, nodes) if nodes is not None else None
-            if moved is not None and checked(d, moved) and obj(moved) <= obj(best):
+            moved = on_cheapest(best, n)
+            if moved is not None and obj(moved) <= obj(best):
                 best = moved
                 proven = True
         descent["bound"] = floor_

@@ -274,6 +274,16 @@ def _prepared(inst: dict):
     return d, sr.rows(d)
 
 
+def _decided(n: int):
+    """(seed, instance, brute force's result, prepared data, rows) for the seeds below ``n`` whose
+    ``rate_tiny`` instance brute force decides (optimal or infeasible)."""
+    for seed in range(n):
+        inst = rate_tiny(seed)
+        ref = planner.solve(inst, "slots", "exact.bruteforce")
+        if ref.status in (Status.OPTIMAL, Status.INFEASIBLE):
+            yield (seed, inst, ref, *_prepared(inst))
+
+
 def test_least_usage_equals_enumeration():
     """``least_usage`` (the dynamic programme over thresholds) equals the least usage over every
     multiset of at most L groups, listed directly, on the small random instances."""
@@ -311,12 +321,7 @@ def test_even_bound_never_above_bruteforce():
     from formulations import _slotsrate as sr
 
     optimal = tighter = 0
-    for seed in range(60):
-        inst = rate_tiny(seed)
-        ref = planner.solve(inst, "slots", "exact.bruteforce")
-        if ref.status not in (Status.OPTIMAL, Status.INFEASIBLE):
-            continue
-        d, R = _prepared(inst)
+    for seed, _, ref, d, R in _decided(60):
         eb = sr.even_bound(d, R, d.S)
         if eb > d.S:
             assert ref.status == Status.INFEASIBLE, seed
@@ -349,12 +354,7 @@ def test_packing_check_agrees_with_bruteforce():
     from planner.model import parse_instance
 
     seen = {"infeasible": 0, "feasible": 0, "unknown": 0}
-    for seed in range(40):
-        inst = rate_tiny(seed)
-        ref = planner.solve(inst, "slots", "exact.bruteforce")
-        if ref.status not in (Status.OPTIMAL, Status.INFEASIBLE):
-            continue
-        d, R = _prepared(inst)
+    for seed, inst, ref, d, R in _decided(40):
         n = int(ref.objective) if ref.status == Status.OPTIMAL else d.S + 1
         tables = sr.usage_tables(d, R, d.S)
         for L in range(1, min(n, d.S) + 1):
