@@ -36,7 +36,7 @@ from planner.plan import Result, Status
 from planner.registry import register
 
 from . import _patterns as patterns
-from ._trafficls import seed_traffic
+from ._trafficls import phase2_free_search, seed_traffic
 from ._trafficphase2 import phase2, phase2_bp, split_plan
 from ._rasmodel import OPTIONS, SOURCE, Group, PlacementModel, Run, method_runner, traffic_groups
 
@@ -240,6 +240,15 @@ def solve_traffic(run: Run) -> Result:
             details["phase2"] = "optimal (the phase-1 plan's best splits keep all intra-node traffic)"
             _lexicographic(run, details, True)
             return run.pattern_result(out, p2s, bound=primary_value, details=details)
+        if bpo is not None:
+            left = None if run.time_limit is None else run.time_limit - (time.monotonic() - run.t0)
+            p2f = phase2_free_search(base, pat, pairs, const, primary_value,
+                                     None if left is None else time.monotonic() + 0.3 * left,
+                                     lambda plan: _phase2_free(run, plan, primary_value), run.seed)
+            if p2f is not None:
+                details["phase2"] = "optimal (a phase-1 optimum found by search keeps all intra-node traffic)"
+                _lexicographic(run, details, True)
+                return run.pattern_result(out, p2f, bound=primary_value, details=details)
         if bpo is not None:
             p2b = phase2_bp(run, base, pairs, out["value"], const, phase1=out.get("bp"))
             if p2b is not None and _phase1_kept(run, p2b["plan"], primary_value):

@@ -245,3 +245,40 @@ def test_a_hint_plan_seeds_branch_and_price_and_the_optimum_is_unchanged():
     assert "hint from tstorm" in r.message
     assert r.metrics["feasible"]
     assert r.objective == pytest.approx(ref.objective, rel=TOL, abs=TOL)
+
+
+@pytest.mark.parametrize("method", ["exact.cpsat", "exact.milp-cbc", "exact.milp-highs"])
+@pytest.mark.parametrize("size,seed", [("20x5x4", 1), ("30x6x4", 2)])
+def test_phase2_by_search_for_a_free_phase1_optimum(size, seed, method):
+    """On these instances B&P's own plan is not phase-2 free and the search route proves phase 2
+    (a phase-1 optimum whose inter-worker traffic equals it, by the evaluator)."""
+    e, c, n = map(int, size.split("x"))
+    inst = parse_instance(layered(e, c, n, seed, problem="traffic"))
+    r = planner.solve(inst, "traffic", method, time_limit=60)
+    assert r.status.value == "optimal", (r.status, r.message)
+    assert r.details["phase2"].startswith("optimal (a phase-1 optimum found by search"), r.details["phase2"]
+    ev = evaluate(inst, r.plan, "traffic")
+    assert ev["feasible"] and abs(ev["inter_worker_traffic"] - ev["inter_node_traffic"]) <= TOL * max(1.0, r.objective)
+    assert abs(ev["inter_node_traffic"] - r.objective) <= TOL * max(1.0, r.objective)
+
+
+def test_phase2_search_agrees_with_the_compact_model_and_obeys_its_check():
+    """The search route's optimum equals the compact model's at both levels (30x6x4, seed 2),
+    and the search returns only plans its check accepts (a check that refuses all: None)."""
+    from formulations._trafficls import phase2_free_search
+
+    inst = parse_instance(layered(30, 6, 4, 2, problem="traffic"))
+    r = planner.solve(inst, "traffic", "exact.cpsat", time_limit=60)
+    rc = planner.solve(inst, "traffic", "exact.cpsat", time_limit=60, model="compact")
+    assert r.status.value == rc.status.value == "optimal"
+    for key in ("inter_node_traffic", "inter_worker_traffic"):
+        assert abs(r.metrics[key] - rc.metrics[key]) <= TOL * max(1.0, rc.metrics[key]), key
+    base, pairs, const = _setup(inst)
+    pat, total = patterns.build_traffic(base, pairs, None, 1)
+    assert abs(total - const) <= TOL * const
+    seen = []
+    got = phase2_free_search(base, pat, pairs, total, r.objective, time.monotonic() + 20,
+                             lambda plan: seen.append(plan) and False, tries=4)
+    assert got is None and len(seen) == 4  # every try reached the optimum; none was accepted
+    for plan in seen:
+        assert abs(evaluate(inst, plan, "traffic")["inter_node_traffic"] - r.objective) <= TOL * r.objective
