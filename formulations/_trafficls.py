@@ -333,7 +333,8 @@ def phase2_free_search(pm, model, pairs, total: float, z1: float, deadline: floa
     phase 2 because inter-worker >= inter-node >= z1 for every plan; ``total`` is the traffic
     of all pairs, so intra-node traffic total - z1 is the search's target). Different runs end on
     different phase-1 optima, and only some are phase-2 free (100x10x10: 2 of 8 seeds, each
-    reaching z1 in 0.1-5 s). Returns the accepted plan or None (time, ``tries`` or no fill)."""
+    reaching z1 in 0.1-5 s). Returns the accepted plan or None (time, ``tries`` or no fill).
+    ``deadline`` None: no clock (the caller in formulations.traffic always gives one)."""
     from ._patterns import traffic_plan
 
     ns = NodeSearch(pm, pairs)

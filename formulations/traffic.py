@@ -243,7 +243,7 @@ def solve_traffic(run: Run) -> Result:
         if bpo is not None:
             left = None if run.time_limit is None else run.time_limit - (time.monotonic() - run.t0)
             p2f = phase2_free_search(base, pat, pairs, const, primary_value,
-                                     None if left is None else time.monotonic() + 0.3 * left,
+                                     time.monotonic() + (60.0 if left is None else 0.3 * left),
                                      lambda plan: _phase2_free(run, plan, primary_value), run.seed)
             if p2f is not None:
                 details["phase2"] = "optimal (a phase-1 optimum found by search keeps all intra-node traffic)"
