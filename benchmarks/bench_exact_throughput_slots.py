@@ -179,22 +179,21 @@ def main() -> None:
                     help="the micro-DAGs under slot_usage='rate' at 10 and 25 tuples/s, where Shukla pairs' plans pass")
     a = ap.parse_args()
     t0 = time.time()
+    def with_load(run, *args, **kw):
+        """One table between the load averages at its start and end (the machine is shared)."""
+        print(f"load average at start: {os.getloadavg()[0]:.2f}")
+        run(*args, **kw)
+        print(f"load average at end: {os.getloadavg()[0]:.2f}")
+
+    dags = ["linear", "diamond", "star"]
     if a.slots_rate_low:
-        print(f"load average at start: {os.getloadavg()[0]:.2f}")
-        slots_rate(20, ["linear", "diamond", "star"], [10, 25], shipped=False)
-        print(f"load average at end: {os.getloadavg()[0]:.2f}")
+        with_load(slots_rate, 20, dags, [10, 25], shipped=False)
     elif a.slots_rate:
-        print(f"load average at start: {os.getloadavg()[0]:.2f}")
-        slots_rate(20, ["linear", "diamond", "star"], [50, 100, 200])
-        print(f"load average at end: {os.getloadavg()[0]:.2f}")
+        with_load(slots_rate, 20, dags, [50, 100, 200])
     elif a.slots_interpolated:
-        print(f"load average at start: {os.getloadavg()[0]:.2f}")
-        slots(20, ["linear", "diamond", "star"], [50, 100, 200], assign=False, interpolate=True, tiny_=False)
-        print(f"load average at end: {os.getloadavg()[0]:.2f}")
+        with_load(slots, 20, dags, [50, 100, 200], assign=False, interpolate=True, tiny_=False)
     elif a.slots:
-        print(f"load average at start: {os.getloadavg()[0]:.2f}")
-        slots(20, ["linear", "diamond", "star"], [50, 100, 200])
-        print(f"load average at end: {os.getloadavg()[0]:.2f}")
+        with_load(slots, 20, dags, [50, 100, 200])
     elif a.quick:
         throughput(5, [(3, 3), (4, 4)])
         slots(5, ["linear"], [50])
