@@ -1,6 +1,6 @@
 """Pieces the exact slots models share (``slots`` for peak usage, ``_slotsrate`` for rate usage):
-integer node prices and the slot weight, the cover cut, slot/node symmetry, and the start and
-end of both CP-SAT models (docs/formulations.md, "Slots")."""
+integer node prices and the slot weight, the cover cut, slot/node symmetry, the MILPs'
+incompatibility and max_per_node rows, and the start and end of both CP-SAT models (docs/formulations.md, "Slots")."""
 
 from __future__ import annotations
 
@@ -81,3 +81,27 @@ def cpsat_tail(d, m, v, u, w, rows, hint) -> int:
         for key, x in v.items():
             m.AddHint(x, 1 if hint.get((key[0], key[1])) == key[2] else 0)
     return big
+
+
+def incompatible_rows(p, d, here) -> None:
+    """MILP rows of one slot: of two incompatible components, at most one option is used.
+    ``here``: [(component, its option's binary)] of the slot."""
+    import pulp
+
+    for c1, c2 in d.incompatible:
+        both = [x for c, x in here if c in (c1, c2)]
+        if both:
+            p += pulp.lpSum(both) <= 1
+
+
+def max_per_node_rows(p, d, v, qs) -> None:
+    """MILP rows: component c's threads on one node are at most its max_per_node.
+    ``v[(c, s, q)]``: binary "slot s runs q threads of c"; ``qs[c]``: c's thread counts."""
+    import pulp
+
+    for c in range(d.C):
+        if d.max_per_node[c] is not None:
+            for k in range(len(d.nodes)):
+                terms = [q * v[(c, s, q)] for s in range(d.S) if d.slot_node[s] == k for q in qs[c] if (c, s, q) in v]
+                if terms:
+                    p += pulp.lpSum(terms) <= d.max_per_node[c]

@@ -44,7 +44,8 @@ import time
 from dataclasses import dataclass
 
 from . import gap as core
-from ._slotscommon import cover, cpsat_tail, cpsat_threads, price_weights, symmetry
+from ._slotscommon import (cover, cpsat_tail, cpsat_threads, incompatible_rows, max_per_node_rows, price_weights,
+                           symmetry)
 
 SCALE = 10_000  # CP-SAT: percent x 10^4
 CHECK_TOL = 9e-7  # relative slack of the plan check (the evaluator allows 1e-6)
@@ -432,16 +433,8 @@ def milp(d, R, hint, time_limit, relaxed: bool, *, solver: str, min_slots: int =
             p += u[s] <= pulp.lpSum(v[(c, s, r.q)] for c, r in here)
         else:
             p += u[s] == 0
-        for c1, c2 in d.incompatible:
-            both = [v[(c, s, r.q)] for c, r in here if c in (c1, c2)]
-            if both:
-                p += pulp.lpSum(both) <= 1
-    for c in range(d.C):
-        if d.max_per_node[c] is not None:
-            for k in range(len(d.nodes)):
-                terms = [r.q * v[(c, s, r.q)] for s in range(d.S) if d.slot_node[s] == k for r in R[c] if (c, s, r.q) in v]
-                if terms:
-                    p += pulp.lpSum(terms) <= d.max_per_node[c]
+        incompatible_rows(p, d, [(c, v[(c, s, r.q)]) for c, r in here])
+    max_per_node_rows(p, d, v, [[r.q for r in R[c]] for c in range(d.C)])
     symmetry(d, lambda e: p.addConstraint(e), u, w)
     if min_slots > 1:  # a proven lower bound on the slots of every plan (even_bound): a valid cut
         p += pulp.lpSum(u) >= min_slots

@@ -38,7 +38,7 @@ from planner.registry import register
 
 from . import _slotpatterns as _sp
 from . import _slotsrate as _sr
-from ._slotscommon import cover as _cover, cpsat_tail, cpsat_threads
+from ._slotscommon import cover as _cover, cpsat_tail, cpsat_threads, incompatible_rows, max_per_node_rows
 from ._slotscommon import price_weights as _price_weights, symmetry as _symmetry
 from . import gap as core
 
@@ -246,16 +246,8 @@ def _milp_build_and_solve(d: SlotsData, hint, time_limit, solver, started, pulp)
         p += pulp.lpSum(o.cpu * v[(c, s, o.q)] for c, o in here) <= 100 * u[s]
         p += pulp.lpSum(o.mem * v[(c, s, o.q)] for c, o in here) <= 100 * u[s]
         p += u[s] <= w[d.slot_node[s]]
-        for c1, c2 in d.incompatible:
-            both = [v[(c, s, o.q)] for c, o in here if c in (c1, c2)]
-            if both:
-                p += pulp.lpSum(both) <= 1
-    for c in range(d.C):
-        if d.max_per_node[c] is not None:
-            for k in range(len(d.nodes)):
-                terms = [o.q * v[(c, s, o.q)] for s in range(d.S) if d.slot_node[s] == k for o in d.options[c] if (c, s, o.q) in v]
-                if terms:
-                    p += pulp.lpSum(terms) <= d.max_per_node[c]
+        incompatible_rows(p, d, [(c, v[(c, s, o.q)]) for c, o in here])
+    max_per_node_rows(p, d, v, [[o.q for o in d.options[c]] for c in range(d.C)])
     _symmetry(d, lambda e: p.addConstraint(e), u, w)
     pw, big = _price_weights(d)
     p += big * pulp.lpSum(u) + pulp.lpSum(pw[k] * w[k] for k in range(len(d.nodes)))
