@@ -64,3 +64,19 @@ def random_instance(rng: random.Random, max_exec: int = 6, max_nodes: int = 3) -
                         "max_heap_mb": rng.choice([512, 768, 2048]), "components": comps, "streams": streams}],
         "cluster": {"racks": [{"id": k, "nodes": v} for k, v in sorted(racks.items())]},
     }
+
+
+def perf_models(rnd: random.Random, cs: list[dict], rate: tuple[float, float], cpu: tuple[float, float],
+                mem: tuple[float, float], cpu_growth: float) -> list[dict]:
+    """Random tabulated performance models (1-3 thread counts, rate and usage growing with the
+    threads) for the slots tests' generators, one per component of ``cs``."""
+    models = []
+    for c in cs:
+        r, u, m, pts = rnd.uniform(*rate), rnd.uniform(*cpu), rnd.uniform(*mem), []
+        for q in range(1, rnd.choice([1, 2, 3]) + 1):
+            pts.append({"threads": q, "rate": round(r, 2), "cpu": round(u, 2), "memory": round(m, 2)})
+            r *= rnd.uniform(1.1, 1.8)
+            u *= rnd.uniform(1.0, cpu_growth)
+            m *= rnd.uniform(1.0, 1.3)
+        models.append({"name": c["id"], "points": pts, "interpolate": rnd.random() < 0.3})
+    return models

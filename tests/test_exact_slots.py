@@ -8,6 +8,7 @@ import random
 import pytest
 
 import planner
+from tests.helpers import perf_models
 from formulations.slots import shukla_micro_dag
 from planner.model import InstanceError
 from planner.plan import Status
@@ -19,15 +20,7 @@ def tiny(seed: int, comps: int = 3, nodes: int = 2, spn: int = 2) -> dict:
     rnd = random.Random(seed)
     cs = [{"id": "s", "kind": "spout"}] + [{"id": f"b{i}"} for i in range(1, comps)]
     streams = [{"source": cs[i - 1]["id"], "target": cs[i]["id"], "selectivity": rnd.choice([0.5, 1, 2])} for i in range(1, comps)]
-    models = []
-    for c in cs:
-        rate, cpu, mem, pts = rnd.uniform(5, 20), rnd.uniform(10, 50), rnd.uniform(5, 40), []
-        for q in range(1, rnd.choice([1, 2, 3]) + 1):
-            pts.append({"threads": q, "rate": round(rate, 2), "cpu": round(cpu, 2), "memory": round(mem, 2)})
-            rate *= rnd.uniform(1.1, 1.8)
-            cpu *= rnd.uniform(1.0, 1.6)
-            mem *= rnd.uniform(1.0, 1.3)
-        models.append({"name": c["id"], "points": pts, "interpolate": rnd.random() < 0.3})
+    models = perf_models(rnd, cs, rate=(5, 20), cpu=(10, 50), mem=(5, 40), cpu_growth=1.6)
     ns = [{"id": f"n{j}", "slots": spn, "price": rnd.choice([1, 2, 3])} for j in range(nodes)]
     return {"topologies": [{"id": "t", "input_rate": rnd.choice([10, 20, 30]), "components": cs, "streams": streams}],
             "cluster": {"racks": [{"id": "r", "nodes": ns}]}, "perf_models": models}

@@ -8,6 +8,7 @@ import random
 import pytest
 
 import planner
+from tests.helpers import perf_models
 from formulations.slots import shukla_micro_dag
 from planner.plan import Status
 
@@ -23,15 +24,7 @@ def rate_tiny(seed: int) -> dict:
     cs = [{"id": "s", "kind": "spout"}] + [{"id": f"b{i}"} for i in range(1, comps)]
     streams = [{"source": cs[i - 1]["id"], "target": cs[i]["id"], "selectivity": rnd.choice([0.5, 1, 2])}
                for i in range(1, comps)]
-    models = []
-    for c in cs:
-        rate, cpu, mem, pts = rnd.uniform(8, 30), rnd.uniform(25, 70), rnd.uniform(5, 45), []
-        for q in range(1, rnd.choice([1, 2, 3]) + 1):
-            pts.append({"threads": q, "rate": round(rate, 2), "cpu": round(cpu, 2), "memory": round(mem, 2)})
-            rate *= rnd.uniform(1.1, 1.8)
-            cpu *= rnd.uniform(1.0, 1.5)
-            mem *= rnd.uniform(1.0, 1.3)
-        models.append({"name": c["id"], "points": pts, "interpolate": rnd.random() < 0.3})
+    models = perf_models(rnd, cs, rate=(8, 30), cpu=(25, 70), mem=(5, 45), cpu_growth=1.5)
     ns = [{"id": f"n{j}", "slots": rnd.choice([1, 2]), "price": rnd.choice([1, 2, 3])} for j in range(rnd.choice([1, 2, 3]))]
     return {"topologies": [{"id": "t", "input_rate": rnd.choice([4, 8, 12, 16]), "components": cs, "streams": streams}],
             "cluster": {"racks": [{"id": "r", "nodes": ns}]}, "perf_models": models, "params": {"slot_usage": "rate"}}
