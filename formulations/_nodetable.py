@@ -485,7 +485,7 @@ class RackTable(_TableColumns):
         for o in range(box // inner):
             _, pc, pmem = prefix(o)
             if pc <= cap_cpu and pmem <= cap_mem:
-                count += len(fits(pc, pmem))
+                count += int(np.count_nonzero((icpu <= cap_cpu - pc) & (imem <= cap_mem - pmem)))
         Z = np.empty((count, K), dtype=zt)
         codes = np.empty(count, dtype=np.int64)
         val = np.empty(count)
@@ -607,7 +607,7 @@ def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict
         ok = (st_rest & guard) == guard
         st_code, st_rest, st_loss = st_code[ok], st_rest[ok], st_loss[ok]
         backs = [(np.full(int(ok.sum()), -1), r0[ok])]
-        for step, fi in enumerate(seq[1:-1], start=1):
+        for fi in seq[1:-1]:
             rows = cand[fi]
             order = np.argsort(st_loss, kind="stable")
             st_code, st_rest, st_loss = st_code[order], st_rest[order], st_loss[order]
@@ -659,8 +659,8 @@ def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict
                 o = np.argsort(lc, kind="stable")
                 lc, lrows = lc[o], rows[o]
                 want = zcode - st_code
-                pos = np.minimum(np.searchsorted(lc, want), max(len(lc) - 1, 0))
-                hit = (lc[pos] == want) if len(lc) else np.zeros(len(want), dtype=bool)
+                pos = lookup(lc, want)
+                hit = pos >= 0
                 if hit.any():
                     tot = np.where(hit, st_loss + loss[last][lrows[pos]], np.inf)
                     i = int(np.argmin(tot))

@@ -1253,7 +1253,7 @@ TWO_RACK_TABLE_LIMIT = 30_000_000  # rack boxes up to this are scanned whole (Ra
 
 
 def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, best, out, st,
-                     rack_bound, solve_rack, sub_duals, scale, edges, box_limit: int | None = None,
+                     rack_bound, solve_rack, sub_duals, scale, edges,
                      unit: float = 0.0) -> dict | None:
     """Two racks whose contents and node classes all have tables: best-first search over every
     rack-1 content z (rack 2 holds s - z), vectorised over the rack table, with no enumeration
@@ -1291,7 +1291,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     # about 2e6 contents a second to build and scan a rack table on the shared 2-core machine
     # (load 6): used when 80 % of the time left covers it and its box is at most box_limit
     left = math.inf if model.deadline is None else model.deadline - time.monotonic()
-    box_limit = TWO_RACK_TABLE_LIMIT if box_limit is None else box_limit
+    box_limit = TWO_RACK_TABLE_LIMIT  # read at call time (tests lower it)
     use_table = all(_rack_box(pm, ri) <= box_limit and (isinstance(rt, RackTable) or _rack_box(pm, ri) / 2e6 <= 0.8 * left)
                     for ri, rt in zip(racks, rts))
     if use_table:
