@@ -341,7 +341,7 @@ def phase2_free_search(pm, model, pairs, total: float, z1: float, deadline: floa
     target = total - z1 - model.value_const  # the search maximises intra-node traffic
     goal = target - 1e-9 * max(1.0, abs(target))
     rng = random.Random(seed)
-    for i in range(tries):
+    for _ in range(tries):
         if deadline is not None and time.monotonic() >= deadline:
             return None
         starts = [Y for Y in (ns.greedy(rng) for _ in range(2)) if Y is not None]

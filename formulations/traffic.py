@@ -249,7 +249,6 @@ def solve_traffic(run: Run) -> Result:
                 details["phase2"] = "optimal (a phase-1 optimum found by search keeps all intra-node traffic)"
                 _lexicographic(run, details, True)
                 return run.pattern_result(out, p2f, bound=primary_value, details=details)
-        if bpo is not None:
             p2b = phase2_bp(run, base, pairs, out["value"], const, phase1=out.get("bp"))
             if p2b is not None and _phase1_kept(run, p2b["plan"], primary_value):
                 details["phase2"] = "optimal (every phase-1 optimum enumerated by branch and price)"
