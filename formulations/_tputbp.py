@@ -78,6 +78,7 @@ class ConfigLP:
         self.cols: list[tuple[int, dict[int, int]]] = []  # (type, {class index: n})
         self.seen: set = set()
         self.stats = {"iters": 0, "cols": 0, "pricing_s": 0.0, "lp_s": 0.0}
+        self.last_res = None  # the last master LP solution (scipy OptimizeResult)
 
     # weights of class i on type t's representative machine
     def _w(self, t: int, i: int) -> float:
@@ -240,7 +241,7 @@ class ConfigLP:
             if deadline is not None and time.monotonic() > deadline:
                 return "unknown", best_cert
             t0 = time.monotonic()
-            val, pi, _ = self.solve_master()
+            val, pi, self.last_res = self.solve_master()  # bp_probe reads the last LP's solution
             self.stats["lp_s"] += time.monotonic() - t0
             self.stats["iters"] += 1
             if val <= eps:
@@ -343,7 +344,7 @@ def bp_probe(d: TPData, R: float, deadline: float | None = None, stats: dict | N
         if not wide:
             N = [rng[c][0] for c in range(d.C)]
         elif st == "feasible":
-            _, _, res = lp.solve_master()
+            res = lp.last_res  # the LP that ended run() "feasible", on the same columns
             nL = len(lp.cols)
             y = res.x[nL:nL + len(lp.classes)]
             mean = [0.0] * d.C
