@@ -508,6 +508,12 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         return Result(problem="slots", method=method, status=Status.OPTIMAL, plan=make_plan(d, q),
                       bound=float(n), details=details)
 
+    def settle(n):
+        """Once no plan has fewer than ``n`` slots (the best plan's count): the proven result, on
+        the cheapest nodes for n slots when the plan moves there, or None when it does not."""
+        moved = on_cheapest(best, n)
+        return None if moved is None else proven_count(moved if obj(moved) <= obj(best) else best, n)
+
     best = min(seeds, key=obj) if seeds else None
     # the even-routing volume bound (least usage of each component within L slots): no plan
     # has fewer slots; computed up to the best seed's count less one (milliseconds to a second)
@@ -524,9 +530,9 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
     interchangeable = _sp.applicable(d) is None  # no pins, no max_per_node: any slot holds any content
     if n0 is not None and eb is not None and eb >= n0 and interchangeable:
         # the best seed's slot count is proven; the cheapest nodes holding n0 slots give the cost
-        moved = on_cheapest(best, n0)
-        if moved is not None:
-            return proven_count(moved if obj(moved) <= obj(best) else best, n0)
+        res = settle(n0)
+        if res is not None:
+            return res
     # the packing check from the bound up (before the full model: where the bound is tight it
     # proves the count, or finds a plan on exactly that many slots, in seconds)
     packed = set()  # slot counts the packing check has tried
@@ -546,9 +552,9 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         eb = L  # no plan has fewer slots
         n1 = len({s for (_, s) in best})
         if eb >= n1:
-            moved = on_cheapest(best, n1)
-            if moved is not None:
-                return proven_count(moved if obj(moved) <= obj(best) else best, n1)
+            res = settle(n1)
+            if res is not None:
+                return res
     run = _sr.cpsat if backend == "cpsat" else _sr.milp
     args = dict(min_slots=eb or 0)
     def attempt(limit, relaxed, dd=d, start="best", cuts=None, min_slots=None):
