@@ -769,14 +769,11 @@ def _pack(d, R, tables, L, comps, deadline):
     solver.parameters.num_workers = 1
     solver.parameters.linearization_level = 0
     st = solver.Solve(m)
-    out = core.Outcome({cp_model.INFEASIBLE: "infeasible", cp_model.OPTIMAL: "optimal",
-                        cp_model.FEASIBLE: "feasible"}.get(st, "unknown"))
-    sol = solver
-    if out.status == "infeasible":
+    if st == cp_model.INFEASIBLE:
         return "infeasible", None
-    if out.status not in ("optimal", "feasible"):
+    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return "unknown", None
-    q = {(c, b): t[0] for (c, b, t), v in x.items() if sol.Value(v)}
+    q = {(c, b): t[0] for (c, b, t), v in x.items() if solver.Value(v)}
     for c in fluid:  # place each fluid component: its distributions, least usage first, first fit
         for dd in sorted(comps[c], key=lambda dd: sum(n * size(c, qq, Q, "cpu") for qq, Q, n in dd)):
             groups = [qq for qq, Q, n in dd for _ in range(n)]
