@@ -225,7 +225,7 @@ class ConfigLP:
         mins = [1.0] * C
         for i, (c, k) in enumerate(self.classes):
             v = k * pi[i]
-            for t in range(T):
+            for t in range(T if self.extra else 0):  # rho and nu are zero without the extra rows
                 v -= sum(self.caps[(c, k)][j] for j in self.types[t]) * self.rho[t][i] + len(self.types[t]) * self.nu[t][i]
             mins[c] = min(mins[c], v)
         return sum(mins)
