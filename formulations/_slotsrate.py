@@ -573,13 +573,14 @@ def _dp_sets(R, c, L: int, weights):
 
 
 def distributions(R, c: int, L: int, budget: dict, deadline: float | None, limit: int = 3000,
-                  max_nodes: int | None = None):
+                  max_nodes: int | None = None, dp=None):
     """Every way component c (all rows scaled) can have at most L groups whose total usage for
     each weight w in ``budget`` is at most budget[w]: a list of (Q_c, ((q, groups), ...)), or
     None past ``limit`` distributions, ``max_nodes`` search nodes or ``deadline``. A group of q threads must have its row
-    allowed at Q_c (Q_c >= thr_q, see ``least_usage``)."""
+    allowed at Q_c (Q_c >= thr_q, see ``least_usage``). ``dp``: ``_dp_sets(R, c, L, list(budget))``
+    when the caller has it already (it depends on the budget's weights, not its values)."""
     weights = list(budget)
-    sets, top = _dp_sets(R, c, L, weights)
+    sets, top = dp if dp is not None else _dp_sets(R, c, L, weights)
     out = []
     nodes = 0
     for j, (th, sel, tabs) in enumerate(sets):
@@ -667,6 +668,7 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     listing = None if deadline is None else time.monotonic() + 0.6 * (deadline - time.monotonic())
     scaled = [c for c in range(d.C) if d.rho[c] > 0 and R[c] and all(r.scaled for r in R[c])]
     lists = {}
+    dp = {c: _dp_sets(R, c, L, list(EVEN_WEIGHTS)) for c in scaled}  # the same for every budget below
     for complete in (True, False):
         # complete: every distribution a plan on L slots may use (then "infeasible" is a
         # proof). Past the listing's limits (3,000 distributions or 100,000 search nodes,
@@ -677,7 +679,7 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
             share = 1.0 if complete else 1.0 / len(scaled)
             while True:
                 budget = {w: tables[w][c][L] + share * room[w] for w in EVEN_WEIGHTS}
-                ds = distributions(R, c, L, budget, listing, limit=3000, max_nodes=100_000)
+                ds = distributions(R, c, L, budget, listing, limit=3000, max_nodes=100_000, dp=dp[c])
                 if ds is not None or complete:
                     break
                 share /= 2
