@@ -65,6 +65,20 @@ class RateRow:
     a_mem: float
 
 
+CAP = 100.0 * (1 + 1e-6)  # a slot's capacity in the relaxations and bounds (%, with slack)
+
+
+def all_scaled(d, R, c: int) -> bool:
+    """Component c has a rate and every row of it is rate-scaled."""
+    return d.rho[c] > 0 and bool(R[c]) and all(r.scaled for r in R[c])
+
+
+def threshold(r) -> int:
+    """The least total thread count Q_c at which row r may be used: its own thread count, its
+    need, and enough threads that its rate share fits one slot (CPU and memory)."""
+    return max(r.q, r.need, math.ceil(r.a_cpu / CAP - 1e-9), math.ceil(r.a_mem / CAP - 1e-9))
+
+
 def rows(d) -> list[list[RateRow]]:
     """Per component, its usable rows under rate usage (``d`` prepared without the peak filter).
     A constant row above 100 % is dropped; a scaled row is kept (its usage is at most its row
@@ -157,8 +171,7 @@ def volume_bound(d, R) -> int:
         else:
             tot_c += min(r.cpu if not r.scaled else 0.0 for r in R[c])
             tot_m += min(r.mem if not r.scaled else 0.0 for r in R[c])
-    lim = 100.0 * (1 + 1e-6)
-    return max(1, math.ceil(tot_c / lim - 1e-9), math.ceil(tot_m / lim - 1e-9))
+    return max(1, math.ceil(tot_c / CAP - 1e-9), math.ceil(tot_m / CAP - 1e-9))
 
 
 def least_usage(R, c: int, lmax: int, weight: tuple[float, float], deadline: float | None = None):
@@ -186,10 +199,9 @@ def least_usage(R, c: int, lmax: int, weight: tuple[float, float], deadline: flo
         return [math.inf] + [least] * lmax
     import numpy as np
 
-    cap = 100.0 * (1 + 1e-6)
     qs = np.array([r.q for r in rows])
     A = np.array([wc * r.a_cpu + wm * r.a_mem for r in rows])
-    thr = np.array([max(r.q, r.need, math.ceil(r.a_cpu / cap - 1e-9), math.ceil(r.a_mem / cap - 1e-9)) for r in rows])
+    thr = np.array([threshold(r) for r in rows])
     top = lmax * int(qs.max())
     for th in sorted(set(thr.tolist())):
         if th > top:
@@ -238,7 +250,7 @@ def even_bound(d, R, lmax: int, deadline: float | None = None, tables: dict | No
     tables = tables if tables is not None else usage_tables(d, R, lmax, deadline)
     if tables is None:
         return None
-    cap = 100.0 * (1 + 1e-6)
+    cap = CAP
     for L in range(1, lmax + 1):
         # a margin of 1e-9 relative on the safe side (float sums of the evaluator's terms)
         if all(sum(U[L] for U in tables[w]) <= cap * L * (1 + 1e-9) for w in EVEN_WEIGHTS):
@@ -289,7 +301,7 @@ def cpsat(d, R, hint, time_limit, relaxed: bool, *, seed: int = 0, min_slots: in
         Qc = cpsat_threads(d, m, u, v, c, R[c], *q_bounds(d, R, c))
         Q.append(Qc)
         sc = [r for r in R[c] if r.scaled]
-        if sc and len(sc) == len(R[c]) and d.rho[c] > 0:
+        if all_scaled(d, R, c):
             # total usage of c is rho_c sum_s share_s cpu/peak >= rho_c min(cpu/peak): valid for every plan
             vol_c += math.floor(SCALE * d.rho[c] * min(r.cpu / r.peak for r in sc) * (1 - 1e-9))
             vol_m += math.floor(SCALE * d.rho[c] * min(r.mem / r.peak for r in sc) * (1 - 1e-9))
@@ -349,7 +361,7 @@ def cpsat(d, R, hint, time_limit, relaxed: bool, *, seed: int = 0, min_slots: in
         # groups, so its t sum to > SCALE U - 1
         for c, (k, Ucpu, Umem) in enumerate(cuts):
             m.Add(sum(x for (cc, s, _), x in v.items() if cc == c) >= k)
-            if d.rho[c] > 0 and R[c] and all(r.scaled for r in R[c]):
+            if all_scaled(d, R, c):
                 for name, U in (("t", Ucpu), ("m", Umem)):
                     if (c, name) in tsum and math.isfinite(U):
                         m.Add(sum(tsum[(c, name)]) >= math.floor(SCALE * U * (1 - 1e-9)) - 1)
@@ -375,7 +387,7 @@ def milp(d, R, hint, time_limit, relaxed: bool, *, solver: str, min_slots: int =
 
     started = time.monotonic()
     # relaxed: the evaluator's own limit (100 % plus its 1e-6 relative tolerance)
-    capacity = 100.0 * (1 + 1e-6) if relaxed else 100.0 - 1e-3
+    capacity = CAP if relaxed else 100.0 - 1e-3
     p = pulp.LpProblem("slots_rate", pulp.LpMinimize)
     v, f = {}, {}
     u = [pulp.LpVariable(f"u_{s}", cat="Binary") for s in range(d.S)]
@@ -443,7 +455,7 @@ def milp(d, R, hint, time_limit, relaxed: bool, *, solver: str, min_slots: int =
         # usage (exactly its total usage in a plan) is >= U
         for c, (k, Ucpu, Umem) in enumerate(cuts):
             p += pulp.lpSum(x for (cc, _, _), x in v.items() if cc == c) >= k
-            if d.rho[c] > 0 and R[c] and all(r.scaled for r in R[c]):
+            if all_scaled(d, R, c):
                 for attr, U in (("cpu", Ucpu), ("mem", Umem)):
                     terms = [getattr(r, attr) * d.rho[c] / r.peak * f[(c, s, r.q)] for s in range(d.S) for r in R[c]
                              if (c, s, r.q) in f]
@@ -551,8 +563,7 @@ def _dp_sets(R, c, L: int, weights):
     import numpy as np
 
     rows = R[c]
-    cap = 100.0 * (1 + 1e-6)
-    thr = [max(r.q, r.need, math.ceil(r.a_cpu / cap - 1e-9), math.ceil(r.a_mem / cap - 1e-9)) for r in rows]
+    thr = [threshold(r) for r in rows]
     top = L * max(r.q for r in rows)
     out = []
     for th in sorted(set(thr)):
@@ -657,7 +668,7 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     its groups into L slots (CPU and memory rounded down to 10^-4 %: a relaxation, so
     "infeasible" is a proof; a plan found is checked exactly). When a listing is too long, the
     budgets are cut (a plan search only: "infeasible" then says "unknown")."""
-    cap = 100.0 * (1 + 1e-6)
+    cap = CAP
     if (tables is None or L < 1 or L > d.S or L >= len(tables[EVEN_WEIGHTS[0]][0])
             or any(x is not None for x in d.max_per_node) or not all(all(a) for a in d.allowed)):
         return "unknown", None
@@ -666,7 +677,7 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
         return "infeasible", None
     room = {w: cap * L - tot[w] for w in EVEN_WEIGHTS}
     listing = None if deadline is None else time.monotonic() + 0.6 * (deadline - time.monotonic())
-    scaled = [c for c in range(d.C) if d.rho[c] > 0 and R[c] and all(r.scaled for r in R[c])]
+    scaled = [c for c in range(d.C) if all_scaled(d, R, c)]
     lists = {}
     dp = {c: _dp_sets(R, c, L, list(EVEN_WEIGHTS)) for c in scaled}  # the same for every budget below
     for complete in (True, False):
