@@ -52,6 +52,7 @@ import sys
 import threading
 import time
 import uuid
+import warnings
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -698,6 +699,45 @@ def _code_zip(extra_modules: list[str]) -> str:
     return str(z)
 
 
+class BatchError(Exception):
+    """The batch could not go on for a reason outside the input (Spark went away)."""
+
+
+def check_master_reachable(master: str, timeout: float = 3.0) -> None:
+    """Fail fast, with a clear message, when a standalone master (``spark://host:port``, or
+    ``spark://h1:p1,h2:p2`` for several) accepts no TCP connection at any of its addresses;
+    Spark itself would retry for a minute and then stop with a Java stack trace."""
+    if not master.startswith("spark://"):
+        return
+    problems = []
+    for hostport in master[len("spark://"):].split(","):
+        host, _, port = hostport.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise InstanceError("--master", f"{master!r}: expected spark://HOST:PORT[,HOST:PORT...], got {hostport!r}")
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout).close()
+            return
+        except OSError as e:
+            problems.append(f"{host}:{port}: {e.strerror or e}")
+    raise InstanceError("--master", f"cannot connect to the Spark master {master} ({'; '.join(problems)}); "
+                        "start it (Spark's sbin/start-master.sh) or give another --master, e.g. local[*]")
+
+
+def _spark_stopped(sc: Any) -> bool:
+    """True when the SparkContext is gone (e.g. the standalone master gave up on the application)."""
+    try:
+        return bool(sc._jsc.sc().isStopped())
+    except Exception:
+        return True
+
+
+def _log4j_option() -> str:
+    """The driver JVM's option pointing Log4j at planner/log4j2.properties (start-up chatter
+    off), or "" when the path has blanks (Spark would split the option there)."""
+    f = Path(__file__).with_name("log4j2.properties")
+    return f" -Dlog4j2.configurationFile={f.as_uri()}" if f.is_file() and not any(ch.isspace() for ch in str(f)) else ""
+
+
 def spark_context(master: str, app_name: str = "planner-batch", conf: dict[str, str] | None = None,
                   extra_paths: list[str] | None = None):
     """A SparkContext for ``master`` with modest memory, no UI, Python workers reused and
@@ -724,7 +764,7 @@ def spark_context(master: str, app_name: str = "planner-batch", conf: dict[str, 
         # the driver JVM schedules and moves bytes; its C2 JIT compiler kept compiling through
         # the whole job (0.8-2 CPU s of a 4,000-run batch); C1 alone and the serial collector
         # cost about 0.1 s (docs/benchmarks.md). On a local master this JVM is the executor too.
-        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" + _log4j_option(),
         # JVM <-> Python worker over a Unix socket, not TCP on loopback: an empty task took
         # 51 ms over TCP on local[1] (each exchange waited on delayed ACKs), 12 ms this way
         "spark.python.unix.domain.socket.enabled": "true",
@@ -736,7 +776,14 @@ def spark_context(master: str, app_name: str = "planner-batch", conf: dict[str, 
             c.set(k, v)
     for k, v in (conf or {}).items():
         c.set(k, v)
-    sc = SparkContext(conf=c)
+    with warnings.catch_warnings():
+        # PySpark imports its test helpers while converting the conf, and they warn that
+        # PySpark's pandas features (pandas-on-Spark, Arrow UDFs) do not fully support
+        # pandas 3. The planner uses neither: tasks are plain RDD functions, and pandas runs
+        # in the driver only, on the rows read back from parquet. The suite passes on pandas 3.
+        warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas",
+                                category=FutureWarning)
+        sc = SparkContext(conf=c)
     sc.setLogLevel("ERROR")
     return sc
 
@@ -906,18 +953,27 @@ def run_batch(instances: str | Path | list[Instance], problem: str, methods: lis
         if own_sc:
             extra = [str(Path(importlib.import_module(m).__file__).resolve().parent.parent if "." in m
                          else Path(importlib.import_module(m).__file__).resolve().parent) for m in imports]
+            check_master_reachable(master)
             sc = spark_context(master, conf=spark_conf, extra_paths=extra)
-            if not master.startswith("local"):
+        try:
+            if own_sc and not master.startswith("local"):
                 code_zip = _code_zip(imports)
                 sc.addPyFile(code_zip)
-        try:
-            warm_up(sc, imports)
-        except Exception:  # e.g. --import missing on the executors: the job reports it per run
-            pass
-        summary.startup_seconds = time.monotonic() - t0
-        try:
+            try:
+                warm_up(sc, imports)
+            except Exception:  # e.g. --import missing on the executors: the job reports it per run
+                pass
+            summary.startup_seconds = time.monotonic() - t0
             _run_on_spark(sc, todo, batch_instances, out, batch_id, imports, isolation, chunk, flush_every,
                           flush_seconds, progress_interval, stream, summary)
+        except Exception as e:
+            if not _spark_stopped(sc):
+                raise
+            _write_results(out)  # keep what finished before Spark went away
+            raise BatchError(f"Spark stopped the application at {master} before the batch finished "
+                             f"({type(e).__name__}); Spark's log above says why (for a standalone master: "
+                             f"is it still up, and does it have workers?). Finished runs are kept in {out}; "
+                             "run the same command again to resume.") from None
         finally:
             if own_sc:
                 sc.stop()
@@ -1043,11 +1099,15 @@ def cmd_batch(args: argparse.Namespace) -> int:
             raise InstanceError(f"--conf {kv}", "expected KEY=VALUE")
         k, v = kv.split("=", 1)
         conf[k] = v
-    s = run_batch(args.instances, args.problem, methods, args.out, reference=args.reference,
-                  time_limit=args.time_limit, hard_limit=args.hard_limit, master=args.master, seed=args.seed,
-                  imports=args.imports or [], isolation=args.isolation, chunk=args.chunk,
-                  flush_every=args.flush_every, flush_seconds=args.flush_seconds,
-                  progress_interval=args.progress_interval, spark_conf=conf)
+    try:
+        s = run_batch(args.instances, args.problem, methods, args.out, reference=args.reference,
+                      time_limit=args.time_limit, hard_limit=args.hard_limit, master=args.master, seed=args.seed,
+                      imports=args.imports or [], isolation=args.isolation, chunk=args.chunk,
+                      flush_every=args.flush_every, flush_seconds=args.flush_seconds,
+                      progress_interval=args.progress_interval, spark_conf=conf)
+    except BatchError as e:
+        print(f"planner batch: {e}", file=sys.stderr)
+        return 1
     return 0 if s.complete else 1
 
 

@@ -453,6 +453,7 @@ def test_kill_midway_then_resume_has_no_duplicates_or_losses(tmp_path):
     r = subprocess.run(cmd, env=_env(), cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert f"{len(kept)} already in" in r.stderr
+    assert "Warning" not in r.stderr, r.stderr[-3000:]  # a user's run prints no Python warnings
     raw = read_runs(out)
     assert len(raw) == 32 and raw["run_key"].is_unique  # every run once: nothing lost, nothing twice
     assert set(kept["run_key"]) <= set(raw["run_key"])
@@ -475,3 +476,20 @@ def test_generator_spec_gives_the_generated_instances():
     with pytest.raises(InstanceError) as e:
         parse_generator_spec("gen:nope:count=1")
     assert e.value.path == "--instances"
+
+
+def test_unreachable_standalone_master_is_a_clear_error_at_once(tmp_path, capsys):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    code = main(["batch", "--instances", "gen:ras-random:count=2,seed=1", "--problem", "network",
+                 "--methods", "storm.even", "--out", str(tmp_path / "out"), "--master", f"spark://127.0.0.1:{port}"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"--master: cannot connect to the Spark master spark://127.0.0.1:{port}" in err
+    assert "Traceback" not in err
+    assert time.monotonic() - t0 < 30  # no Spark start-up, no minute of retries
+    assert main(["batch", "--instances", "gen:ras-random:count=2,seed=1", "--problem", "network",
+                 "--methods", "storm.even", "--out", str(tmp_path / "out"), "--master", "spark://nohostport"]) == 2
+    assert "expected spark://HOST:PORT" in capsys.readouterr().err
