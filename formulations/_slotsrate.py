@@ -691,13 +691,13 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     ("unknown", None). Every component's total usage in such a plan is at most L slots less
     the others' least usages (``usage_tables``), so only its distributions within that budget
     are listed (``distributions``); a component with too many of them is described by its
-    possible thread counts instead (``thread_counts``). Then, when some component is described
-    by thread count, a randomised search for a plan (``_search``); and a CP-SAT model that
-    chooses one distribution (or a thread count and groups) per component and packs the groups
-    into L slots (CPU and memory rounded down to 10^-4 %: a relaxation, so "infeasible" is a
-    proof; a plan found is checked exactly; ``_pack_split``). When the thread counts cannot be
-    listed either, or the models find no plan in the time, the budgets are cut (a plan search
-    only: "infeasible" then says "unknown")."""
+    possible thread counts instead (``thread_counts``). A CP-SAT model then chooses one
+    distribution (or a thread count and groups) per component and packs the groups into L
+    slots (CPU and memory rounded down to 10^-4 %: a relaxation, so "infeasible" is a proof; a
+    plan found is checked exactly; ``_pack_split``). When some component is described by thread
+    count, a randomised search (``_search``) and a search with cut budgets (a plan search
+    only: there "infeasible" says "unknown") look for a plan first; when the thread counts
+    cannot be listed in the time, only the latter runs."""
     cap = CAP
     if (tables is None or L < 1 or L > d.S or L >= len(tables[EVEN_WEIGHTS[0]][0])
             or any(x is not None for x in d.max_per_node) or not all(all(a) for a in d.allowed)):
@@ -709,60 +709,86 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     listing = None if deadline is None else time.monotonic() + 0.6 * (deadline - time.monotonic())
     scaled = [c for c in range(d.C) if all_scaled(d, R, c)]
     dp = {c: _dp_sets(R, c, L, list(EVEN_WEIGHTS)) for c in scaled}  # the same for every budget below
-    for complete in (True, False):
-        # complete: every distribution a plan on L slots may use, a component past the
-        # listing's limits (3,000 distributions or 100,000 search nodes, about 1 s) by its
-        # thread counts;
-        # then "infeasible" is a proof. Otherwise a search for a plan only: each component's
-        # budget is its least usage plus room / (number of rate-scaled components), halved
-        # until its listing fits
-        lists, by_count = {}, {}
+
+    def gather(lists, by_count):
+        """Per component its distributions, each a list of (q, Q, n) (None: by thread count);
+        None when a component is not handled here; [] for one with nothing in its budget."""
+        comps = []
+        for c in range(d.C):
+            if c in lists:
+                comps.append([[(q, Q, n) for q, n in ch] for Q, ch in lists[c]])
+            elif c in by_count:
+                comps.append(None)
+                if not by_count[c]:
+                    return []
+            elif R[c] and all(not r.scaled for r in R[c]):
+                # constant rows: one group of any row (a plan's other groups only add usage)
+                comps.append([[(r.q, 0, 1)] for r in R[c]])
+            else:  # mixed kinds of rows, or no rate: not handled here
+                return None
+            if comps[-1] == []:
+                return []
+        return comps
+
+    def cut_search(until, end):
+        """A search for a plan only: each component's budget is its least usage plus room /
+        (number of rate-scaled components), halved until its listing passes the limits (by
+        ``until``); their packing until ``end``."""
+        lists = {}
         for c in scaled:
-            share = 1.0 if complete else 1.0 / len(scaled)
+            share = 1.0 / len(scaled)
             while True:
                 budget = {w: tables[w][c][L] + share * room[w] for w in EVEN_WEIGHTS}
-                ds = distributions(R, c, L, budget, listing, limit=3000, max_nodes=100_000, dp=dp[c])
-                if ds is not None or complete:
+                ds = distributions(R, c, L, budget, until, limit=3000, max_nodes=100_000, dp=dp[c])
+                if ds is not None:
                     break
                 share /= 2
-                if share < 1e-3 or (listing is not None and time.monotonic() > listing):
+                if share < 1e-3 or (until is not None and time.monotonic() > until):
                     return "unknown", None
-            if ds is not None:
-                lists[c] = ds
-                continue
-            bd = thread_counts(R, c, L, budget, dp[c], listing)
-            if bd is None:
-                break
-            by_count[c] = bd
-        else:
-            comps = []  # per component: its distributions, each a list of (q, Q, n); None: by_count
-            for c in range(d.C):
-                if c in lists:
-                    comps.append([[(q, Q, n) for q, n in ch] for Q, ch in lists[c]])
-                elif c in by_count:
-                    comps.append(None)
-                elif R[c] and all(not r.scaled for r in R[c]):
-                    # constant rows: one group of any row (a plan's other groups only add usage)
-                    comps.append([[(r.q, 0, 1)] for r in R[c]])
-                else:  # mixed kinds of rows, or no rate: not handled here
-                    return "unknown", None
-                if (c in lists and not lists[c]) or (c in by_count and not by_count[c]):
-                    # nothing within the budget
-                    return ("infeasible", None) if complete else ("unknown", None)
-            if by_count:
-                # first a quick randomised search for a plan (half the time left; 2 s without a
-                # limit), then the packing models, which can also prove that there is none
-                now = time.monotonic()
-                q = _search(d, R, L, comps, by_count, now + (2.0 if deadline is None else 0.5 * (deadline - now)))
-                if q is not None:
-                    return "feasible", q
-            out = _pack_split(d, R, tables, L, comps, by_count, deadline)
-            if not complete:
-                return ("unknown", None) if out[0] == "infeasible" else out  # only some distributions were tried
-            if out[0] != "unknown" or not by_count:
-                return out
-            # no decision from the thread counts in the time: search with cut budgets
-    return "unknown", None
+            lists[c] = ds
+        comps = gather(lists, {})
+        if not comps:
+            return "unknown", None
+        out = _pack_split(d, R, tables, L, comps, {}, end)
+        return ("unknown", None) if out[0] == "infeasible" else out  # only some distributions were tried
+
+    def part(share):
+        return None if deadline is None else time.monotonic() + share * (deadline - time.monotonic())
+
+    # every distribution a plan on L slots may use, within the listing's limits (3,000
+    # distributions or 100,000 search nodes, about 1 s), a component past them by its thread
+    # counts: "infeasible" from these is a proof
+    lists, by_count = {}, {}
+    for c in scaled:
+        budget = {w: tables[w][c][L] + room[w] for w in EVEN_WEIGHTS}
+        ds = distributions(R, c, L, budget, listing, limit=3000, max_nodes=100_000, dp=dp[c])
+        if ds is not None:
+            lists[c] = ds
+            continue
+        tc = thread_counts(R, c, L, budget, dp[c], listing)
+        if tc is None:  # out of time: look for a plan only
+            return cut_search(listing, deadline)
+        by_count[c] = tc
+    comps = gather(lists, by_count)
+    if comps is None:
+        return "unknown", None
+    if not comps:
+        return "infeasible", None
+    if not by_count:
+        return _pack_split(d, R, tables, L, comps, {}, deadline)
+    # first a quick randomised search for a plan (30 % of the time left; without a limit 2 s
+    # or 2,000 attempts), then the search with cut budgets (half of what is left), then the
+    # per-count packing models, which can also prove that there is no plan (without a limit
+    # they run until they decide)
+    q = _search(d, R, L, comps, by_count, part(0.3) if deadline is not None else time.monotonic() + 2.0,
+                tries=2000 if deadline is None else None)
+    if q is not None:
+        return "feasible", q
+    if deadline is not None:
+        out = cut_search(part(0.2), part(0.5))
+        if out[0] == "feasible":
+            return out
+    return _pack_split(d, R, tables, L, comps, by_count, deadline)
 
 
 def _pack(d, R, tables, L, comps, by_count, deadline):
@@ -913,9 +939,10 @@ def _pack(d, R, tables, L, comps, by_count, deadline):
 
 def _pack_split(d, R, tables, L, comps, by_count, deadline):
     """``_pack``, and with components described by thread count, one packing per thread count
-    of the one with the most counts (least usage first), in rounds with a doubling time slice:
-    a count proven infeasible is dropped, the first plan ends the search, and when every count
-    is dropped no plan exists (together the models cover every Q_c of that component)."""
+    of the one with the most counts (least usage first), in rounds with a doubling time slice
+    (the last undecided count gets all the time left): a count proven infeasible is dropped,
+    the first plan ends the search, and when every count is dropped no plan exists (together
+    the models cover every Q_c of that component)."""
     by = [{r.q: r for r in R[c]} for c in range(d.C)]
 
     def size(c, q, Q, attr):
@@ -934,7 +961,8 @@ def _pack_split(d, R, tables, L, comps, by_count, deadline):
             now = time.monotonic()
             if deadline is not None and deadline - now <= 0.05:
                 return "unknown", None
-            end = now + step if deadline is None else min(deadline, now + step)
+            # the last undecided count gets all the time left (no restarts)
+            end = deadline if len(pending) == 1 else now + step if deadline is None else min(deadline, now + step)
             st, q = _pack(d, R, tables, L, comps, by_count | {c0: [entry]}, end)
             if st == "feasible":
                 return st, q
@@ -975,14 +1003,15 @@ def _fill(tc, res, L: int):
     return None
 
 
-def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0):
+def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries: int | None = None):
     """A randomised search for a plan on L interchangeable slots (``packing_check``'s data:
     ``comps`` the listed distributions, None for a component in ``by_count``, described by
     thread count): each listed component takes one of its distributions (least usage most
-    likely), the groups go largest first into a fitting slot (mostly the fullest, sometimes
-    any), then each component described by thread count fills the room left (``_fill``).
-    Returns the first allocation that passes ``valid``, or None at ``deadline``. Finds plans
-    only; proves nothing."""
+    likely), the groups go largest first into a fitting slot (per attempt: the fullest, the
+    emptiest or any, with noise), then each component described by thread count fills the
+    room left (``_fill``).
+    Returns the first allocation that passes ``valid``, or None at ``deadline`` or after
+    ``tries`` attempts. Finds plans only; proves nothing."""
     import random
 
     rnd = random.Random(seed)
@@ -1001,11 +1030,15 @@ def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0):
     free = [(c, sorted(by_count[c], key=lambda e: e[1])) for c in sorted(by_count, key=lambda c: -max(e[1] for e in by_count[c]))]
     clash = {c: {b for a, b in d.incompatible if a == c} | {a for a, b in d.incompatible if b == c} for c in range(d.C)}
     cap = 100 * (1 + CHECK_TOL)
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and (tries is None or tries > 0):
+        tries = None if tries is None else tries - 1
         items = []
         for c, opts in listed:
             items += [(sz, c, q) for sz, q in opts[min(len(opts) - 1, int(rnd.expovariate(0.7)))]]
         items.sort(key=lambda it: -it[0][0] * rnd.uniform(0.8, 1.2))
+        # per attempt a rule for the listed groups: the fullest slot that fits (leaves whole
+        # slots free), the emptiest (spreads the room for the components filled last), or any
+        sign = rnd.choice((1.0, -1.0, 0.0))
         load = [[0.0, 0.0] for _ in range(L)]
         here = [set() for _ in range(L)]
         q = {}
@@ -1014,7 +1047,7 @@ def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0):
                     and load[b][0] + sc <= cap and load[b][1] + sm <= cap]
             if not fits:
                 break
-            b = max(fits, key=lambda b: load[b][0] + rnd.uniform(0, 5)) if rnd.random() < 0.7 else rnd.choice(fits)
+            b = max(fits, key=lambda b: sign * load[b][0] + rnd.uniform(0, 5)) if sign else rnd.choice(fits)
             load[b][0] += sc
             load[b][1] += sm
             here[b].add(c)
