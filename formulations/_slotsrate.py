@@ -777,9 +777,9 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     if not by_count:
         return _pack_split(d, R, tables, L, comps, {}, deadline)
     # first a quick randomised search for a plan (30 % of the time left; without a limit 2 s
-    # or 2,000 attempts), then the search with cut budgets (half of what is left), then the
-    # per-count packing models, which can also prove that there is no plan (without a limit
-    # they run until they decide)
+    # or 2,000 attempts), then the search with cut budgets (its listings by 20 %, its packing
+    # by 50 % of the time then left; skipped without a limit), then the per-count packing
+    # models, which can also prove that there is no plan (without a limit, until they decide)
     q = _search(d, R, L, comps, by_count, part(0.3) if deadline is not None else time.monotonic() + 2.0,
                 tries=2000 if deadline is None else None)
     if q is not None:
