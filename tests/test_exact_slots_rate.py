@@ -420,15 +420,28 @@ def test_thread_counts_cover_every_distribution():
 def test_packing_check_by_thread_count_agrees_with_bruteforce(monkeypatch):
     """With every rate-scaled component described by thread count (as when its listing is too
     long), the packing check still never calls a count below brute force's optimum feasible nor
-    the optimum infeasible; its plans pass the evaluator with exactly L slots; and it decides
-    counts both ways (the randomised search finds plans, the per-count models prove none)."""
+    the optimum infeasible, also with an incompatible pair; its plans pass the evaluator with
+    exactly L slots; and it decides counts both ways."""
     from formulations import _slotsrate as sr
     from formulations.slots import make_plan
     from planner.model import parse_instance
 
+    def apart(n: int):
+        """The instances with three components, the last two kept out of one slot."""
+        for seed in range(n):
+            inst = rate_tiny(seed)
+            cs = inst["topologies"][0]["components"]
+            if len(cs) > 2:
+                cs[1]["incompatible"] = [cs[2]["id"]]
+                ref = planner.solve(inst, "slots", "exact.bruteforce")
+                if ref.status in (Status.OPTIMAL, Status.INFEASIBLE):
+                    yield (seed, inst, ref, *_prepared(inst))
+
+    import itertools
+
     monkeypatch.setattr(sr, "distributions", lambda *a, **k: None)  # every listing "too long"
     seen = {"infeasible": 0, "feasible": 0, "unknown": 0}
-    for seed, inst, ref, d, R in _decided(40):
+    for seed, inst, ref, d, R in itertools.chain(_decided(40), apart(40)):
         n = int(ref.objective) if ref.status == Status.OPTIMAL else d.S + 1
         tables = sr.usage_tables(d, R, d.S)
         for L in range(1, min(n, d.S) + 1):
