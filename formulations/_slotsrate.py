@@ -815,7 +815,6 @@ def _pack(d, R, tables, L, comps, by_count, deadline):
     x = {}  # (c, slot, (q, Q)) for listed components
     free = {}  # (c, slot) -> threads there, for components described by thread count
     pres = {}  # (c, slot) -> such a component is there (for incompatible pairs)
-    kvar = {}  # c -> index of its thread count in ``by_count[c]``
     load_c = [[] for _ in range(L)]
     load_m = [[] for _ in range(L)]
     # the total of every slot's usage (against L slots when there are fluid components)
@@ -837,7 +836,7 @@ def _pack(d, R, tables, L, comps, by_count, deadline):
                     r = ok.get(g)
                     tab_c.append(0 if g == 0 else units(r.a_cpu / Q) if r else capu + 1)
                     tab_m.append(0 if g == 0 else units(r.a_mem / Q) if r else capu + 1)
-            k = kvar[c] = m.NewIntVar(0, len(tc) - 1, "")
+            k = m.NewIntVar(0, len(tc) - 1, "")
             Qc = m.NewIntVar(min(t[0] for t in tc), max(t[0] for t in tc), "")
             m.AddElement(k, [t[0] for t in tc], Qc)
             gs, sc_all, sm_all = [], [], []
@@ -1027,7 +1026,8 @@ def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries
             continue
         opts = [[(size(c, q, Q), q) for q, Q, n in dd for _ in range(n)] for dd in ds]
         listed.append((c, sorted(opts, key=lambda g: sum(x[0][0] for x in g))))
-    free = [(c, sorted(by_count[c], key=lambda e: e[1])) for c in sorted(by_count, key=lambda c: -max(e[1] for e in by_count[c]))]
+    # the components described by thread count, largest usage first; each its counts, least usage first
+    last = [(c, sorted(by_count[c], key=lambda e: e[1])) for c in sorted(by_count, key=lambda c: -max(e[1] for e in by_count[c]))]
     clash = {c: {b for a, b in d.incompatible if a == c} | {a for a, b in d.incompatible if b == c} for c in range(d.C)}
     cap = 100 * (1 + CHECK_TOL)
     while time.monotonic() < deadline and (tries is None or tries > 0):
@@ -1053,7 +1053,7 @@ def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries
             here[b].add(c)
             q[(c, b)] = qq
         else:
-            for c, tc in free:
+            for c, tc in last:
                 res = [None if clash[c] & here[b] else (cap - load[b][0], cap - load[b][1]) for b in range(L)]
                 f = _fill(tc, res, L)
                 if f is None:
