@@ -659,15 +659,45 @@ def _undominated(c: int, ds: list, size) -> list:
     return keep
 
 
+def thread_counts(R, c: int, L: int, budget: dict, dp, deadline: float | None = None):
+    """Component c's distributions within ``budget`` on at most L groups, described by thread
+    count instead of listed (for when ``distributions`` lists too many): per thread count Q_c
+    that some distribution within the budget has (``_dp_sets``' tables), c's least CPU and
+    memory usage at that count and the rows such a distribution may use (a row r is kept when
+    its own usage plus the least usage of at most L - 1 other groups with Q_c - q_r threads is
+    within the budget). A list of (Q_c, least CPU %, least memory %, rows), or None past
+    ``deadline``."""
+    weights = list(budget)
+    sets, top = dp
+    ic, im = weights.index((1.0, 0.0)), weights.index((0.0, 1.0))
+    out = []
+    for j, (th, sel, tabs) in enumerate(sets):
+        if deadline is not None and time.monotonic() > deadline:
+            return None
+        hi = sets[j + 1][0] - 1 if j + 1 < len(sets) else top
+        for Q in range(th, hi + 1):
+            caps = [budget[w] * Q * (1 + 1e-9) for w in weights]
+            if any(tabs[i][L, Q] > caps[i] for i in range(len(weights))):
+                continue
+            used = [r for r in sel if r.q <= Q and all(
+                tabs[x][L - 1, Q - r.q] + wc * r.a_cpu + wm * r.a_mem <= caps[x] for x, (wc, wm) in enumerate(weights))]
+            out.append((Q, tabs[ic][L, Q] / Q, tabs[im][L, Q] / Q, used))
+    return out
+
+
 def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     """Is there a plan on exactly L interchangeable slots? ("infeasible", None) when none
     exists, ("feasible", q) with a plan q on d's first L slots (checked by ``valid``), or
     ("unknown", None). Every component's total usage in such a plan is at most L slots less
     the others' least usages (``usage_tables``), so only its distributions within that budget
-    are listed (``distributions``); a CP-SAT model then chooses one per component and packs
-    its groups into L slots (CPU and memory rounded down to 10^-4 %: a relaxation, so
-    "infeasible" is a proof; a plan found is checked exactly). When a listing is too long, the
-    budgets are cut (a plan search only: "infeasible" then says "unknown")."""
+    are listed (``distributions``); a component with too many of them is described by its
+    possible thread counts instead (``thread_counts``). A CP-SAT model then chooses one
+    distribution (or a thread count and groups) per component and packs the groups into L
+    slots (CPU and memory rounded down to 10^-4 %: a relaxation, so "infeasible" is a proof; a
+    plan found is checked exactly; ``_pack_split``). When some component is described by thread
+    count, a randomised search (``_search``) and a search with cut budgets (a plan search
+    only: there "infeasible" says "unknown") look for a plan first; when the thread counts
+    cannot be listed in the time, only the latter runs."""
     cap = CAP
     if (tables is None or L < 1 or L > d.S or L >= len(tables[EVEN_WEIGHTS[0]][0])
             or any(x is not None for x in d.max_per_node) or not all(all(a) for a in d.allowed)):
@@ -678,48 +708,92 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     room = {w: cap * L - tot[w] for w in EVEN_WEIGHTS}
     listing = None if deadline is None else time.monotonic() + 0.6 * (deadline - time.monotonic())
     scaled = [c for c in range(d.C) if all_scaled(d, R, c)]
-    lists = {}
     dp = {c: _dp_sets(R, c, L, list(EVEN_WEIGHTS)) for c in scaled}  # the same for every budget below
-    for complete in (True, False):
-        # complete: every distribution a plan on L slots may use (then "infeasible" is a
-        # proof). Past the listing's limits (3,000 distributions or 100,000 search nodes,
-        # about 1 s) a search for a plan only: each component's budget is its least usage plus
-        # room / (number of rate-scaled components), halved until its listing fits
+
+    def gather(lists, by_count):
+        """Per component its distributions, each a list of (q, Q, n) (None: by thread count);
+        None when a component is not handled here; [] for one with nothing in its budget."""
+        comps = []
+        for c in range(d.C):
+            if c in lists:
+                comps.append([[(q, Q, n) for q, n in ch] for Q, ch in lists[c]])
+            elif c in by_count:
+                comps.append(None)
+                if not by_count[c]:
+                    return []
+            elif R[c] and all(not r.scaled for r in R[c]):
+                # constant rows: one group of any row (a plan's other groups only add usage)
+                comps.append([[(r.q, 0, 1)] for r in R[c]])
+            else:  # mixed kinds of rows, or no rate: not handled here
+                return None
+            if comps[-1] == []:
+                return []
+        return comps
+
+    def cut_search(until, end):
+        """A search for a plan only: each component's budget is its least usage plus room /
+        (number of rate-scaled components), halved until its listing passes the limits (by
+        ``until``); their packing until ``end``."""
         lists = {}
         for c in scaled:
-            share = 1.0 if complete else 1.0 / len(scaled)
+            share = 1.0 / len(scaled)
             while True:
                 budget = {w: tables[w][c][L] + share * room[w] for w in EVEN_WEIGHTS}
-                ds = distributions(R, c, L, budget, listing, limit=3000, max_nodes=100_000, dp=dp[c])
-                if ds is not None or complete:
+                ds = distributions(R, c, L, budget, until, limit=3000, max_nodes=100_000, dp=dp[c])
+                if ds is not None:
                     break
                 share /= 2
-                if share < 1e-3 or (listing is not None and time.monotonic() > listing):
+                if share < 1e-3 or (until is not None and time.monotonic() > until):
                     return "unknown", None
-            if ds is None:
-                break
             lists[c] = ds
-        else:
-            break
-    comps = []  # per component: list of distributions, each a list of (q, Q, n)
-    for c in range(d.C):
-        if c in lists:
-            comps.append([[(q, Q, n) for q, n in ch] for Q, ch in lists[c]])
-        elif R[c] and all(not r.scaled for r in R[c]):
-            # constant rows: one group of any row (a plan's other groups only add usage)
-            comps.append([[(r.q, 0, 1)] for r in R[c]])
-        else:  # mixed kinds of rows, or no rate: not handled here
+        comps = gather(lists, {})
+        if not comps:
             return "unknown", None
-        if not comps[-1]:
-            return ("infeasible", None) if complete else ("unknown", None)
-    out = _pack(d, R, tables, L, comps, deadline)
-    if out[0] == "infeasible" and not complete:
-        return "unknown", None  # only some distributions were tried
-    return out
+        out = _pack_split(d, R, tables, L, comps, {}, end)
+        return ("unknown", None) if out[0] == "infeasible" else out  # only some distributions were tried
+
+    def part(share):
+        return None if deadline is None else time.monotonic() + share * (deadline - time.monotonic())
+
+    # every distribution a plan on L slots may use, within the listing's limits (3,000
+    # distributions or 100,000 search nodes, about 1 s), a component past them by its thread
+    # counts: "infeasible" from these is a proof
+    lists, by_count = {}, {}
+    for c in scaled:
+        budget = {w: tables[w][c][L] + room[w] for w in EVEN_WEIGHTS}
+        ds = distributions(R, c, L, budget, listing, limit=3000, max_nodes=100_000, dp=dp[c])
+        if ds is not None:
+            lists[c] = ds
+            continue
+        tc = thread_counts(R, c, L, budget, dp[c], listing)
+        if tc is None:  # out of time: look for a plan only
+            return cut_search(listing, deadline)
+        by_count[c] = tc
+    comps = gather(lists, by_count)
+    if comps is None:
+        return "unknown", None
+    if not comps:
+        return "infeasible", None
+    if not by_count:
+        return _pack_split(d, R, tables, L, comps, {}, deadline)
+    # first a quick randomised search for a plan (30 % of the time left; without a limit 2 s
+    # or 2,000 attempts), then the search with cut budgets (its listings by 20 %, its packing
+    # by 50 % of the time then left; skipped without a limit), then the per-count packing
+    # models, which can also prove that there is no plan (without a limit, until they decide)
+    q = _search(d, R, L, comps, by_count, part(0.3) if deadline is not None else time.monotonic() + 2.0,
+                tries=2000 if deadline is None else None)
+    if q is not None:
+        return "feasible", q
+    if deadline is not None:
+        out = cut_search(part(0.2), part(0.5))
+        if out[0] == "feasible":
+            return out
+    return _pack_split(d, R, tables, L, comps, by_count, deadline)
 
 
-def _pack(d, R, tables, L, comps, deadline):
-    """``packing_check``'s CP-SAT model over the listed distributions ``comps``."""
+def _pack(d, R, tables, L, comps, by_count, deadline):
+    """``packing_check``'s CP-SAT model over the listed distributions ``comps`` (None for a
+    component described by thread count, ``by_count[c]``: see ``thread_counts``)."""
     from ortools.sat.python import cp_model
 
     by = [{r.q: r for r in R[c]} for c in range(d.C)]
@@ -728,18 +802,68 @@ def _pack(d, R, tables, L, comps, deadline):
         r = by[c][q]
         return getattr(r, "a_" + attr) / Q if r.scaled and Q else getattr(r, attr)
 
-    comps = [_undominated(c, ds, size) for c, ds in enumerate(comps)]
     # "fluid" components (every group under 1 % CPU and memory): only their least total usage
     # is kept, against the slots' total free room (a relaxation); they are placed afterwards
-    fluid = [c for c, ds in enumerate(comps) if len(ds) > 1 and all(
+    fluid = [c for c, ds in enumerate(comps) if ds is not None and len(ds) > 1 and all(
         size(c, q, Q, a) < 1.0 for dd in ds for q, Q, _ in dd for a in ("cpu", "mem"))]
 
+    def units(v: float) -> int:  # a size in 10^-4 %, rounded down
+        return math.floor(SCALE * v + 1e-6)
+
+    capu = 100 * SCALE + 1  # sizes rounded down lose < 1 unit each; the evaluator allows 100 (1 + 1e-6) % = 1 unit
     m = cp_model.CpModel()
-    x = {}
+    x = {}  # (c, slot, (q, Q)) for listed components
+    free = {}  # (c, slot) -> threads there, for components described by thread count
+    pres = {}  # (c, slot) -> such a component is there (for incompatible pairs)
     load_c = [[] for _ in range(L)]
     load_m = [[] for _ in range(L)]
+    # the total of every slot's usage (against L slots when there are fluid components)
+    total_c, total_m = [], []
     for c, ds in enumerate(comps):
         if c in fluid:
+            continue
+        if ds is None:
+            # described by thread count (``thread_counts``): Q_c is the k-th listed count; slot
+            # b holds g_b threads (0: none) whose size is table[k, g_b], A / Q_c rounded down,
+            # or more than a slot when that row is not usable at that count
+            tc = by_count[c]
+            qmax = max((r.q for _, _, _, rws in tc for r in rws), default=0)
+            width = qmax + 1
+            tab_c, tab_m = [], []
+            for Q, _, _, rws in tc:
+                ok = {r.q: r for r in rws}
+                for g in range(width):
+                    r = ok.get(g)
+                    tab_c.append(0 if g == 0 else units(r.a_cpu / Q) if r else capu + 1)
+                    tab_m.append(0 if g == 0 else units(r.a_mem / Q) if r else capu + 1)
+            k = m.NewIntVar(0, len(tc) - 1, "")
+            Qc = m.NewIntVar(min(t[0] for t in tc), max(t[0] for t in tc), "")
+            m.AddElement(k, [t[0] for t in tc], Qc)
+            gs, sc_all, sm_all = [], [], []
+            for b in range(L):
+                g = m.NewIntVar(0, qmax, "")
+                idx = m.NewIntVar(0, len(tab_c) - 1, "")
+                m.Add(idx == width * k + g)
+                sc, sm = m.NewIntVar(0, capu + 1, ""), m.NewIntVar(0, capu + 1, "")
+                m.AddElement(idx, tab_c, sc)
+                m.AddElement(idx, tab_m, sm)
+                load_c[b].append(sc)
+                load_m[b].append(sm)
+                gs.append(g)
+                sc_all.append(sc)
+                sm_all.append(sm)
+                free[(c, b)] = g
+                if any(c in pair for pair in d.incompatible):  # present in slot b iff g > 0
+                    pres[(c, b)] = z = m.NewBoolVar("")
+                    m.Add(g >= 1).OnlyEnforceIf(z)
+                    m.Add(g == 0).OnlyEnforceIf(z.Not())
+            m.Add(sum(gs) == Qc)
+            # c's total usage is at least its least usage at Q_c; each rounded size loses < 1 unit
+            for al, attr, acc in ((sc_all, 1, total_c), (sm_all, 2, total_m)):
+                lu = m.NewIntVar(-L, (100 * SCALE + 1) * L, "")
+                m.AddElement(k, [math.floor(SCALE * t[attr] * (1 - 1e-9)) - L for t in tc], lu)
+                m.Add(sum(al) >= lu)
+                acc.extend(al)
             continue
         y = [m.NewBoolVar("") for _ in ds]
         m.AddExactlyOne(y)
@@ -749,13 +873,14 @@ def _pack(d, R, tables, L, comps, deadline):
             for t in types:
                 v = x[(c, b, t)] = m.NewBoolVar("")
                 here.append(v)
-                load_c[b].append(math.floor(SCALE * size(c, *t, "cpu") + 1e-6) * v)
-                load_m[b].append(math.floor(SCALE * size(c, *t, "mem") + 1e-6) * v)
+                sc, sm = units(size(c, *t, "cpu")), units(size(c, *t, "mem"))
+                load_c[b].append(sc * v)
+                load_m[b].append(sm * v)
+                total_c.append(sc * v)
+                total_m.append(sm * v)
             m.AddAtMostOne(here)
         for t in types:
             m.Add(sum(x[(c, b, t)] for b in range(L)) == sum(n * y[i] for i, dd in enumerate(ds) for q, Q, n in dd if (q, Q) == t))
-    # sizes rounded down lose < 1 unit each; the evaluator allows 100 (1 + 1e-6) % = 1 unit
-    capu = 100 * SCALE + 1
     cl = []
     for b in range(L):
         m.Add(sum(load_c[b]) <= capu)
@@ -764,39 +889,182 @@ def _pack(d, R, tables, L, comps, deadline):
         m.Add(lb == sum(load_c[b]))
         cl.append(lb)
         for c1, c2 in d.incompatible:
-            m.Add(sum(v for (c, bb, _), v in x.items() if bb == b and c in (c1, c2)) <= 1)
+            m.Add(sum(v for (c, bb, _), v in x.items() if bb == b and c in (c1, c2))
+                  + sum(z for (c, bb), z in pres.items() if bb == b and c in (c1, c2)) <= 1)
     for b in range(L - 1):  # the slots are interchangeable: order them by CPU load
         m.Add(cl[b] >= cl[b + 1])
-    if fluid:  # sum of room >= the fluid components' least usage (rounded down: still valid)
-        for attr, w, loads in (("cpu", (1.0, 0.0), load_c), ("mem", (0.0, 1.0), load_m)):
+    if fluid:
+        # all slots' usage <= L slots, the fluid components counted by their least usage
+        # (rounded down: still valid)
+        for w, tot in (((1.0, 0.0), total_c), ((0.0, 1.0), total_m)):
             need = math.floor(SCALE * sum(tables[w][c][L] for c in fluid) * (1 - 1e-9))
-            m.Add(sum(sum(ld) for ld in loads) <= capu * L - need)
-    tl = None if deadline is None else deadline - time.monotonic()
-    if tl is not None and tl <= 0.05:
-        return "unknown", None
-    # one worker, no LP: measured on Star 100 tuples/s at 6 slots (infeasible), 2.6 s against
-    # 12-28 s for two workers or linearization levels 1-2 (load average 6 on 2 cores)
-    solver = cp_model.CpSolver()
-    if tl is not None:
-        solver.parameters.max_time_in_seconds = float(tl)
-    solver.parameters.num_workers = 1
-    solver.parameters.linearization_level = 0
-    st = solver.Solve(m)
-    if st == cp_model.INFEASIBLE:
-        return "infeasible", None
-    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return "unknown", None
-    q = {(c, b): t[0] for (c, b, t), v in x.items() if solver.Value(v)}
-    for c in fluid:  # place each fluid component: its distributions, least usage first, first fit
-        for dd in sorted(comps[c], key=lambda dd: sum(n * size(c, qq, Q, "cpu") for qq, Q, n in dd)):
-            groups = [qq for qq, Q, n in dd for _ in range(n)]
-            if len(groups) > L:
-                continue
-            trial = dict(q)
-            trial.update({(c, b): qq for b, qq in zip(range(L - 1, -1, -1), groups)})  # least loaded first
-            if valid(d, R, trial):
-                q = trial
-                break
-        else:
+            m.Add(sum(tot) <= capu * L - need)
+
+    def solve(model, limit):
+        """CP-SAT on ``model``: "infeasible", "unknown", or ("feasible", plan) / "unknown" when
+        its solution does not pass ``valid`` after the fluid components are placed."""
+        # one worker, no LP: measured on Star 100 tuples/s at 6 slots (infeasible), 2.6 s against
+        # 12-28 s for two workers or linearization levels 1-2 (load average 6 on 2 cores)
+        solver = cp_model.CpSolver()
+        if limit is not None:
+            solver.parameters.max_time_in_seconds = float(limit)
+        solver.parameters.num_workers = 1
+        solver.parameters.linearization_level = 0
+        st = solver.Solve(model)
+        if st == cp_model.INFEASIBLE:
+            return "infeasible", None
+        if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return "unknown", None
-    return ("feasible", q) if valid(d, R, q) else ("unknown", None)
+        q = {(c, b): t[0] for (c, b, t), v in x.items() if solver.Value(v)}
+        # a component described by thread count: its groups give Q_c (checked by ``valid``)
+        q.update({cb: solver.Value(g) for cb, g in free.items() if solver.Value(g)})
+        for c in fluid:  # place each fluid component: its distributions, least usage first, first fit
+            for dd in sorted(comps[c], key=lambda dd: sum(n * size(c, qq, Q, "cpu") for qq, Q, n in dd)):
+                groups = [qq for qq, Q, n in dd for _ in range(n)]
+                if len(groups) > L:
+                    continue
+                trial = dict(q)
+                trial.update({(c, b): qq for b, qq in zip(range(L - 1, -1, -1), groups)})  # least loaded first
+                if valid(d, R, trial):
+                    q = trial
+                    break
+            else:
+                return "unknown", None
+        return ("feasible", q) if valid(d, R, q) else ("unknown", None)
+
+    tl = None if deadline is None else deadline - time.monotonic()
+    return ("unknown", None) if tl is not None and tl <= 0.05 else solve(m, tl)
+
+
+def _pack_split(d, R, tables, L, comps, by_count, deadline):
+    """``_pack``, and with components described by thread count, one packing per thread count
+    of the one with the most counts (least usage first), in rounds with a doubling time slice
+    (the last undecided count gets all the time left): a count proven infeasible is dropped,
+    the first plan ends the search, and when every count is dropped no plan exists (together
+    the models cover every Q_c of that component)."""
+    by = [{r.q: r for r in R[c]} for c in range(d.C)]
+
+    def size(c, q, Q, attr):
+        r = by[c][q]
+        return getattr(r, "a_" + attr) / Q if r.scaled and Q else getattr(r, attr)
+
+    comps = [ds if ds is None else _undominated(c, ds, size) for c, ds in enumerate(comps)]
+    if not by_count:
+        return _pack(d, R, tables, L, comps, by_count, deadline)
+    c0 = max(by_count, key=lambda c: len(by_count[c]))
+    pending = sorted(by_count[c0], key=lambda e: e[1])
+    step = 0.25
+    while pending:
+        undecided = []
+        for entry in pending:
+            now = time.monotonic()
+            if deadline is not None and deadline - now <= 0.05:
+                return "unknown", None
+            # the last undecided count gets all the time left (no restarts)
+            end = deadline if len(pending) == 1 else now + step if deadline is None else min(deadline, now + step)
+            st, q = _pack(d, R, tables, L, comps, by_count | {c0: [entry]}, end)
+            if st == "feasible":
+                return st, q
+            if st == "unknown":
+                undecided.append(entry)
+        pending = undecided
+        step *= 2
+    return "infeasible", None
+
+
+
+def _fill(tc, res, L: int):
+    """Groups of a component described by thread count (``thread_counts`` entries ``tc``) that
+    fit the free room ``res`` (per slot (CPU %, memory %), None where the component may not
+    go): {slot: threads} for the first thread count Q_c in ``tc``'s order whose groups, at most
+    one per slot, add up to Q_c and each fit their slot at Q_c; None when no count does. A
+    dynamic programme over the slots on bit sets of reachable thread sums."""
+    for Q, _, _, rws in tc:
+        reach = [1]
+        opts = []
+        for b in range(L):
+            ok = [] if res[b] is None else [r.q for r in rws if r.a_cpu / Q <= res[b][0] and r.a_mem / Q <= res[b][1]]
+            opts.append(ok)
+            cur = nxt = reach[-1]
+            for g in ok:
+                nxt |= cur << g
+            reach.append(nxt & ((1 << (Q + 1)) - 1))
+        if not (reach[-1] >> Q) & 1:
+            continue
+        out, t = {}, Q
+        for b in range(L - 1, -1, -1):
+            if (reach[b] >> t) & 1:
+                continue  # slot b holds no group
+            g = next(g for g in opts[b] if g <= t and (reach[b] >> (t - g)) & 1)
+            out[b] = g
+            t -= g
+        return out
+    return None
+
+
+def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries: int | None = None):
+    """A randomised search for a plan on L interchangeable slots (``packing_check``'s data:
+    ``comps`` the listed distributions, None for a component in ``by_count``, described by
+    thread count): each listed component takes one of its distributions (least usage most
+    likely), the groups go largest first into a fitting slot (per attempt: the fullest, the
+    emptiest or any, with noise), then each component described by thread count fills the
+    room left (``_fill``).
+    Returns the first allocation that passes ``valid``, or None at ``deadline`` or after
+    ``tries`` attempts. Finds plans only; proves nothing."""
+    import random
+
+    rnd = random.Random(seed)
+    by = [{r.q: r for r in R[c]} for c in range(d.C)]
+
+    def size(c, q, Q):
+        r = by[c][q]
+        return (r.a_cpu / Q, r.a_mem / Q) if r.scaled and Q else (r.cpu, r.mem)
+
+    listed = []  # per listed component: its distributions as group lists, least CPU first
+    for c, ds in enumerate(comps):
+        if ds is None:
+            continue
+        opts = [[(size(c, q, Q), q) for q, Q, n in dd for _ in range(n)] for dd in ds]
+        listed.append((c, sorted(opts, key=lambda g: sum(x[0][0] for x in g))))
+    # the components described by thread count, largest usage first; each its counts, least usage first
+    last = [(c, sorted(by_count[c], key=lambda e: e[1])) for c in sorted(by_count, key=lambda c: -max(e[1] for e in by_count[c]))]
+    clash = {c: {b for a, b in d.incompatible if a == c} | {a for a, b in d.incompatible if b == c} for c in range(d.C)}
+    cap = 100 * (1 + CHECK_TOL)
+    while time.monotonic() < deadline and (tries is None or tries > 0):
+        tries = None if tries is None else tries - 1
+        items = []
+        for c, opts in listed:
+            items += [(sz, c, q) for sz, q in opts[min(len(opts) - 1, int(rnd.expovariate(0.7)))]]
+        items.sort(key=lambda it: -it[0][0] * rnd.uniform(0.8, 1.2))
+        # per attempt a rule for the listed groups: the fullest slot that fits (leaves whole
+        # slots free), the emptiest (spreads the room for the components filled last), or any
+        sign = rnd.choice((1.0, -1.0, 0.0))
+        load = [[0.0, 0.0] for _ in range(L)]
+        here = [set() for _ in range(L)]
+        q = {}
+        for (sc, sm), c, qq in items:
+            fits = [b for b in range(L) if c not in here[b] and not (clash[c] & here[b])
+                    and load[b][0] + sc <= cap and load[b][1] + sm <= cap]
+            if not fits:
+                break
+            b = max(fits, key=lambda b: sign * load[b][0] + rnd.uniform(0, 5)) if sign else rnd.choice(fits)
+            load[b][0] += sc
+            load[b][1] += sm
+            here[b].add(c)
+            q[(c, b)] = qq
+        else:
+            for c, tc in last:
+                res = [None if clash[c] & here[b] else (cap - load[b][0], cap - load[b][1]) for b in range(L)]
+                f = _fill(tc, res, L)
+                if f is None:
+                    break
+                for b, g in f.items():
+                    sc, sm = size(c, g, sum(f.values()))
+                    load[b][0] += sc
+                    load[b][1] += sm
+                    here[b].add(c)
+                    q[(c, b)] = g
+            else:
+                if valid(d, R, q):
+                    return q
+    return None
