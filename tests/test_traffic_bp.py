@@ -282,3 +282,30 @@ def test_phase2_search_agrees_with_the_compact_model_and_obeys_its_check():
     assert got is None and len(seen) == 4  # every try reached the optimum; none was accepted
     for plan in seen:
         assert abs(evaluate(inst, plan, "traffic")["inter_node_traffic"] - r.objective) <= TOL * r.objective
+
+
+def test_the_hint_method_runs_once_with_a_quarter_of_the_time_left(monkeypatch):
+    """Run.hint_plan: one solve of the hint method per run (a second call returns the same
+    plan, one note), given at most a quarter of the time left."""
+    import planner.api
+
+    inst = parse_instance(layered(12, 4, 3, 0, problem="traffic"))
+    calls = []
+    real = planner.api.solve
+
+    def spy(instance, problem, method, time_limit=None, seed=0, **kw):
+        calls.append(time_limit)
+        return real(instance, problem, method, time_limit=time_limit, seed=seed, **kw)
+
+    monkeypatch.setattr(planner.api, "solve", spy)
+    run = Run(inst, "traffic", "exact.cpsat", 40.0, None, "tstorm", True, 0)
+    first = run.hint_plan()
+    assert first is not None and run.hint_plan() is first
+    assert len(calls) == 1 and calls[0] <= 40.0 / 4 + 1e-9
+    assert sum("hint from tstorm" in n for n in run.notes) == 1
+    assert evaluate(inst, first, "traffic")["feasible"]
+    bad = Run(inst, "traffic", "exact.cpsat", 40.0, None, "no-such-method", True, 0)
+    from planner.model import InstanceError
+
+    with pytest.raises(InstanceError):
+        bad.hint_plan()  # an unknown method is bad input: planner.solve's clear error, not a plan
