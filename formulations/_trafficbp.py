@@ -111,7 +111,9 @@ class _Fam:
         self.cap = self.Y.max(axis=0) if len(self.Y) else np.zeros(len(G), dtype=np.int64)
         # for the pricing's matrix-vector product: [y | lo | hi] (worker bounds of one topology)
         self.Z = np.hstack([self.Y, self.lo, self.hi]).astype(float) if len(tis) == 1 else self.Y.astype(float)
-        self.YT = np.ascontiguousarray(self.Y.T)  # per-group columns for the penalty look-ups
+        # per-group columns for the penalty look-ups, as small integers (counts fit a byte here):
+        # every sub-table copies them, and the sub-tables alive are capped in bytes
+        self.YT = np.ascontiguousarray(self.Y.T.astype(_small(self.Y)))
         self.slots = slots
         V = np.zeros(len(self.Y))
         for (a, b), r in pairs.items():
@@ -148,6 +150,12 @@ def _best_o(lo: np.ndarray, hi: np.ndarray, slots: int, pw: np.ndarray) -> tuple
     return o, -(o @ pw)
 
 
+def _small(a: np.ndarray):
+    """The narrowest of uint8 / int16 / int64 holding the non-negative counts ``a``."""
+    top = int(a.max(initial=0))
+    return np.uint8 if top < 256 else (np.int16 if top < 32768 else np.int64)
+
+
 class _TooBig(Exception):
     pass
 
@@ -166,7 +174,10 @@ class _View:
         if idx is None:
             self.Z, self.V, self.YT, self.lo, self.hi = fm.Z, fm.V, fm.YT, fm.lo, fm.hi
         else:
-            self.Z, self.V, self.YT, self.lo, self.hi = fm.Z[idx], fm.V[idx], fm.YT[:, idx], fm.lo[idx], fm.hi[idx]
+            lo, hi = fm.lo[idx], fm.hi[idx]
+            self.Z, self.V, self.YT = fm.Z[idx], fm.V[idx], fm.YT[:, idx]
+            kind = np.int16 if int(hi.max(initial=0)) < 32768 else np.int64  # signed: o is summed and subtracted
+            self.lo, self.hi = lo.astype(kind), hi.astype(kind)
 
     def __len__(self) -> int:
         return len(self.V)
