@@ -198,7 +198,7 @@ class _View:
 class TrafficBP:
     """Best-first branch and price over the configuration master (module docstring)."""
 
-    def __init__(self, pm, pairs, deadline: float | None, limit: int = 3_000_000, strong: int = 4,
+    def __init__(self, pm, pairs, deadline: float | None, limit: int = 3_000_000, strong: int = 4, screen: int = 32,
                  fixing: bool = True, one_worker: bool = False, cutoff: float | None = None,
                  enum_all: bool = False, fams: list[_Fam] | None = None):
         self.pm = pm
@@ -206,6 +206,7 @@ class TrafficBP:
         self._bytes = [0.0]  # bytes of the sub-tables alive (a list: released by their finalizers)
         self.strong = strong
         self.strong_rows = 300_000  # above this many rows in the views, at most 2 candidates
+        self.screen = screen  # candidates ranked by their children's restricted LPs before strong branching
         self.deadline = deadline
         G = pm.groups
         self.K = len(G)
@@ -486,6 +487,31 @@ class TrafficBP:
                 return [(self._mask(key), a) for _, key, a in frac[:n]]
         return []
 
+    def _screen(self, cands, rows, b: float, n: int):
+        """The n candidates of ``cands`` whose children drop most on the current pool (one LP
+        per child, no pricing: the restricted LP's value is at most the child's LP bound, so
+        the drop is over-estimated; each drop is capped at b - incumbent, where a child is
+        pruned, and a restricted LP without a point counts as that cap). Only an order for
+        strong branching: no bound is taken from it."""
+        cap = b - self.inc_value + 1e-6 if self.inc_value > -math.inf else math.inf
+        scored = []
+        for pos, (mid, a) in enumerate(cands):
+            drops = []
+            for sign, rhs in ((1, math.floor(a)), (-1, -math.ceil(a))):
+                out = self._lp(rows + [(mid, sign, float(rhs))])
+                if out is None:  # the LP did not finish: no information, keep the fractional order
+                    drops.append(0.0)
+                elif out == "infeasible":
+                    drops.append(cap)
+                else:
+                    drops.append(min(cap, max(0.0, b - out[0])))
+            scored.append(((drops[0] + 1e-6) * (drops[1] + 1e-6), -pos, mid, a))
+            if self.left() <= 0:
+                break
+        self.stats["bp_screened"] = self.stats.get("bp_screened", 0) + len(scored)
+        scored.sort(reverse=True)
+        return [(mid, a) for _, _, mid, a in scored[:n]]
+
     def _mask(self, key) -> int:
         for mid, (_, _, k) in enumerate(self.masks):
             if k == key:
@@ -584,7 +610,9 @@ class TrafficBP:
                 continue
             # strong branching costs pricing passes: fewer candidates while the tables are big
             n_strong = self.strong if sum(len(v) for v in cviews) <= self.strong_rows else min(self.strong, 2)
-            cands = self._branch(lam, n_strong)
+            cands = self._branch(lam, max(n_strong, self.screen))
+            if len(cands) > n_strong:
+                cands = self._screen(cands, rows, b, n_strong)
             if not cands:
                 plan = self._integral_plan(lam)
                 if plan is not None and self.enum_all:
