@@ -344,3 +344,30 @@ def test_the_hint_method_runs_once_with_a_quarter_of_the_time_left(monkeypatch):
 
     with pytest.raises(InstanceError):
         bad.hint_plan()  # an unknown method is bad input: planner.solve's clear error, not a plan
+
+
+def test_one_worker_plan_is_a_phase1_optimum_without_inter_worker_excess():
+    """_one_worker_plan (tried before phase2_bp): a plan it returns is worth the phase-1 optimum
+    and its inter-worker traffic equals its inter-node traffic (the evaluator's figures), which
+    is what proves phase 2 (every plan has inter-worker >= inter-node >= the proven z1)."""
+    from formulations.traffic import _one_worker_plan
+
+    found = 0
+    for size, seed in (((20, 5, 4), 1), ((30, 6, 4), 2), ((24, 6, 4), 0)):
+        inst = parse_instance(layered(*size, seed, problem="traffic"))
+        base, pairs, const = _setup(inst)
+        bp = TrafficBP(base, pairs, None)
+        out = bp.run()
+        assert out["status"] == "optimal", size
+        z1 = out["value"]
+        pat, _ = patterns.build_traffic(base, pairs, None, 1)
+        run = Run(inst, "traffic", "exact.cpsat", None, None, None, True, 0)
+        plan = _one_worker_plan(run, base, pat, pairs, z1)
+        if plan is None:
+            continue
+        found += 1
+        m = evaluate(inst, plan, "traffic")
+        assert m["feasible"], (size, m["violations"])
+        assert m["inter_node_traffic"] == pytest.approx(const - z1, rel=TOL, abs=TOL), size
+        assert m["inter_worker_traffic"] == pytest.approx(m["inter_node_traffic"], rel=TOL, abs=TOL), size
+    assert found >= 2, found
