@@ -17,6 +17,9 @@ Branching (identical nodes, so never on one lambda): on the number of nodes of c
 content has a property P, sum_{p in f, P(y_p)} lambda_p <= floor(a) or >= ceil(a), a its
 fractional LP value. The row's dual enters the pricing as -mu [P(y)] on the table, so pricing
 stays exact. Properties, in this order: y_g >= k; y_g >= k and y_h >= l; y = one vector.
+Strong branching bounds both children of 2-4 candidates by column generation; the candidates
+are the best of up to ``screen`` (32) fractional counts ranked by their children's LPs over the
+current pool (no pricing; only an order, no bound is taken from it).
 When every "y = vector" count is integral the multiset of node contents is integral, and worker
 counts o meeting the workers rows exist (each node's o ranges over an interval of integers and
 the LP's fractional mix meets the row sums), so the node's LP value is a plan's value.
