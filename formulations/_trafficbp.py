@@ -86,18 +86,26 @@ class _Fam:
     """One class of identical nodes: its table of contents and worker-count ranges."""
 
     def __init__(self, pm, cls: list[int], pairs, limit: int, one_worker: bool = False,
-                 deadline: float | None = None):
+                 deadline: float | None = None, full: "_Fam | None" = None):
         self.cls = cls
         self.count = len(cls)
-        n = _count_vectors(pm, cls[0])
-        if n > limit:  # counted first: building a table to drop it costs seconds
-            raise _TooBig
-        if deadline is not None and n * 3e-6 > 0.3 * (deadline - time.monotonic()):
-            raise _TooBig  # building (about 1-3 s per million rows here) would eat the time limit
-        out = _node_vectors(pm, cls[0], limit)
-        if out is None:
-            raise _TooBig
-        Y = out[0].astype(np.int64)
+        self.one_worker = one_worker
+        if full is not None:
+            # the one-worker table from the full table of the same class (phase 1's), not built
+            # again: every row one worker per topology can hold is a row of the full table
+            # (ceil(tot_t / M_t) = min(tot_t, 1) there), so filtering its rows below gives the
+            # same table, in the same order
+            Y = full.Y
+        else:
+            n = _count_vectors(pm, cls[0])
+            if n > limit:  # counted first: building a table to drop it costs seconds
+                raise _TooBig
+            if deadline is not None and n * 3e-6 > 0.3 * (deadline - time.monotonic()):
+                raise _TooBig  # building (about 1-3 s per million rows here) would eat the time limit
+            out = _node_vectors(pm, cls[0], limit)
+            if out is None:
+                raise _TooBig
+            Y = out[0].astype(np.int64)
         G = pm.groups
         tis = [ti for ti, _ in pm.topos]
         slots = len(pm.nodes[cls[0]].slots)
@@ -216,7 +224,12 @@ class TrafficBP:
         self.tis = [ti for ti, _ in pm.topos]
         self.s = np.array([g.size for g in G], dtype=float)
         self.S = np.array([pm.S[ti] for ti in self.tis], dtype=float)
-        if fams is not None:  # another search's tables (same instance, same one_worker): read-only
+        if fams is not None and one_worker and not fams[0].one_worker:  # filtered from the full tables
+            self.classes = [fm.cls for fm in fams]
+            self.fams = [_Fam(pm, fm.cls, pairs, limit, True, deadline, full=fm) for fm in fams]
+        elif fams is not None:  # another search's tables (same instance, same one_worker): read-only
+            if fams[0].one_worker != one_worker:
+                raise ValueError("full tables cannot be made from one-worker tables")
             self.classes, self.fams = [fm.cls for fm in fams], fams
         else:
             self.classes = node_classes(pm, with_rack=False)

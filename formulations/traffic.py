@@ -170,18 +170,20 @@ def _branch_and_price(run: Run, base: PlacementModel, pairs):
     return out, pat, const
 
 
-def _one_worker_plan(run: Run, base: PlacementModel, pat, pairs, z1: float):
+def _one_worker_plan(run: Run, base: PlacementModel, pat, pairs, z1: float, phase1=None):
     """Phase 2 shortcut after branch and price: a plan worth the phase-1 optimum z1 (intra-node)
     whose nodes hold at most one worker per topology has inter-worker = inter-node traffic, the
     least any plan can have, so it proves phase 2. Sought by B&P over those columns only, with
     z1 as the cut-off (nodes that cannot reach it are pruned; the first plan found ends it).
-    Returns the plan or None (none found in time, or none exists)."""
+    Returns the plan or None (none found in time, or none exists). ``phase1``: phase 1's
+    search, whose full tables are filtered to the one-worker rows instead of building them."""
     from ._trafficbp import TrafficBP, _TooBig, bp_column
 
     left = None if run.time_limit is None else run.time_limit - (time.monotonic() - run.t0)
     deadline = None if left is None else time.monotonic() + 0.5 * left
     try:
-        bp = TrafficBP(base, pairs, deadline, one_worker=True, cutoff=z1 - 2e-7 * max(1.0, abs(z1)))
+        bp = TrafficBP(base, pairs, deadline, one_worker=True, cutoff=z1 - 2e-7 * max(1.0, abs(z1)),
+                       fams=None if phase1 is None else phase1.fams)
     except _TooBig:
         return None
     bp.run()
@@ -252,7 +254,7 @@ def solve_traffic(run: Run) -> Result:
                 return run.pattern_result(out, p2f, bound=primary_value, details=details)
             # before phase2_bp, which takes the rest of the limit: the exact search for such an
             # optimum among one-worker node contents (100x8x10: 4.6 s; phase2_bp not done in 50 s)
-            p1w = _one_worker_plan(run, base, pat, pairs, out["value"])
+            p1w = _one_worker_plan(run, base, pat, pairs, out["value"], phase1=out.get("bp"))
             if p1w is not None and _phase2_free(run, p1w, primary_value):
                 details["phase2"] = "optimal (a phase-1 optimum with one worker per node and topology)"
                 _lexicographic(run, details, True)
