@@ -463,14 +463,14 @@ class Run:
             return None
         return res.plan if res.ok and res.plan is not None else None
 
-    def hint_plan(self) -> Plan | None:
+    def hint_plan(self, share: float = 0.5) -> Plan | None:
         """The plan of method ``hint`` for the same problem, when it passes the evaluator.
 
-        Solved once per run (a second call, e.g. traffic's compact fall-back after branch and
-        price, or network's model after its rack search, returns the same answer), with a
-        quarter of the time left, as :meth:`heuristic_plan`: a start must not take the time
-        the exact method needs for its proof (it had half, so an exact ``hint`` method could
-        spend half the limit, and a second call half of the rest)."""
+        Solved once per run with ``share`` of the time left (network: half, its first
+        incumbent; traffic asks for a quarter, the hint being one start of its seeding search
+        among several); a second call (traffic's compact fall-back after branch and price,
+        network's model after its rack search) returns the same answer instead of solving
+        again with the share of what is left (a slow hint method took 1/2 + 1/4 of the limit)."""
         if not self.hint:
             return None
         if self._hint:
@@ -478,7 +478,7 @@ class Run:
         from planner.api import solve  # the front door judges the plan; no solver internals
 
         lim = self.remaining()
-        res = solve(self.instance, self.problem, self.hint, time_limit=None if lim is None else max(lim / 4, 0.1), seed=self.seed)
+        res = solve(self.instance, self.problem, self.hint, time_limit=None if lim is None else max(share * lim, 0.1), seed=self.seed)
         if res.ok and res.plan is not None:
             self.notes.append(f"hint from {self.hint} (objective {res.objective:g})")
             self._hint = (res.plan,)

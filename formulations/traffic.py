@@ -141,7 +141,7 @@ def _branch_and_price(run: Run, base: PlacementModel, pairs):
     # phase 2 is not free (both levels in 2.5 s before, not in 60 s after; docs/benchmarks.md)
     size = min(5.0, max(0.05, 0.002 * len(base.nodes) * sum(g.size for g in base.groups)))
     budget = size if run.time_limit is None else max(0.05, min(size, 0.1 * run.time_limit))
-    seeded = seed_traffic(base, pat, pairs, [run.hint_plan()] if run.hint else [], None, budget, run.seed)
+    seeded = seed_traffic(base, pat, pairs, [run.hint_plan(0.25)] if run.hint else [], None, budget, run.seed)
     if seeded is not None:
         nodes = []
         for col, cnt in seeded[1]:
@@ -290,7 +290,7 @@ def solve_traffic(run: Run) -> Result:
         _lexicographic(run, details, proven2)
         return run.pattern_result({**out, "status": "optimal" if proven2 else "feasible"}, best,
                                   bound=primary_value, details=details)
-    hint = hint_fallback or run.hint_plan()
+    hint = hint_fallback or run.hint_plan(0.25)
     pm = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
     m = pm.m
     m.objective, m.obj_const = _level_expr(pm, pairs, "node")

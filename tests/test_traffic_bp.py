@@ -259,6 +259,14 @@ def test_one_worker_tables_are_the_rows_one_worker_per_topology_can_hold():
             continue
         full = TrafficBP(base, pairs, None)
         one = TrafficBP(base, pairs, None, one_worker=True)
+        # filtered from the full tables (as _one_worker_plan does after phase 1): the same rows,
+        # order, values and worker ranges as built from scratch
+        filt = TrafficBP(base, pairs, None, one_worker=True, fams=full.fams)
+        for fb, fc in zip(one.fams, filt.fams):
+            for arr in ("Y", "lo", "hi", "V", "Z", "YT", "codes"):
+                assert np.array_equal(getattr(fb, arr), getattr(fc, arr)), (seed, arr)
+        with pytest.raises(ValueError):
+            TrafficBP(base, pairs, None, fams=one.fams)
         G = base.groups
         for fa, fb in zip(full.fams, one.fams):
             tot = np.stack([fa.Y[:, [k for k, g in enumerate(G) if g.ti == ti]].sum(axis=1) for ti in full.tis], axis=1)
@@ -319,9 +327,9 @@ def test_phase2_search_agrees_with_the_compact_model_and_obeys_its_check():
         assert abs(evaluate(inst, plan, "traffic")["inter_node_traffic"] - r.objective) <= TOL * r.objective
 
 
-def test_the_hint_method_runs_once_with_a_quarter_of_the_time_left(monkeypatch):
+def test_the_hint_method_runs_once_with_its_share_of_the_time_left(monkeypatch):
     """Run.hint_plan: one solve of the hint method per run (a second call returns the same
-    plan, one note), given at most a quarter of the time left."""
+    plan, one note), given at most its share of the time left (traffic asks for a quarter)."""
     import planner.api
 
     inst = parse_instance(layered(12, 4, 3, 0, problem="traffic"))
@@ -334,11 +342,17 @@ def test_the_hint_method_runs_once_with_a_quarter_of_the_time_left(monkeypatch):
 
     monkeypatch.setattr(planner.api, "solve", spy)
     run = Run(inst, "traffic", "exact.cpsat", 40.0, None, "tstorm", True, 0)
-    first = run.hint_plan()
-    assert first is not None and run.hint_plan() is first
+    first = run.hint_plan(0.25)
+    assert first is not None and run.hint_plan(0.25) is first and run.hint_plan() is first
     assert len(calls) == 1 and calls[0] <= 40.0 / 4 + 1e-9
     assert sum("hint from tstorm" in n for n in run.notes) == 1
     assert evaluate(inst, first, "traffic")["feasible"]
+    other = Run(inst, "traffic", "exact.cpsat", 40.0, None, "tstorm", True, 0)
+    assert other.hint_plan() is not None and len(calls) == 2 and calls[1] <= 40.0 / 2 + 1e-9  # the default: half
+    # traffic's own call: a quarter, visible in the solver's run
+    calls.clear()
+    r = planner.solve(inst, "traffic", "exact.cpsat", time_limit=40, hint="tstorm")
+    assert r.status.value == "optimal" and len(calls) == 1 and calls[0] <= 40.0 / 4 + 1e-9, calls
     bad = Run(inst, "traffic", "exact.cpsat", 40.0, None, "no-such-method", True, 0)
     from planner.model import InstanceError
 
