@@ -109,7 +109,9 @@ class _Fam:
         G = pm.groups
         tis = [ti for ti, _ in pm.topos]
         slots = len(pm.nodes[cls[0]].slots)
-        tot = np.stack([Y[:, [k for k, g in enumerate(G) if g.ti == ti]].sum(axis=1) for ti in tis], axis=1)
+        # executors per topology: one product with the group -> topology incidence (indexing
+        # the columns per topology copied the table: 0.53 s against 0.03 s at 1.8 M rows)
+        tot = Y @ np.array([[g.ti == ti for ti in tis] for g in G], dtype=np.int64).reshape(len(G), len(tis))
         M = np.array([pm.M[ti] for ti in tis], dtype=np.int64)
         lo = -(-tot // M)
         hi = np.minimum(tot, slots)
