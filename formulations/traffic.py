@@ -175,8 +175,9 @@ def _one_worker_plan(run: Run, base: PlacementModel, pat, pairs, z1: float, phas
     whose nodes hold at most one worker per topology has inter-worker = inter-node traffic, the
     least any plan can have, so it proves phase 2. Sought by B&P over those columns only, with
     z1 as the cut-off (nodes that cannot reach it are pruned; the first plan found ends it).
-    Returns the plan or None (none found in time, or none exists). ``phase1``: phase 1's
-    search, whose full tables are filtered to the one-worker rows instead of building them."""
+    Returns (plan or None, whether the search completed without one: then no such optimum
+    exists). ``phase1``: phase 1's search, whose full tables are filtered to the one-worker rows
+    instead of building them."""
     from ._trafficbp import TrafficBP, _TooBig, bp_column
 
     left = None if run.time_limit is None else run.time_limit - (time.monotonic() - run.t0)
@@ -185,14 +186,14 @@ def _one_worker_plan(run: Run, base: PlacementModel, pat, pairs, z1: float, phas
         bp = TrafficBP(base, pairs, deadline, one_worker=True, cutoff=z1 - 2e-7 * max(1.0, abs(z1)),
                        fams=None if phase1 is None else phase1.fams)
     except _TooBig:
-        return None
+        return None, False
     bp.run()
     if not bp.found:
-        return None
+        return None, bp.complete
     chosen = []
     for f, i, o, cnt in bp.inc:
         chosen.append((pat.stored(bp_column(bp, f, i, o)), cnt))
-    return patterns.traffic_plan(base, pat, chosen)
+    return patterns.traffic_plan(base, pat, chosen), False
 
 
 def solve_traffic(run: Run) -> Result:
@@ -244,21 +245,27 @@ def solve_traffic(run: Run) -> Result:
             _lexicographic(run, details, True)
             return run.pattern_result(out, p2s, bound=primary_value, details=details)
         if bpo is not None:
+            # a phase-1 optimum with inter-worker = inter-node traffic proves phase 2: first the
+            # exact search among one-worker node contents, then the local searches, which can
+            # also find one with two workers on a node (contents without traffic between them),
+            # with a short share when the exact search proved no one-worker optimum exists; both
+            # before phase2_bp, which takes the rest of the limit (100x8x10: one-worker plan in
+            # 4.6 s, phase2_bp not done in 50 s; 60x8x6: the local searches spent their whole
+            # 30 % share, 14.6 s, finding none)
+            p1w, none_one_worker = _one_worker_plan(run, base, pat, pairs, out["value"], phase1=out.get("bp"))
+            if p1w is not None and _phase2_free(run, p1w, primary_value):
+                details["phase2"] = "optimal (a phase-1 optimum with one worker per node and topology)"
+                _lexicographic(run, details, True)
+                return run.pattern_result(out, p1w, bound=primary_value, details=details)
             left = None if run.time_limit is None else run.time_limit - (time.monotonic() - run.t0)
+            share, cap = (0.1, 6.0) if none_one_worker else (0.3, 60.0)
             p2f = phase2_free_search(base, pat, pairs, const, primary_value,
-                                     time.monotonic() + (60.0 if left is None else 0.3 * left),
+                                     time.monotonic() + (cap if left is None else share * left),
                                      lambda plan: _phase2_free(run, plan, primary_value), run.seed)
             if p2f is not None:
                 details["phase2"] = "optimal (a phase-1 optimum found by search keeps all intra-node traffic)"
                 _lexicographic(run, details, True)
                 return run.pattern_result(out, p2f, bound=primary_value, details=details)
-            # before phase2_bp, which takes the rest of the limit: the exact search for such an
-            # optimum among one-worker node contents (100x8x10: 4.6 s; phase2_bp not done in 50 s)
-            p1w = _one_worker_plan(run, base, pat, pairs, out["value"], phase1=out.get("bp"))
-            if p1w is not None and _phase2_free(run, p1w, primary_value):
-                details["phase2"] = "optimal (a phase-1 optimum with one worker per node and topology)"
-                _lexicographic(run, details, True)
-                return run.pattern_result(out, p1w, bound=primary_value, details=details)
             p2b = phase2_bp(run, base, pairs, out["value"], const, phase1=out.get("bp"))
             if p2b is not None and _phase1_kept(run, p2b["plan"], primary_value):
                 details["phase2"] = "optimal (every phase-1 optimum enumerated by branch and price)"
