@@ -22,7 +22,7 @@ every node class's table of count vectors has at most 3,000,000 rows, else the c
 model of :mod:`formulations._patterns` (a node's group counts and worker count as one column,
 proof by enumeration); both start from the node-level local search of
 :mod:`formulations._trafficls`. After B&P, a non-free phase 2 looks for a free phase-1 optimum
-(by search, then exactly among one-worker node contents, :func:`_one_worker_plan`), then
+(exactly among one-worker node contents, :func:`_one_worker_plan`, then by local search), then
 enumerates every phase-1 optimum (:func:`formulations._trafficphase2.phase2_bp`). Phase 2 is free when the plan's inter-worker traffic equals
 its inter-node traffic (its lower bound), else it runs on the configuration columns
 (:mod:`formulations._trafficphase2`); the compact model above is the fall-back for both.
