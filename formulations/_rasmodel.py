@@ -400,6 +400,7 @@ class Run:
     model: str = "auto"  # "auto": configuration model where it applies; "compact": never
     t0: float = field(default_factory=time.monotonic)
     notes: list[str] = field(default_factory=list)
+    _hint: tuple = field(default=(), repr=False)  # hint_plan's answer, once asked: (plan or None,)
 
     @property
     def backend(self) -> str:
@@ -462,18 +463,28 @@ class Run:
             return None
         return res.plan if res.ok and res.plan is not None else None
 
-    def hint_plan(self) -> Plan | None:
-        """The plan of method ``hint`` for the same problem, when it passes the evaluator."""
+    def hint_plan(self, share: float = 0.5) -> Plan | None:
+        """The plan of method ``hint`` for the same problem, when it passes the evaluator.
+
+        Solved once per run with ``share`` of the time left (network: half, its first
+        incumbent; traffic asks for a quarter, the hint being one start of its seeding search
+        among several); a second call (traffic's compact fall-back after branch and price,
+        network's model after its rack search) returns the same answer instead of solving
+        again with the share of what is left (a slow hint method took 1/2 + 1/4 of the limit)."""
         if not self.hint:
             return None
+        if self._hint:
+            return self._hint[0]
         from planner.api import solve  # the front door judges the plan; no solver internals
 
         lim = self.remaining()
-        res = solve(self.instance, self.problem, self.hint, time_limit=None if lim is None else max(lim / 2, 0.1), seed=self.seed)
+        res = solve(self.instance, self.problem, self.hint, time_limit=None if lim is None else max(share * lim, 0.1), seed=self.seed)
         if res.ok and res.plan is not None:
             self.notes.append(f"hint from {self.hint} (objective {res.objective:g})")
+            self._hint = (res.plan,)
             return res.plan
         self.notes.append(f"hint {self.hint} gave no feasible plan ({res.status.value}); solved without it")
+        self._hint = (None,)
         return None
 
     def solve(self, pm: PlacementModel) -> Solution:

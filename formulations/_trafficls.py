@@ -237,15 +237,13 @@ class NodeSearch:
 
     def from_columns(self, model, chosen) -> np.ndarray | None:
         """Counts of the integer master's chosen node columns, dealt to the classes' nodes."""
-        from ._patterns import node_classes
-
         pos = {ni: j for j, ni in enumerate(self.nodes)}
-        free = {f"node{c[0]}": list(c) for c in node_classes(self.pm, False)}
+        free = class_nodes(self.pm, [f.name for f in model.families])
         Y = np.zeros((self.N, self.K), dtype=np.int64)
         for col, cnt in chosen:
             _, ys, _ = col.payload
             for _ in range(cnt):
-                n = pos[free[model.families[col.family].name].pop(0)]
+                n = pos[free[col.family].pop(0)]
                 for k, q in ys:
                     Y[n, k] = q
         return Y if (Y.sum(axis=0) == self.size).all() else None
@@ -273,6 +271,16 @@ class NodeSearch:
                     continue
                 out[(fi, payload)] = [node_column(fi, conv, ys, os_, 0.5 * float(Y[n] @ self.A @ Y[n])), 1]
         return [(c, k) for c, k in out.values()]
+
+
+def class_nodes(pm, names: list[str]) -> dict[int, list[int]]:
+    """Per configuration family (named ``node<i>`` after its first node, as ``build_traffic``
+    and the B&P tables name them), the indices of its nodes, in order: node columns are dealt
+    to them one by one."""
+    from ._patterns import node_classes
+
+    classes = {f"node{c[0]}": list(c) for c in node_classes(pm, False)}
+    return {fi: list(classes[name]) for fi, name in enumerate(names)}
 
 
 def node_column(fi: int, conv, ys: tuple, os_: tuple, value: float):

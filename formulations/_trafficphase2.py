@@ -20,6 +20,37 @@ from typing import Any
 
 
 from ._linmodel import LinModel, solve_model
+from ._trafficls import class_nodes
+
+
+def _per_topology(G, ys, os_):
+    """A node column's content per topology with executors there: (split key, {group: count},
+    workers o); the key names the split ``_split`` computes for it."""
+    for ti, o in os_:
+        yt = {k: q for k, q in ys if G[k].ti == ti}
+        if yt:
+            yield (ti, tuple(sorted(yt.items())), o), yt, o
+
+
+def _dealt(pm, names: list[str], chosen, parts_of):
+    """The plan of configuration columns ``chosen`` [(column, count)] dealt to their families'
+    nodes (``names``: the families' names), each node's workers split by ``parts_of(key, yt,
+    o)`` (a list of {group: count}, or None: no plan)."""
+    from ._patterns import deal_workers
+
+    free = class_nodes(pm, names)
+    nodes = []
+    for col, cnt in chosen:
+        _, ys, os_ = col.payload
+        parts = []
+        for key, yt, o in _per_topology(pm.groups, ys, os_):
+            got = parts_of(key, yt, o)
+            if got is None:
+                return None
+            parts.extend(got)
+        for _ in range(cnt):
+            nodes.append((free[col.family].pop(0), parts))
+    return deal_workers(pm, nodes)
 
 
 def _split(pm, pairs, ti: int, ys: dict[int, int], o: int, deadline: float | None):
@@ -87,29 +118,14 @@ def split_plan(pm, pairs, pat, chosen, deadline: float | None):
     inter-worker traffic equals its inter-node traffic, the least any plan has, which proves
     phase 2 at once (the caller checks that with the evaluator). None if a split is not proven
     in time or does not exist."""
-    from ._patterns import deal_workers, node_classes
-
-    G = pm.groups
-    classes = {f"node{c[0]}": list(c) for c in node_classes(pm, False)}
-    free = {fi: list(classes[f.name]) for fi, f in enumerate(pat.families)}
     cache: dict = {}
-    nodes = []
-    for col, cnt in chosen:
-        _, ys, os_ = col.payload
-        parts = []
-        for ti, o in os_:
-            yt = {k: q for k, q in ys if G[k].ti == ti}
-            if not yt:
-                continue
-            key = (ti, tuple(sorted(yt.items())), o)
-            if key not in cache:
-                cache[key] = _split(pm, pairs, ti, yt, o, deadline)
-            if cache[key] is None:
-                return None
-            parts.extend(cache[key][1])
-        for _ in range(cnt):
-            nodes.append((free[col.family].pop(0), parts))
-    return deal_workers(pm, nodes)
+
+    def parts_of(key, yt, o):
+        if key not in cache:
+            cache[key] = _split(pm, pairs, key[0], yt, o, deadline)
+        return None if cache[key] is None else cache[key][1]
+
+    return _dealt(pm, [f.name for f in pat.families], chosen, parts_of)
 
 
 def phase2(run, pm, pat, pairs, out: dict, z1: float, const: float, cap: int = 20000) -> dict[str, Any] | None:
@@ -133,10 +149,7 @@ def phase2(run, pm, pat, pairs, out: dict, z1: float, const: float, cap: int = 2
 
     def keys(c):
         _, ys, os_ = c.payload
-        for ti, o in os_:
-            yt = {k: q for k, q in ys if G[k].ti == ti}
-            if yt:
-                yield (ti, tuple(sorted(yt.items())), o), yt, o
+        return _per_topology(G, ys, os_)
 
     def w2(c) -> tuple[float, bool]:
         """Intra-worker value of column c: exact when its splits are known, else the node's
@@ -199,23 +212,11 @@ def phase2(run, pm, pat, pairs, out: dict, z1: float, const: float, cap: int = 2
                     splits[key] = sp
         t_split += time.monotonic() - t
     # the plan: each chosen column on a node of its family, executors split as computed
-    from ._patterns import deal_workers, node_classes
-
-    classes = {f"node{c[0]}": list(c) for c in node_classes(pm, False)}
-    free = {fi: list(classes[f.name]) for fi, f in enumerate(pat.families)}
-    nodes = []
-    for c, cnt in zip(cand, sol.values):
-        _, ys, os_ = c.payload
-        for _ in range(cnt):
-            parts = []
-            for ti, o in os_:
-                yt = {k: q for k, q in ys if G[k].ti == ti}
-                if yt:
-                    parts.extend(splits[(ti, tuple(sorted(yt.items())), o)][1])
-            nodes.append((free[c.family].pop(0), parts))
+    plan = _dealt(pm, [f.name for f in pat.families], [(c, cnt) for c, cnt in zip(cand, sol.values) if cnt],
+                  lambda key, yt, o: splits[key][1])
     intra_w = sol.objective
     bound = sol.bound if sol.bound is not None else None
-    return {"plan": deal_workers(pm, nodes), "proven": sol.status == "optimal", "inter_worker": const - intra_w,
+    return {"plan": plan, "proven": sol.status == "optimal", "inter_worker": const - intra_w,
             "inter_worker_bound": None if bound is None else const - bound, "columns": len(cand),
             "splits": len(splits), "split_seconds": round(t_split, 3), "rounds": rounds}
 
@@ -288,10 +289,9 @@ def phase2_bp(run, pm, pairs, z1: float, const: float, phase1=None) -> dict[str,
     if best is None:
         return None
     val, nodes, ch = best
-    from ._patterns import deal_workers, node_classes
+    from ._patterns import deal_workers
 
-    classes = {f"node{c[0]}": list(c) for c in node_classes(pm, False)}
-    free = {f: list(classes[f"node{fm.cls[0]}"]) for f, fm in enumerate(bp.fams)}
+    free = class_nodes(pm, [f"node{fm.cls[0]}" for fm in bp.fams])
     dealt = []
     for (f, i), o in zip(nodes, ch):
         ys = {k: int(q) for k, q in enumerate(bp.fams[f].Y[i]) if q > 0}

@@ -21,8 +21,9 @@ Phase 1 first runs branch and price over node tables (:mod:`formulations._traffi
 every node class's table of count vectors has at most 3,000,000 rows, else the configuration
 model of :mod:`formulations._patterns` (a node's group counts and worker count as one column,
 proof by enumeration); both start from the node-level local search of
-:mod:`formulations._trafficls`. After B&P, a non-free phase 2 enumerates every phase-1 optimum
-(:func:`formulations._trafficphase2.phase2_bp`). Phase 2 is free when the plan's inter-worker traffic equals
+:mod:`formulations._trafficls`. After B&P, a non-free phase 2 looks for a free phase-1 optimum
+(exactly among one-worker node contents, :func:`_one_worker_plan`, then by local search), then
+enumerates every phase-1 optimum (:func:`formulations._trafficphase2.phase2_bp`). Phase 2 is free when the plan's inter-worker traffic equals
 its inter-node traffic (its lower bound), else it runs on the configuration columns
 (:mod:`formulations._trafficphase2`); the compact model above is the fall-back for both.
 """
@@ -140,7 +141,7 @@ def _branch_and_price(run: Run, base: PlacementModel, pairs):
     # phase 2 is not free (both levels in 2.5 s before, not in 60 s after; docs/benchmarks.md)
     size = min(5.0, max(0.05, 0.002 * len(base.nodes) * sum(g.size for g in base.groups)))
     budget = size if run.time_limit is None else max(0.05, min(size, 0.1 * run.time_limit))
-    seeded = seed_traffic(base, pat, pairs, [run.hint_plan()] if run.hint else [], None, budget, run.seed)
+    seeded = seed_traffic(base, pat, pairs, [run.hint_plan(0.25)] if run.hint else [], None, budget, run.seed)
     if seeded is not None:
         nodes = []
         for col, cnt in seeded[1]:
@@ -169,27 +170,30 @@ def _branch_and_price(run: Run, base: PlacementModel, pairs):
     return out, pat, const
 
 
-def _one_worker_plan(run: Run, base: PlacementModel, pat, pairs, z1: float):
+def _one_worker_plan(run: Run, base: PlacementModel, pat, pairs, z1: float, phase1=None):
     """Phase 2 shortcut after branch and price: a plan worth the phase-1 optimum z1 (intra-node)
     whose nodes hold at most one worker per topology has inter-worker = inter-node traffic, the
     least any plan can have, so it proves phase 2. Sought by B&P over those columns only, with
     z1 as the cut-off (nodes that cannot reach it are pruned; the first plan found ends it).
-    Returns the plan or None (none found in time, or none exists)."""
+    Returns (plan or None, whether the search completed without one: then no such optimum
+    exists). ``phase1``: phase 1's search, whose full tables are filtered to the one-worker rows
+    instead of building them."""
     from ._trafficbp import TrafficBP, _TooBig, bp_column
 
     left = None if run.time_limit is None else run.time_limit - (time.monotonic() - run.t0)
     deadline = None if left is None else time.monotonic() + 0.5 * left
     try:
-        bp = TrafficBP(base, pairs, deadline, one_worker=True, cutoff=z1 - 2e-7 * max(1.0, abs(z1)))
+        bp = TrafficBP(base, pairs, deadline, one_worker=True, cutoff=z1 - 2e-7 * max(1.0, abs(z1)),
+                       fams=None if phase1 is None else phase1.fams)
     except _TooBig:
-        return None
+        return None, False
     bp.run()
     if not bp.found:
-        return None
+        return None, bp.complete
     chosen = []
     for f, i, o, cnt in bp.inc:
         chosen.append((pat.stored(bp_column(bp, f, i, o)), cnt))
-    return patterns.traffic_plan(base, pat, chosen)
+    return patterns.traffic_plan(base, pat, chosen), False
 
 
 def solve_traffic(run: Run) -> Result:
@@ -241,9 +245,22 @@ def solve_traffic(run: Run) -> Result:
             _lexicographic(run, details, True)
             return run.pattern_result(out, p2s, bound=primary_value, details=details)
         if bpo is not None:
+            # a phase-1 optimum with inter-worker = inter-node traffic proves phase 2: first the
+            # exact search among one-worker node contents, then the local searches, which can
+            # also find one with two workers on a node (contents without traffic between them),
+            # with a short share when the exact search proved no one-worker optimum exists; both
+            # before phase2_bp, which takes the rest of the limit (100x8x10: one-worker plan in
+            # 4.6 s, phase2_bp not done in 50 s; 60x8x6: the local searches spent their whole
+            # 30 % share, 14.6 s, finding none)
+            p1w, none_one_worker = _one_worker_plan(run, base, pat, pairs, out["value"], phase1=out.get("bp"))
+            if p1w is not None and _phase2_free(run, p1w, primary_value):
+                details["phase2"] = "optimal (a phase-1 optimum with one worker per node and topology)"
+                _lexicographic(run, details, True)
+                return run.pattern_result(out, p1w, bound=primary_value, details=details)
             left = None if run.time_limit is None else run.time_limit - (time.monotonic() - run.t0)
+            share, cap = (0.1, 6.0) if none_one_worker else (0.3, 60.0)
             p2f = phase2_free_search(base, pat, pairs, const, primary_value,
-                                     time.monotonic() + (60.0 if left is None else 0.3 * left),
+                                     time.monotonic() + (cap if left is None else share * left),
                                      lambda plan: _phase2_free(run, plan, primary_value), run.seed)
             if p2f is not None:
                 details["phase2"] = "optimal (a phase-1 optimum found by search keeps all intra-node traffic)"
@@ -265,12 +282,6 @@ def solve_traffic(run: Run) -> Result:
             _lexicographic(run, details, p2["proven"])
             return run.pattern_result({**out, "status": "optimal" if p2["proven"] else "feasible"}, p2["plan"],
                                       bound=primary_value, details=details)
-        if bpo is not None:
-            p1w = _one_worker_plan(run, base, pat, pairs, out["value"])
-            if p1w is not None and _phase2_free(run, p1w, primary_value):
-                details["phase2"] = "optimal (a phase-1 optimum with one worker per node and topology)"
-                _lexicographic(run, details, True)
-                return run.pattern_result(out, p1w, bound=primary_value, details=details)
         pm = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
         m = pm.m
         primary, pconst = _level_expr(pm, pairs, "node")
@@ -286,7 +297,7 @@ def solve_traffic(run: Run) -> Result:
         _lexicographic(run, details, proven2)
         return run.pattern_result({**out, "status": "optimal" if proven2 else "feasible"}, best,
                                   bound=primary_value, details=details)
-    hint = hint_fallback or run.hint_plan()
+    hint = hint_fallback or run.hint_plan(0.25)
     pm = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
     m = pm.m
     m.objective, m.obj_const = _level_expr(pm, pairs, "node")

@@ -71,6 +71,41 @@ def test_branch_and_price_matches_brute_force_without_an_incumbent():
     assert checked >= 10 and classes >= 3, (checked, classes)
 
 
+def test_screened_branching_agrees_with_plain_strong_branching_and_brute_force():
+    # screen=32 (default) ranks up to 32 candidates by their children's restricted LPs before
+    # strong branching; screen=0 is the old rule. Same proven optimum, plans pass the evaluator
+    screened = 0
+    for seed in range(40):
+        inst = parse_instance(small_random("traffic", seed))
+        base, pairs, const = _setup(inst)
+        if not pairs or patterns.applicable(base, "traffic") is not None:
+            continue
+        ref = planner.solve(inst, "traffic", "exact.bruteforce")
+        if ref.status.value != "optimal":
+            continue
+        for screen in (0, 32):
+            bp = TrafficBP(base, pairs, None, screen=screen)
+            out = bp.run()
+            assert out["status"] == "optimal", (seed, screen)
+            assert const - out["value"] == pytest.approx(ref.objective, rel=TOL, abs=TOL), (seed, screen)
+            m = evaluate(inst, _plan(bp, base, pairs, out["incumbent"]), "traffic")
+            assert m["feasible"] and m["inter_node_traffic"] == pytest.approx(ref.objective, rel=TOL, abs=TOL)
+            screened += bp.stats.get("bp_screened", 0) if screen else 0
+    for size, seed in (((14, 4, 3), 1), ((16, 5, 4), 1), ((30, 6, 4), 0), ((46, 8, 4), 0)):
+        inst = _two_classes(*size, seed) if size[0] < 20 else parse_instance(layered(*size, seed, problem="traffic"))
+        base, pairs, const = _setup(inst)
+        values = []
+        for screen in (0, 32):
+            bp = TrafficBP(base, pairs, None, screen=screen)
+            out = bp.run()
+            assert out["status"] == "optimal", (size, screen)
+            values.append(const - out["value"])
+            assert evaluate(inst, _plan(bp, base, pairs, out["incumbent"]), "traffic")["feasible"]
+            screened += bp.stats.get("bp_screened", 0) if screen else 0
+        assert values[0] == pytest.approx(values[1], rel=TOL, abs=TOL), size
+    assert screened > 0  # the screening ran somewhere (it needs more fractional candidates than strong)
+
+
 @pytest.mark.parametrize("size", [(14, 4, 3), (16, 5, 4)])
 def test_branch_and_price_matches_the_compact_model_on_two_node_classes(size):
     inst = _two_classes(*size, 1)
@@ -224,6 +259,14 @@ def test_one_worker_tables_are_the_rows_one_worker_per_topology_can_hold():
             continue
         full = TrafficBP(base, pairs, None)
         one = TrafficBP(base, pairs, None, one_worker=True)
+        # filtered from the full tables (as _one_worker_plan does after phase 1): the same rows,
+        # order, values and worker ranges as built from scratch
+        filt = TrafficBP(base, pairs, None, one_worker=True, fams=full.fams)
+        for fb, fc in zip(one.fams, filt.fams):
+            for arr in ("Y", "lo", "hi", "V", "Z", "YT", "codes"):
+                assert np.array_equal(getattr(fb, arr), getattr(fc, arr)), (seed, arr)
+        with pytest.raises(ValueError):
+            TrafficBP(base, pairs, None, fams=one.fams)
         G = base.groups
         for fa, fb in zip(full.fams, one.fams):
             tot = np.stack([fa.Y[:, [k for k, g in enumerate(G) if g.ti == ti]].sum(axis=1) for ti in full.tis], axis=1)
@@ -250,13 +293,15 @@ def test_a_hint_plan_seeds_branch_and_price_and_the_optimum_is_unchanged():
 @pytest.mark.parametrize("method", ["exact.cpsat", "exact.milp-cbc", "exact.milp-highs"])
 @pytest.mark.parametrize("size,seed", [("20x5x4", 1), ("30x6x4", 2)])
 def test_phase2_by_search_for_a_free_phase1_optimum(size, seed, method):
-    """On these instances B&P's own plan is not phase-2 free and the search route proves phase 2
-    (a phase-1 optimum whose inter-worker traffic equals it, by the evaluator)."""
+    """On these instances B&P's own plan is not phase-2 free and a shortcut proves phase 2: a
+    phase-1 optimum whose inter-worker traffic equals it (by the evaluator), found by the exact
+    one-worker search (tried first) or the local searches."""
     e, c, n = map(int, size.split("x"))
     inst = parse_instance(layered(e, c, n, seed, problem="traffic"))
     r = planner.solve(inst, "traffic", method, time_limit=60)
     assert r.status.value == "optimal", (r.status, r.message)
-    assert r.details["phase2"].startswith("optimal (a phase-1 optimum found by search"), r.details["phase2"]
+    assert r.details["phase2"].startswith(("optimal (a phase-1 optimum found by search",
+                                           "optimal (a phase-1 optimum with one worker")), r.details["phase2"]
     ev = evaluate(inst, r.plan, "traffic")
     assert ev["feasible"] and abs(ev["inter_worker_traffic"] - ev["inter_node_traffic"]) <= TOL * max(1.0, r.objective)
     assert abs(ev["inter_node_traffic"] - r.objective) <= TOL * max(1.0, r.objective)
@@ -282,3 +327,64 @@ def test_phase2_search_agrees_with_the_compact_model_and_obeys_its_check():
     assert got is None and len(seen) == 4  # every try reached the optimum; none was accepted
     for plan in seen:
         assert abs(evaluate(inst, plan, "traffic")["inter_node_traffic"] - r.objective) <= TOL * r.objective
+
+
+def test_the_hint_method_runs_once_with_its_share_of_the_time_left(monkeypatch):
+    """Run.hint_plan: one solve of the hint method per run (a second call returns the same
+    plan, one note), given at most its share of the time left (traffic asks for a quarter)."""
+    import planner.api
+
+    inst = parse_instance(layered(12, 4, 3, 0, problem="traffic"))
+    calls = []
+    real = planner.api.solve
+
+    def spy(instance, problem, method, time_limit=None, seed=0, **kw):
+        calls.append(time_limit)
+        return real(instance, problem, method, time_limit=time_limit, seed=seed, **kw)
+
+    monkeypatch.setattr(planner.api, "solve", spy)
+    run = Run(inst, "traffic", "exact.cpsat", 40.0, None, "tstorm", True, 0)
+    first = run.hint_plan(0.25)
+    assert first is not None and run.hint_plan(0.25) is first and run.hint_plan() is first
+    assert len(calls) == 1 and calls[0] <= 40.0 / 4 + 1e-9
+    assert sum("hint from tstorm" in n for n in run.notes) == 1
+    assert evaluate(inst, first, "traffic")["feasible"]
+    other = Run(inst, "traffic", "exact.cpsat", 40.0, None, "tstorm", True, 0)
+    assert other.hint_plan() is not None and len(calls) == 2 and calls[1] <= 40.0 / 2 + 1e-9  # the default: half
+    # traffic's own call: a quarter, visible in the solver's run
+    calls.clear()
+    r = planner.solve(inst, "traffic", "exact.cpsat", time_limit=40, hint="tstorm")
+    assert r.status.value == "optimal" and len(calls) == 1 and calls[0] <= 40.0 / 4 + 1e-9, calls
+    bad = Run(inst, "traffic", "exact.cpsat", 40.0, None, "no-such-method", True, 0)
+    from planner.model import InstanceError
+
+    with pytest.raises(InstanceError):
+        bad.hint_plan()  # an unknown method is bad input: planner.solve's clear error, not a plan
+
+
+def test_one_worker_plan_is_a_phase1_optimum_without_inter_worker_excess():
+    """_one_worker_plan (tried before phase2_bp): a plan it returns is worth the phase-1 optimum
+    and its inter-worker traffic equals its inter-node traffic (the evaluator's figures), which
+    is what proves phase 2 (every plan has inter-worker >= inter-node >= the proven z1)."""
+    from formulations.traffic import _one_worker_plan
+
+    found = 0
+    for size, seed in (((20, 5, 4), 1), ((30, 6, 4), 2), ((24, 6, 4), 0)):
+        inst = parse_instance(layered(*size, seed, problem="traffic"))
+        base, pairs, const = _setup(inst)
+        bp = TrafficBP(base, pairs, None)
+        out = bp.run()
+        assert out["status"] == "optimal", size
+        z1 = out["value"]
+        pat, _ = patterns.build_traffic(base, pairs, None, 1)
+        run = Run(inst, "traffic", "exact.cpsat", None, None, None, True, 0)
+        plan, none_exists = _one_worker_plan(run, base, pat, pairs, z1)
+        assert (plan is None) == none_exists, size  # without a clock the search finds one or proves there is none
+        if plan is None:
+            continue
+        found += 1
+        m = evaluate(inst, plan, "traffic")
+        assert m["feasible"], (size, m["violations"])
+        assert m["inter_node_traffic"] == pytest.approx(const - z1, rel=TOL, abs=TOL), size
+        assert m["inter_worker_traffic"] == pytest.approx(m["inter_node_traffic"], rel=TOL, abs=TOL), size
+    assert found >= 2, found
