@@ -109,6 +109,7 @@ class NodeTable:
         self.K = K
         self.ok = False
         self.dense = dense
+        self._top: np.ndarray | None = None
         nw = len(pm.nodes[ni].slots)
         pats = []
         for ti, _ in pm.topos:
@@ -185,6 +186,13 @@ class NodeTable:
             idx = np.flatnonzero(self.sel)
             self._floats = (idx, self.Y[idx].astype(np.float64), self.value[idx])
         return self._floats
+
+    def top(self) -> np.ndarray:
+        """The largest count of each group over the table's vectors (computed once): a bound
+        y <= z cuts the table only on the axes where z is below it."""
+        if self._top is None:
+            self._top = self.Y.max(axis=0) if len(self.Y) else np.zeros(self.K, dtype=np.int64)
+        return self._top
 
     def _row(self, c: np.ndarray) -> np.ndarray:
         """Rows of the feasible vectors with codes ``c`` (-1 where none)."""
@@ -358,9 +366,7 @@ class TablePricer(_TableColumns):
             self.idx, self.Yf, self.val = table.floats()
             return
         mask = table.sel.copy()
-        if "_top" not in table.__dict__:
-            table._top = table.Y.max(axis=0) if len(table.Y) else np.zeros(table.K, dtype=int)
-        top = table._top
+        top = table.top()
         for k in range(table.K):  # one column at a time, only where the bound cuts
             if ybound.get(k, 0) < top[k]:
                 mask &= table.Y[:, k] <= ybound.get(k, 0)
@@ -409,6 +415,18 @@ def node_table(pm, nodes: list[int], edges, deadline: float | None) -> NodeTable
     return table
 
 
+def rack_limits(pm, ri: int) -> tuple[list[int], list[int], int, int]:
+    """Rack ri's limits on its contents z (one statement for the rack table, the CP-SAT rack
+    pricer and the two-rack search): its nodes with slots, z_g <= cap_g = min(s_g, sum of the
+    nodes' caps for g), and its total CPU and memory in thousandths, floored (demands are
+    rounded to thousandths likewise)."""
+    nodes = [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == ri and pm.nodes[ni].slots]
+    caps = [min(g.size, sum(pm.node_cap(g, ni) for ni in nodes)) for g in pm.groups]
+    cap_cpu = int(math.floor(sum(pm.nodes[ni].cpu for ni in nodes) * 1000 + 1e-6))
+    cap_mem = int(math.floor(sum(pm.nodes[ni].memory_mb for ni in nodes) * 1000 + 1e-6))
+    return nodes, caps, cap_cpu, cap_mem
+
+
 class RackTable(_TableColumns):
     """Exact pricing and enumeration of a rack family (network, several racks) from every rack
     content z: z_g <= min(s_g, sum of the rack's node caps), the rack's total CPU and memory
@@ -422,10 +440,7 @@ class RackTable(_TableColumns):
         K = len(G)
         self.K, self.fi, self.conv, self.ri = K, fi, conv, ri
         self.ok = False
-        nodes = [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == ri and pm.nodes[ni].slots]
-        caps = [min(g.size, sum(pm.node_cap(g, ni) for ni in nodes)) for g in G]
-        cap_cpu = int(math.floor(sum(pm.nodes[ni].cpu for ni in nodes) * 1000 + 1e-6))
-        cap_mem = int(math.floor(sum(pm.nodes[ni].memory_mb for ni in nodes) * 1000 + 1e-6))
+        _, caps, cap_cpu, cap_mem = rack_limits(pm, ri)
         key = (tuple(caps), cap_cpu, cap_mem)
         cache = pm.__dict__.setdefault("_rack_tables", {})
         if cache.get(key) is None and math.prod(c + 1 for c in caps) <= box_limit:
@@ -529,12 +544,16 @@ class RackTable(_TableColumns):
         return base - self.dot(pi) - duals.get(self.conv, 0.0)
 
     def column(self, r: int) -> Column:
-        z = self.Z[r]
-        key = tuple((k, int(q)) for k, q in enumerate(z) if q)
-        coefs = {("cover", k): float(q) for k, q in key}
-        coefs.update({("link", self.ri, k): -float(q) for k, q in key})
-        coefs[self.conv] = 1.0
-        return Column(self.fi, float(self.val[r]), coefs, key, key)
+        return rack_column(self.fi, self.ri, self.conv, self.Z[r], float(self.val[r]))
+
+
+def rack_column(fi: int, ri: int, conv, z, value: float) -> Column:
+    """The master column of rack ri holding counts z (cover +z, link_ri -z, convexity 1)."""
+    key = tuple((k, int(q)) for k, q in enumerate(z) if q)
+    coefs = {("cover", k): float(q) for k, q in key}
+    coefs.update({("link", ri, k): -float(q) for k, q in key})
+    coefs[conv] = 1.0
+    return Column(fi, value, coefs, key, key)
 
 
 def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict[int, int],

@@ -842,18 +842,15 @@ def _density(pr: Pricer, pm, prods, y, x) -> None:
 
 def _rack_pricer(pm, ri: int, edges) -> Pricer:
     """One rack's counts z[g] (RAS): capacity of its nodes in total; linked to its nodes' columns."""
+    from ._nodetable import rack_limits
+
     pr = Pricer()
     cm = pr.cm
     G = pm.groups
-    nodes = [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == ri and pm.nodes[ni].slots]
-    z = {}
-    for k, g in enumerate(G):
-        cap = min(g.size, sum(pm.node_cap(g, ni) for ni in nodes))
-        if cap > 0:
-            z[k] = pr.int_var(0, cap, f"z{k}")
-    cm.Add(sum(int(round(G[k].comp.cpu * 1000)) * z[k] for k in z) <= int(math.floor(sum(pm.nodes[ni].cpu for ni in nodes) * 1000 + 1e-6)))
-    cm.Add(sum(int(round(G[k].comp.memory_mb * 1000)) * z[k] for k in z)
-           <= int(math.floor(sum(pm.nodes[ni].memory_mb for ni in nodes) * 1000 + 1e-6)))
+    _, caps, cap_cpu, cap_mem = rack_limits(pm, ri)
+    z = {k: pr.int_var(0, cap, f"z{k}") for k, cap in enumerate(caps) if cap > 0}
+    cm.Add(sum(int(round(G[k].comp.cpu * 1000)) * z[k] for k in z) <= cap_cpu)
+    cm.Add(sum(int(round(G[k].comp.memory_mb * 1000)) * z[k] for k in z) <= cap_mem)
     for k in z:
         pr.rows[("cover", k)].append((z[k], 1.0))
         pr.rows[("link", ri, k)].append((z[k], -1.0))
@@ -1245,8 +1242,9 @@ def rack_dual_term(pm, ri: int, mu) -> float:
 
 
 def _rack_box(pm, ri: int) -> int:
-    nodes = [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == ri and pm.nodes[ni].slots]
-    return math.prod(min(g.size, sum(pm.node_cap(g, ni) for ni in nodes)) + 1 for g in pm.groups)
+    from ._nodetable import rack_limits
+
+    return math.prod(c + 1 for c in rack_limits(pm, ri)[1])
 
 
 TWO_RACK_TABLE_LIMIT = 30_000_000  # rack boxes up to this are scanned whole (RackTable), larger ones by _splits_above
@@ -1268,7 +1266,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     gets its racks' LP bounds; if they beat the incumbent its racks are solved exactly. Optimal
     once no split's bound beats the incumbent; stopped early, the bound is the best left.
     None if not applicable (the caller's enumeration then runs)."""
-    from ._nodetable import RackTable, lookup, table_sig
+    from ._nodetable import RackTable, lookup, rack_column, rack_limits, table_sig
 
     t0 = time.monotonic()
     fams = model.families
@@ -1330,16 +1328,15 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     else:
         # the rack box is too big to scan: only the splits whose Lagrangian bound beats the
         # incumbent are generated (_splits_above), group by group
-        nodes = {ri: [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == ri and pm.nodes[ni].slots] for ri in racks}
-        caps = {ri: np.array([min(g.size, sum(pm.node_cap(g, ni) for ni in nodes[ri])) for g in G]) for ri in racks}
+        lims = {ri: rack_limits(pm, ri) for ri in racks}
+        caps = {ri: np.array(lims[ri][1]) for ri in racks}
         pi = {ri: np.array([duals.get(("cover", k), 0.0) - duals.get(("link", ri, k), 0.0) for k in range(K)]) for ri in racks}
         cv = [duals.get(fams[fi].conv_row, 0.0) for fi in rack_f]
         r1, r2_ = racks
         # Lagrangian of a split: ub - maxrc_1 - maxrc_2 + rc_1(z) + rc_2(s - z), rc_r(z) = co(z) - pi_r . z - conv_r
         const = ub - maxrc[f1] - maxrc[f2] - float(pi[r2_] @ s) - cv[0] - cv[1]
         dem = [[int(round(g.comp.cpu * 1000)) for g in G], [int(round(g.comp.memory_mb * 1000)) for g in G]]
-        capr = {ri: [int(math.floor(sum(pm.nodes[ni].cpu for ni in nodes[ri]) * 1000 + 1e-6)),
-                     int(math.floor(sum(pm.nodes[ni].memory_mb for ni in nodes[ri]) * 1000 + 1e-6))] for ri in racks}
+        capr = {ri: [lims[ri][2], lims[ri][3]] for ri in racks}
         got = _splits_above(s, np.maximum(0, s - caps[r2_]), np.minimum(s, caps[r1]), -(pi[r1] - pi[r2_]), edges,
                             const, z_best + need, dem, capr[r1], capr[r2_], deadline=model.deadline)
         if isinstance(got, str):
@@ -1364,21 +1361,16 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
         st["two_rack_setup"] = "splits above the incumbent"
     st["two_rack_splits"] = int(len(lagc))
     st["two_rack_setup_s"] = round(time.monotonic() - t0, 2)
-    Zs = [Z1.astype(np.float64), Z2.astype(np.float64)]
-    Zi = [Z1, Z2]
+    Zs = [Z1.astype(np.float64), Z2.astype(np.float64)]  # counts, exact in floats
     del Z1, Z2
     node_part = [np.full(len(lagc), np.inf), np.full(len(lagc), np.inf)]
 
     def column(side: int, i: int) -> Column:
         """The rack column of split i's rack ``side`` (0: z, 1: s - z)."""
-        ri, fi = racks[side], rack_f[side]
-        z = Zi[side][i]
-        key = tuple((k, int(q)) for k, q in enumerate(z) if q)
-        coefs = {("cover", k): float(q) for k, q in key}
-        coefs.update({("link", ri, k): -float(q) for k, q in key})
-        coefs[fams[fi].conv_row] = 1.0
-        value = sum(w * z[a] * z[b] for (a, b), w in edges.items())
-        return Column(fi, float(value), coefs, key, key)
+        fi = rack_f[side]
+        z = Zs[side][i].astype(np.int64)
+        return rack_column(fi, racks[side], fams[fi].conv_row, z,
+                           float(sum(w * z[a] * z[b] for (a, b), w in edges.items())))
 
     def H(ri: int, mu: np.ndarray) -> float:
         return rack_dual_term(pm, ri, mu)
@@ -1414,7 +1406,6 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
                 keep = np.flatnonzero(bnd > z_best + need)
                 lagc, val, bnd, alive = lagc[keep], val[keep], bnd[keep], alive[keep]
                 Zs = [Zs[0][keep], Zs[1][keep]]
-                Zi = [Zi[0][keep], Zi[1][keep]]
                 node_part = [node_part[0][keep], node_part[1][keep]]
         i = int(np.argmax(bnd)) if len(bnd) else -1
         top = -math.inf if i < 0 else float(bnd[i])
