@@ -558,7 +558,7 @@ def rack_column(fi: int, ri: int, conv, z, value: float) -> Column:
 
 def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict[int, int],
                         deadline: float | None = None, cap: int = 5_000_000,
-                        delta0: float | None = None) -> tuple[float, list] | None | str:
+                        delta0: float | None = None, need: float | None = None) -> tuple | None | str:
     """Exact single-rack solve without an integer master: the best node + worker co-location of
     a rack holding exactly z, over the node tables of ``sub`` (a ``_rack_sub`` model whose
     families all have a :class:`TablePricer`), from its Lagrangian (``ub``, ``duals``,
@@ -576,8 +576,12 @@ def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict
     losses exceed delta, but the optimum's is at most theirs), until it covers the largest loss
     a plan can have; then no plan means none exists.
 
-    Returns (value, [(family name, Column, count)]), None if the rack has no plan, or
-    "incomplete" (over ``cap`` partial sums, or past ``deadline``)."""
+    With ``need`` (branch net-ls: the caller only wants plans worth at least need), delta stops
+    at ub - need: when no plan has a loss within it, every plan is worth less than ub - delta
+    <= need and ("below", ub - delta) is returned (a bound, not the optimum).
+
+    Returns (value, [(family name, Column, count)]), None if the rack has no plan, ("below",
+    bound), or "incomplete" (over ``cap`` partial sums, or past ``deadline``)."""
     fams = sub.families
     prs = [f.table for f in fams]
     if not fams or any(not isinstance(p, TablePricer) for p in prs):
@@ -613,6 +617,8 @@ def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict
     # the largest loss a plan can have: past it every combination is in the search
     top = sum(float(loss[fi].max()) if len(loss[fi]) else 0.0 for fi in seq)
     delta = max(1e-3 * scale, 1e-6) if delta0 is None else max(delta0, 1e-6)
+    stop = math.inf if need is None else max(ub - need, 0.0)  # losses past it do not matter
+    delta = min(delta, max(stop, 1e-6))
     inc = math.inf
     while True:
         cand = []
@@ -715,7 +721,9 @@ def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict
             return value, chosen
         if delta >= top:
             return None  # every row was in: no combination covers z
+        if delta >= stop:
+            return ("below", ub - delta + tol)  # every plan loses more than delta: worth < ub - delta <= need
         if deadline is not None and time.monotonic() > deadline:
             return "incomplete"
         # the optimum's loss is above delta and at most that of any plan seen (inc)
-        delta = min(2 * delta, inc, top + tol)
+        delta = min(2 * delta, inc, top + tol, max(stop, delta))

@@ -64,6 +64,9 @@ class Family:
     pricer: "Pricer | None" = None
     heuristic: Callable[[dict], list["Column"]] | None = None  # fast pricing without proof
     table: Any = None  # exact pricing by table (_nodetable.TablePricer), replaces the CP-SAT pricer
+    # exact pricing without a solver: duals -> (max reduced cost, best columns), or None when it
+    # gives up (then the CP-SAT pricer runs); network racks without a rack table (RackHeuristic.exact)
+    exact: Callable[[dict], tuple[float, list["Column"]] | None] | None = None
 
 
 class Pricer:
@@ -217,6 +220,10 @@ class PatternModel:
         if fam.table is not None:
             ub, cols = fam.table.best(duals, want, phase1)
             return ub, cols, True
+        if fam.exact is not None and not phase1:
+            got = fam.exact(duals)
+            if got is not None:
+                return got[0], got[1][:want], True
         pr = fam.pricer or fam.build()
         fam.pricer = pr
         a, var = pr.rc_terms(duals, with_value=not phase1)
@@ -815,6 +822,121 @@ class NodeHeuristic:
         return cols
 
 
+class RackHeuristic:
+    """Fast pricing for a network rack family (numpy, no proof; the CP-SAT rack pricer gives
+    the exact round): rc(z) = co(z) - pi . z - pi_conv over 0 <= z <= cap within the rack's
+    CPU and memory. co has no diagonal (no self-streams), so rc is linear in each z_k when the
+    others are fixed and its best z_k is 0 or the most that fits: coordinate ascent from many
+    starts at once (the empty rack, the rack filled in random group orders, random corners of
+    the box), a few sweeps each; the distinct contents of best rc are returned."""
+
+    def __init__(self, pm, ri: int, edges, fi: int, conv, starts: int = 256, seed: int = 0):
+        from ._nodetable import rack_limits
+
+        G = pm.groups
+        K = len(G)
+        self.K, self.ri, self.fi, self.conv = K, ri, fi, conv
+        _, caps, cap_cpu, cap_mem = rack_limits(pm, ri)
+        self.cap = np.array(caps, dtype=np.int64)
+        self.dem = np.array([[int(round(g.comp.cpu * 1000)) for g in G],
+                             [int(round(g.comp.memory_mb * 1000)) for g in G]], dtype=np.int64)  # (2, K)
+        self.lim = np.array([cap_cpu, cap_mem], dtype=np.int64)
+        A = np.zeros((K, K))
+        for (a, b), w in edges.items():
+            A[a, b] += w
+            A[b, a] += w
+        self.A = A
+        self.edges = edges
+        rng = np.random.default_rng(seed)
+        self.starts = (rng.random((starts, K)) < 0.5) * self.cap[None, :]
+        self.orders = [rng.permutation(K) for _ in range(starts)]
+
+    def _most(self, Z: np.ndarray, k: int) -> np.ndarray:
+        """The most of group k each row of Z can hold with its other counts fixed."""
+        rest = Z.copy()
+        rest[:, k] = 0
+        slack = self.lim[None, :] - rest @ self.dem.T  # (S, 2)
+        most = np.full(len(Z), int(self.cap[k]))
+        for r in range(2):
+            if self.dem[r, k] > 0:
+                most = np.minimum(most, np.maximum(slack[:, r], -1) // self.dem[r, k])
+        return np.maximum(most, 0)
+
+    def _fill(self, Z: np.ndarray) -> np.ndarray:
+        """Rows over the rack's limits cut down (last groups first) until they fit."""
+        for k in range(self.K - 1, -1, -1):
+            over = ((Z @ self.dem.T) > self.lim[None, :]).any(axis=1)
+            if not over.any():
+                break
+            Z[over, k] = np.minimum(Z[over, k], self._most(Z[over], k))
+        return Z
+
+    def __call__(self, duals: dict) -> list[Column]:
+        from ._nodetable import rack_column
+
+        K = self.K
+        pi = np.array([duals.get(("cover", k), 0.0) - duals.get(("link", self.ri, k), 0.0) for k in range(K)])
+        Z = self._fill(np.vstack([np.zeros((1, K), dtype=np.int64), self.starts.copy()]))
+        for _ in range(6):
+            changed = False
+            for k in range(K):
+                g = Z @ self.A[:, k] - pi[k]  # rc is linear in z_k with this slope
+                new = np.where(g > 0, self._most(Z, k), 0)
+                if (new != Z[:, k]).any():
+                    changed = True
+                    Z[:, k] = new
+            if not changed:
+                break
+        rc = 0.5 * np.einsum("sk,kl,sl->s", Z, self.A, Z) - Z @ pi - duals.get(self.conv, 0.0)
+        return self._columns(Z, rc)
+
+    def _columns(self, Z: np.ndarray, rc: np.ndarray, want: int = 8) -> list[Column]:
+        """The rack columns of the distinct rows of Z of highest ``rc``."""
+        from ._nodetable import rack_column
+
+        out, seen = [], set()
+        for i in np.argsort(-rc, kind="stable"):
+            z = np.asarray(Z[i], dtype=np.int64)
+            key = z.tobytes()
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(rack_column(self.fi, self.ri, self.conv, z, float(sum(w * z[a] * z[b] for (a, b), w in self.edges.items()))))
+            if len(out) >= want:
+                break
+        return out
+
+    def exact(self, duals: dict, state_cap: int = 2_000_000, seconds: float = 5.0) -> tuple[float, list[Column]] | None:
+        """The exact maximum reduced cost of the rack and its best columns, without a solver:
+        every content with rc above the heuristic's best (less 1e-9 |rc|) is generated by the
+        prefix search of ``_splits_above`` (``both=False``; its bound of the rest over-estimates,
+        so none is lost), and the best of them is the maximum. The bound returned is that maximum
+        plus 1e-9 max(1, |max|) (float rounding). None when the search gives up (over
+        ``state_cap`` prefixes at a level or ``seconds``): the caller prices by CP-SAT then."""
+        K = self.K
+        pi = np.array([duals.get(("cover", k), 0.0) - duals.get(("link", self.ri, k), 0.0) for k in range(K)])
+        conv = duals.get(self.conv, 0.0)
+        heur = self(duals)
+        # the best known reduced cost: the heuristic's contents, and the empty rack (rc = -conv)
+        top = max([-conv] + [c.value - sum(q * pi[k] for k, q in c.key) - conv for c in heur])
+        thr = top - 1e-9 * max(1.0, abs(top))
+        got = _splits_above(self.cap, np.zeros(K, dtype=np.int64), self.cap, -pi, self.edges, -conv, thr,
+                            self.dem, self.lim, None, state_cap=state_cap, deadline=time.monotonic() + seconds,
+                            both=False)
+        if isinstance(got, str):
+            import os
+            if os.environ.get("RACKDBG"):
+                print("rack exact gave up:", got, "thr", thr, flush=True)
+                import pickle; pickle.dump((self.cap, pi, self.edges, conv, thr, self.dem, self.lim), open("/tmp/netls/rackcase.pkl", "wb"))
+            return None
+        Z, F = got
+        best = max(top, float(F.max())) if len(F) else top
+        cols = self._columns(Z, F) if len(F) else []
+        keys = {c.key for c in cols}
+        cols += [c for c in heur if c.key not in keys]
+        return best + 1e-9 * max(1.0, abs(best)), cols
+
+
 def _density(pr: Pricer, pm, prods, y, x) -> None:
     """Motzkin-Straus inside the pricing model (it tightens CP-SAT's LP): the pairs (u, d) of
     one topology's stream graph at one place holding k of its executors number at most
@@ -906,6 +1028,8 @@ def build_network(pm, deadline, threads, tables: bool = True) -> tuple[PatternMo
         table = node_table(pm, cls, edges, deadline) if tables else None
         if table is not None:
             fam.table = TablePricer(table, len(fams), conv, rk)
+            # exact and cheap: priced with the rack heuristics, before any CP-SAT pricer runs
+            fam.heuristic = lambda duals, tp=fam.table: tp.best(duals, 8)[1]
         else:
             fam.heuristic = NodeHeuristic(pm, cls, edges, len(fams), conv, rk)
         fams.append(fam)
@@ -925,6 +1049,9 @@ def build_network(pm, deadline, threads, tables: bool = True) -> tuple[PatternMo
             rt = RackTable(pm, ri, edges, len(fams), conv) if tables and _rack_box(pm, ri) / 2e6 <= 0.3 * left else None
             if rt is not None and rt.ok:
                 fam.table = rt
+            else:  # the CP-SAT rack pricer is slow to prove: a fast heuristic, then a solver-free exact one
+                fam.heuristic = RackHeuristic(pm, ri, edges, len(fams), conv)
+                fam.exact = fam.heuristic.exact
             fams.append(fam)
     # value = const_reward; the master maximises co-location, the metric is const - value
     # every plan's co-location value is a multiple of 1 / lcm_t E_t (integer pair counts over E_t)
@@ -1057,11 +1184,15 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
                 coefs = {("link", ri, r[1]) if r[0] == "cover" else r: x for r, x in c.coefs.items()}
                 node_seed.append(Column(-1, c.value, coefs, c.payload, c.key))
 
-    def solve_rack(ri: int, zc: Column) -> tuple[float, list] | None | str:
+    def solve_rack(ri: int, zc: Column, need: float | None = None) -> tuple | None | str:
+        """Rack ri holding zc exactly: (value, node columns), None (no plan), "incomplete", or
+        with ``need`` (only values >= need matter) possibly ("below", bound < need)."""
         z = dict(zc.payload)
         key = (sig[ri], zc.key) if list(sig.values()).count(sig[ri]) > 1 else (ri, zc.key)
         if key in cache:
             return cache[key]
+        if need is not None and lp_bound.get(key, math.inf) < need:
+            return ("below", lp_bound[key])
         sub = subs.pop(key, None) or _rack_sub(pm, ri, z, info["edges"], model.deadline, node_seed)
         if all(f.table is not None for f in sub.families):
             # every node class has a table: the exact max-plus convolution of the node tables
@@ -1072,11 +1203,18 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
                     cache[key] = None
                     return None
                 t0 = time.monotonic()
-                conv = rack_by_convolution(sub, lag[0], lag[1], lag[2], z, model.deadline)
+                conv = rack_by_convolution(sub, lag[0], lag[1], lag[2], z, model.deadline, need=need)
                 st["rack_convolution_s"] = round(st.get("rack_convolution_s", 0.0) + time.monotonic() - t0, 3)
                 if conv is None:
                     cache[key] = None
                     return None
+                if isinstance(conv, tuple) and isinstance(conv[0], str):  # ("below", bound)
+                    # a bound below what the caller needs, not the optimum: kept as the rack's
+                    # bound (with the model, for an exact solve if a later split needs one)
+                    lp_bound[key] = min(lp_bound.get(key, math.inf), conv[1])
+                    subs[key], sub_lag[key] = sub, lag
+                    st["rack_cutoffs"] = st.get("rack_cutoffs", 0) + 1
+                    return conv
                 if conv != "incomplete":
                     st["rack_subproblems"] = st.get("rack_subproblems", 0) + 1
                     st["rack_convolutions"] = st.get("rack_convolutions", 0) + 1
@@ -1219,6 +1357,25 @@ def _solve_tuple(solve_rack, racks, tup, base: float):
             return None
         if r is None:
             return -math.inf, parts
+        total += r[0]
+        parts.extend(r[1])
+    return total, parts
+
+
+def _solve_tuple_above(solve_rack, rack_bound, racks, tup, base: float, target: float):
+    """As :func:`_solve_tuple`, for a caller that needs only totals >= ``target``: each rack is
+    solved with the value it must reach given the racks solved before it and the bounds of the
+    others; "below" when one cannot reach it (the tuple cannot reach ``target``)."""
+    bounds = [rack_bound(ri, c) for ri, c in zip(racks, tup)]
+    total, parts = base, []
+    for i, (ri, c) in enumerate(zip(racks, tup)):
+        r = solve_rack(ri, c, target - total - sum(bounds[i + 1:]))
+        if r == "incomplete":
+            return None
+        if r is None:
+            return -math.inf, parts
+        if isinstance(r[0], str):  # ("below", bound)
+            return "below"
         total += r[0]
         parts.extend(r[1])
     return total, parts
@@ -1429,11 +1586,14 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
             st["rack_tuples_pruned"] = st.get("rack_tuples_pruned", 0) + 1
             continue
         st["rack_tuples"] += 1
-        res = _solve_tuple(solve_rack, racks, tup, float(val[i]))
+        res = _solve_tuple_above(solve_rack, rack_bound, racks, tup, float(val[i]), z_best + need)
         if res is None:
             st["enumeration"] = "rack subproblem not proven"
             out["bound"] = grid(min(ub, top))
             return out
+        if res == "below":
+            st["rack_tuples_cut"] = st.get("rack_tuples_cut", 0) + 1
+            continue
         total, parts = res
         if total > z_best:
             z_best, best = total, parts
@@ -1575,8 +1735,15 @@ def _node_limits(cm, G, y, n, memory: bool) -> None:
             cm.Add(sum(y[k] for k in kk) <= lim)
 
 
+import os as _os
+_DBG = bool(_os.environ.get("SPLITDBG"))
+CORNER_AXES = 12  # _splits_above bounds the rest by its box corners when at most this many groups are free
+CORNER_WORK = 4_000_000  # prefix x corner products per chunk of that bound
+LAGRANGE_STEPS = (0.05, 0.2, 1.0)  # multipliers of a rack limit in that bound, times a typical gain per unit of it
+
+
 def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap: int = 6_000_000,
-                  deadline: float | None = None):
+                  deadline: float | None = None, both: bool = True):
     """Every rack-1 content z (rack 2 holds s - z) with lo <= z <= hi, both racks within their
     limits (``dem``: per-group demand rows, ``cap1``/``cap2``: the racks' totals) and
     const + f(z) > thr, where f(z) = lin . z + sum_e w_e (z_a z_b + (s_a - z_a)(s_b - z_b)) (the
@@ -1585,7 +1752,10 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
     not exceed thr. The bound is a sum of separate maxima over the box of the rest (each linear
     term at an end of its range, each stream with a free end at the corners of its free
     factors), so it over-estimates: no split above thr is lost. Returns (Z, f + const), or why
-    it gave up (a string: more than ``state_cap`` prefixes at a level, or past ``deadline``)."""
+    it gave up (a string: more than ``state_cap`` prefixes at a level, or past ``deadline``).
+
+    ``both=False``: one rack alone (exact rack pricing, ``RackPricer``): f(z) = lin . z +
+    sum_e w_e z_a z_b, and only ``cap1`` is checked (``cap2`` is ignored)."""
     K = len(s)
     s = np.asarray(s, dtype=np.int64)
     lo = np.asarray(lo, dtype=np.int64)
@@ -1598,6 +1768,8 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
     # in h, so f = lin . z + sum_e w_e h_e(z_a, z_b)
 
     def h(a, b, za, zb):
+        if not both:
+            return W[a, b] * za * zb
         return W[a, b] * (za * zb + (s[a] - za) * (s[b] - zb))
 
     pairs = [(a, b) for a in range(K) for b in range(a + 1, K) if W[a, b] != 0.0]
@@ -1609,12 +1781,34 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
     for j in range(K + 1):
         rest_pair[j] = sum(max(h(a, b, x, y) for x in (lo[a], hi[a]) for y in (lo[b], hi[b]))
                            for a, b in pairs if a >= j)
+    # tighter (branch net-ls): f is linear in each z_k with the others fixed (every stream term
+    # is bilinear), so the most the free groups j+1..K-1 add over their box is reached at one of
+    # its corners (z_k in {lo_k, hi_k}); the stream terms with a fixed first end are linear in
+    # the free end (slope and constant per prefix). Per level: the corners C, and what each
+    # corner adds on its own (its linear terms and its streams with both ends free).
+    _tc = time.monotonic()
+    corners: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for j in range(K - 1):
+        free = np.arange(j + 1, K)
+        if len(free) > CORNER_AXES:
+            continue
+        bitsq = (np.arange(1 << len(free))[:, None] >> np.arange(len(free))[None, :]) & 1
+        C = np.where(bitsq == 1, hi[free][None, :], lo[free][None, :]).astype(np.float64)
+        cc = C @ lin[free]
+        for a, b in pairs:
+            if a > j:
+                cc += h(a, b, C[:, a - j - 1], C[:, b - j - 1])
+        corners[j] = (C, cc)
+    if _DBG: print("corners", time.monotonic() - _tc)
     Z = np.zeros((1, 0), dtype=np.int16)
     F = np.full(1, float(const))
     use1 = np.zeros((1, len(cap1)))
-    use2 = np.zeros((1, len(cap2)))
     dem = np.asarray(dem, dtype=np.float64)  # (rows, K)
+    if not both:
+        cap2 = [math.inf] * len(dem)
+    use2 = np.zeros((1, len(cap2)))
     c1, c2 = np.asarray(cap1, dtype=np.float64) + 1e-9, np.asarray(cap2, dtype=np.float64) + 1e-9
+    _t0 = time.monotonic()
     for j in range(K):
         if deadline is not None and time.monotonic() > deadline:
             return f"time limit at group {j}"
@@ -1631,14 +1825,59 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
         u1 = np.repeat(use1, m, axis=0) + np.outer(v, dem[:, j])
         u2 = np.repeat(use2, m, axis=0) + np.outer(s[j] - v.astype(np.int64), dem[:, j])
         # streams with one end fixed (a <= j < b): linear in z_b, so at an end of b's range
-        bnd = Fn + rest_lin[j + 1] + rest_pair[j + 1]
-        for a, b in pairs:
-            if a <= j < b:
-                za = v if a == j else Zn[:, a]
-                za = za.astype(np.float64)
-                bnd += np.maximum(h(a, b, za, float(lo[b])), h(a, b, za, float(hi[b])))
-        keep = (bnd > thr) & (u1 <= c1).all(axis=1) & (u2 <= c2).all(axis=1)
+        fits = (u1 <= c1).all(axis=1) & (u2 <= c2).all(axis=1)
+        if not fits.all():  # the limits first (cheap): the bound is computed for the rest only
+            Zn, v, Fn, u1, u2 = Zn[fits], v[fits], Fn[fits], u1[fits], u2[fits]
+        if j in corners:
+            C, cc = corners[j]
+            fr = slice(j + 1, K)
+            base = Fn.copy()
+            slope = np.zeros((len(Fn), C.shape[1]))
+            for a, b in pairs:
+                if a <= j < b:
+                    za = (v if a == j else Zn[:, a]).astype(np.float64)
+                    h0 = h(a, b, za, 0.0)
+                    base += h0
+                    slope[:, b - j - 1] += h(a, b, za, 1.0) - h0
+            # the limits on the free groups, a . z_free <= left (per prefix), enter by Lagrange:
+            # for any lam >= 0 the box maximum of f + lam (left - a . z_free) bounds f on the
+            # part of the box within the limit; a few lam per row, the least bound kept
+            rows = [(dem[r, fr], c1[r] - u1[:, r]) for r in range(len(dem))]
+            if both:
+                rows += [(-dem[r, fr], c2[r] - u2[:, r] - float(dem[r, fr] @ s[fr])) for r in range(len(dem))]
+            grad = np.abs(lin[fr]) + (W + W.T)[fr].sum(axis=1) * float(max(hi.max(initial=0), s.max(initial=0)))
+            lams = []
+            for r, (a, _) in enumerate(rows):
+                pos = a > 0
+                if pos.any() and np.isfinite(rows[r][1]).all():
+                    rho = float(np.median(grad[pos] / a[pos]))
+                    lams += [(r, rho * q) for q in LAGRANGE_STEPS]
+            lams.append((None, 0.0))
+            bnd = np.full(len(Fn), np.inf)
+            step = max(1, CORNER_WORK // len(cc))
+            alive = np.arange(len(Fn))
+            for r, lam in lams:  # each multiplier bounds only the prefixes the others kept
+                sl, bs = slope[alive], base[alive]
+                if r is not None:
+                    sl = sl - lam * rows[r][0][None, :]
+                    bs = bs + lam * rows[r][1][alive]
+                b = np.empty(len(alive))
+                for i in range(0, len(alive), step):
+                    b[i:i + step] = bs[i:i + step] + (sl[i:i + step] @ C.T + cc[None, :]).max(axis=1)
+                bnd[alive] = np.minimum(bnd[alive], b)
+                alive = alive[bnd[alive] > thr]
+                if not len(alive):
+                    break
+        else:
+            bnd = Fn + rest_lin[j + 1] + rest_pair[j + 1]
+            for a, b in pairs:
+                if a <= j < b:
+                    za = v if a == j else Zn[:, a]
+                    za = za.astype(np.float64)
+                    bnd += np.maximum(h(a, b, za, float(lo[b])), h(a, b, za, float(hi[b])))
+        keep = bnd > thr
         Z = np.concatenate([Zn[keep], v[keep, None]], axis=1)
+        if _DBG: print(j, n * m, len(Fn), int(keep.sum()), round(time.monotonic() - _t0, 3), flush=True)
         F, use1, use2 = Fn[keep], u1[keep], u2[keep]
     ok = F > thr
     return Z[ok], F[ok]
