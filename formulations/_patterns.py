@@ -924,10 +924,6 @@ class RackHeuristic:
                             self.dem, self.lim, None, state_cap=state_cap, deadline=time.monotonic() + seconds,
                             both=False)
         if isinstance(got, str):
-            import os
-            if os.environ.get("RACKDBG"):
-                print("rack exact gave up:", got, "thr", thr, flush=True)
-                import pickle; pickle.dump((self.cap, pi, self.edges, conv, thr, self.dem, self.lim), open("/tmp/netls/rackcase.pkl", "wb"))
             return None
         Z, F = got
         best = max(top, float(F.max())) if len(F) else top
@@ -1735,8 +1731,6 @@ def _node_limits(cm, G, y, n, memory: bool) -> None:
             cm.Add(sum(y[k] for k in kk) <= lim)
 
 
-import os as _os
-_DBG = bool(_os.environ.get("SPLITDBG"))
 CORNER_AXES = 12  # _splits_above bounds the rest by its box corners when at most this many groups are free
 CORNER_WORK = 4_000_000  # prefix x corner products per chunk of that bound
 LAGRANGE_STEPS = (0.05, 0.2, 1.0)  # multipliers of a rack limit in that bound, times a typical gain per unit of it
@@ -1786,7 +1780,6 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
     # its corners (z_k in {lo_k, hi_k}); the stream terms with a fixed first end are linear in
     # the free end (slope and constant per prefix). Per level: the corners C, and what each
     # corner adds on its own (its linear terms and its streams with both ends free).
-    _tc = time.monotonic()
     corners: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for j in range(K - 1):
         free = np.arange(j + 1, K)
@@ -1799,7 +1792,6 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
             if a > j:
                 cc += h(a, b, C[:, a - j - 1], C[:, b - j - 1])
         corners[j] = (C, cc)
-    if _DBG: print("corners", time.monotonic() - _tc)
     Z = np.zeros((1, 0), dtype=np.int16)
     F = np.full(1, float(const))
     use1 = np.zeros((1, len(cap1)))
@@ -1808,7 +1800,6 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
         cap2 = [math.inf] * len(dem)
     use2 = np.zeros((1, len(cap2)))
     c1, c2 = np.asarray(cap1, dtype=np.float64) + 1e-9, np.asarray(cap2, dtype=np.float64) + 1e-9
-    _t0 = time.monotonic()
     for j in range(K):
         if deadline is not None and time.monotonic() > deadline:
             return f"time limit at group {j}"
@@ -1877,7 +1868,6 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
                     bnd += np.maximum(h(a, b, za, float(lo[b])), h(a, b, za, float(hi[b])))
         keep = bnd > thr
         Z = np.concatenate([Zn[keep], v[keep, None]], axis=1)
-        if _DBG: print(j, n * m, len(Fn), int(keep.sum()), round(time.monotonic() - _t0, 3), flush=True)
         F, use1, use2 = Fn[keep], u1[keep], u2[keep]
     ok = F > thr
     return Z[ok], F[ok]
