@@ -743,7 +743,9 @@ def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict
         if delta >= top:
             return None  # every row was in: no combination covers z
         if delta >= stop:
-            return ("below", ub - delta + tol)  # every plan loses more than delta: worth < ub - delta <= need
+            # every plan loses more than delta (rows and partial sums up to delta + tol were
+            # searched): each is worth less than ub - delta, i.e. than need once delta = stop
+            return ("below", ub - delta)
         if deadline is not None and time.monotonic() > deadline:
             return "incomplete"
         # the optimum's loss is above delta and at most that of any plan seen (inc)
