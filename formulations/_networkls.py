@@ -322,8 +322,10 @@ class WorkerSearch:
         if rng is not None:
             rng.shuffle(order)
         for g in order:
+            a = self.A[:, g]
             for _ in range(int(self.size[g])):
-                gain = self._scores(X, Y)[:, g] + 1e-6 * (X.sum(axis=1) > 0)  # ties: used workers
+                Z = self.rack_sums(Y)
+                gain = X @ a + (Y @ a)[self.wnode] + (Z @ a)[self.wrack] + 1e-6 * (X.sum(axis=1) > 0)  # ties: used workers
                 if rng is not None:
                     gain = gain * (1.0 + 0.3 * np.array([rng.random() for _ in range(self.Wn)]))
                 placed = False
@@ -361,6 +363,7 @@ def search_network(pm, edges, starts_plans: list, budget: float, seed: int = 0, 
     """Iterated local search from the given plans (those that fit) and three greedy fills:
     (co-location value + value_const, plan), or None. ``target``: stop once reached (the
     configuration LP's bound, in the same terms). No optimality claim."""
+    t0 = time.monotonic()
     ws = WorkerSearch(pm, edges)
     if ws.Wn == 0:
         return None
@@ -371,13 +374,15 @@ def search_network(pm, edges, starts_plans: list, budget: float, seed: int = 0, 
             if X is not None:
                 starts.append(X)
     rng = random.Random(seed)
-    for i in range(3):
+    for i in range(3):  # the fills count against the budget (the first one if there is no start)
+        if starts and time.monotonic() - t0 >= budget / 2:
+            break
         X = ws.greedy(None if i == 0 else rng)
         if X is not None:
             starts.append(X)
     if not starts:
         return None
-    best = ws.run(starts, budget, seed, target - value_const)
+    best = ws.run(starts, max(0.0, budget - (time.monotonic() - t0)), seed, target - value_const)
     if best is None:
         return None
     return best[0] + value_const, ws.plan(best[1])
