@@ -132,7 +132,7 @@ class WorkerSearch:
     # --- search -------------------------------------------------------------------------------
     def _move_mask(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
         """ok[w1, w2, g]: moving one executor of g from w1 to w2 keeps the state feasible."""
-        Wn, K = self.Wn, self.K
+        Wn = self.Wn
         on = X > 0
         heap_w = X @ self.heap
         # the worker w2 after receiving g (w1 losing one executor never breaks a worker limit)
