@@ -1474,7 +1474,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     use_table = all(_rack_box(pm, ri) <= box_limit and (isinstance(rt, RackTable) or _rack_box(pm, ri) / 2e6 <= 0.8 * left)
                     for ri, rt in zip(racks, rts))
     got = None
-    if not all(isinstance(rt, RackTable) for rt in rts):
+    if not (use_table and all(isinstance(rt, RackTable) for rt in rts)):
         # no rack table built for pricing: the splits above the incumbent first (branch net-ls:
         # with its corner bound, 100x6x10's 4,262 splits in about 3 s, where building and scanning
         # the rack table of 2.7e7 codes took 9-16 s); the table if that gives up and it fits
