@@ -64,9 +64,10 @@ class Family:
     pricer: "Pricer | None" = None
     heuristic: Callable[[dict], list["Column"]] | None = None  # fast pricing without proof
     table: Any = None  # exact pricing by table (_nodetable.TablePricer), replaces the CP-SAT pricer
-    # exact pricing without a solver: duals -> (max reduced cost, best columns), or None when it
-    # gives up (then the CP-SAT pricer runs); network racks without a rack table (RackHeuristic.exact)
-    exact: Callable[[dict], tuple[float, list["Column"]] | None] | None = None
+    # exact pricing without a solver: (duals, seconds=) -> (max reduced cost, best columns), or
+    # None when it gives up (then the CP-SAT pricer runs); network racks without a rack table
+    # (RackHeuristic.exact)
+    exact: Callable[..., tuple[float, list["Column"]] | None] | None = None
 
 
 class Pricer:
@@ -221,7 +222,7 @@ class PatternModel:
             ub, cols = fam.table.best(duals, want, phase1)
             return ub, cols, True
         if fam.exact is not None and not phase1:
-            got = fam.exact(duals)
+            got = fam.exact(duals, seconds=max(0.0, min(2.0, self.left())))  # within the model's limit
             if got is not None:
                 return got[0], got[1][:want], True
         pr = fam.pricer or fam.build()
