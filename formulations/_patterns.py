@@ -1598,11 +1598,21 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
         alive[i] = False
         bnd[i] = -np.inf
         tup = [column(0, i), column(1, i)]
-        lpb = float(val[i]) + sum(rack_bound(ri, c) for ri, c in zip(racks, tup))
+        # rack 1's LP bound first; with it (and the multiplier its LP adds to the pool) the
+        # split may already be beaten without rack 2's LP (branch net-ls)
+        lpb = float(val[i]) + rack_bound(racks[0], tup[0])
         while used < len(sub_duals):
             add_mu(*sub_duals[used])
             used += 1
             stale = True
+        if lpb + float(node_part[1][i]) > z_best + need:
+            lpb += rack_bound(racks[1], tup[1])
+            while used < len(sub_duals):
+                add_mu(*sub_duals[used])
+                used += 1
+        else:
+            st["rack_lp_skipped"] = st.get("rack_lp_skipped", 0) + 1
+            lpb += float(node_part[1][i])
         if lpb <= z_best + need:
             st["rack_tuples_pruned"] = st.get("rack_tuples_pruned", 0) + 1
             continue
