@@ -64,6 +64,10 @@ class Family:
     pricer: "Pricer | None" = None
     heuristic: Callable[[dict], list["Column"]] | None = None  # fast pricing without proof
     table: Any = None  # exact pricing by table (_nodetable.TablePricer), replaces the CP-SAT pricer
+    # exact pricing without a solver: (duals, seconds=) -> (max reduced cost, best columns), or
+    # None when it gives up (then the CP-SAT pricer runs); network racks without a rack table
+    # (RackHeuristic.exact)
+    exact: Callable[..., tuple[float, list["Column"]] | None] | None = None
 
 
 class Pricer:
@@ -217,6 +221,10 @@ class PatternModel:
         if fam.table is not None:
             ub, cols = fam.table.best(duals, want, phase1)
             return ub, cols, True
+        if fam.exact is not None and not phase1:
+            got = fam.exact(duals, seconds=max(0.0, min(2.0, self.left())))  # within the model's limit
+            if got is not None:
+                return got[0], got[1][:want], True
         pr = fam.pricer or fam.build()
         fam.pricer = pr
         a, var = pr.rc_terms(duals, with_value=not phase1)
@@ -815,6 +823,124 @@ class NodeHeuristic:
         return cols
 
 
+class RackHeuristic:
+    """Fast pricing for a network rack family (numpy, no proof; the CP-SAT rack pricer gives
+    the exact round): rc(z) = co(z) - pi . z - pi_conv over 0 <= z <= cap within the rack's
+    CPU and memory. co has no diagonal (no self-streams), so rc is linear in each z_k when the
+    others are fixed and its best z_k is 0 or the most that fits: coordinate ascent from many
+    starts at once (the empty rack, the rack filled in random group orders, random corners of
+    the box), a few sweeps each; the distinct contents of best rc are returned."""
+
+    def __init__(self, pm, ri: int, edges, fi: int, conv, starts: int = 256, seed: int = 0):
+        from ._nodetable import rack_limits
+
+        G = pm.groups
+        K = len(G)
+        self.K, self.ri, self.fi, self.conv = K, ri, fi, conv
+        _, caps, cap_cpu, cap_mem = rack_limits(pm, ri)
+        self.cap = np.array(caps, dtype=np.int64)
+        self.dem = np.array([[int(round(g.comp.cpu * 1000)) for g in G],
+                             [int(round(g.comp.memory_mb * 1000)) for g in G]], dtype=np.int64)  # (2, K)
+        self.lim = np.array([cap_cpu, cap_mem], dtype=np.int64)
+        A = np.zeros((K, K))
+        for (a, b), w in edges.items():
+            A[a, b] += w
+            A[b, a] += w
+        self.A = A
+        self.edges = edges
+        rng = np.random.default_rng(seed)
+        self.starts = (rng.random((starts, K)) < 0.5) * self.cap[None, :]
+        self.fails = 0  # consecutive give-ups of the exact pricer
+        self.skip = 0  # calls left to pass to CP-SAT at once (after give-ups)
+
+    def _most(self, Z: np.ndarray, k: int) -> np.ndarray:
+        """The most of group k each row of Z can hold with its other counts fixed."""
+        rest = Z.copy()
+        rest[:, k] = 0
+        slack = self.lim[None, :] - rest @ self.dem.T  # (S, 2)
+        most = np.full(len(Z), int(self.cap[k]))
+        for r in range(2):
+            if self.dem[r, k] > 0:
+                most = np.minimum(most, np.maximum(slack[:, r], -1) // self.dem[r, k])
+        return np.maximum(most, 0)
+
+    def _fill(self, Z: np.ndarray) -> np.ndarray:
+        """Rows over the rack's limits cut down (last groups first) until they fit."""
+        for k in range(self.K - 1, -1, -1):
+            over = ((Z @ self.dem.T) > self.lim[None, :]).any(axis=1)
+            if not over.any():
+                break
+            Z[over, k] = np.minimum(Z[over, k], self._most(Z[over], k))
+        return Z
+
+    def __call__(self, duals: dict) -> list[Column]:
+        K = self.K
+        pi = np.array([duals.get(("cover", k), 0.0) - duals.get(("link", self.ri, k), 0.0) for k in range(K)])
+        Z = self._fill(np.vstack([np.zeros((1, K), dtype=np.int64), self.starts.copy()]))
+        for _ in range(6):
+            changed = False
+            for k in range(K):
+                g = Z @ self.A[:, k] - pi[k]  # rc is linear in z_k with this slope
+                new = np.where(g > 0, self._most(Z, k), 0)
+                if (new != Z[:, k]).any():
+                    changed = True
+                    Z[:, k] = new
+            if not changed:
+                break
+        rc = 0.5 * np.einsum("sk,kl,sl->s", Z, self.A, Z) - Z @ pi - duals.get(self.conv, 0.0)
+        return self._columns(Z, rc)
+
+    def _columns(self, Z: np.ndarray, rc: np.ndarray, want: int = 8) -> list[Column]:
+        """The rack columns of the distinct rows of Z of highest ``rc``."""
+        from ._nodetable import rack_column
+
+        out, seen = [], set()
+        for i in np.argsort(-rc, kind="stable"):
+            z = np.asarray(Z[i], dtype=np.int64)
+            key = z.tobytes()
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(rack_column(self.fi, self.ri, self.conv, z, float(sum(w * z[a] * z[b] for (a, b), w in self.edges.items()))))
+            if len(out) >= want:
+                break
+        return out
+
+    def exact(self, duals: dict, state_cap: int = 1_000_000, seconds: float = 2.0) -> tuple[float, list[Column]] | None:
+        """The exact maximum reduced cost of the rack and its best columns, without a solver:
+        every content with rc above the heuristic's best (less 1e-9 |rc|) is generated by the
+        prefix search of ``_splits_above`` (``both=False``; its bound of the rest over-estimates,
+        so none is lost), and the best of them is the maximum. The bound returned is that maximum
+        plus 1e-9 max(1, |max|) (float rounding). None when the search gives up (over
+        ``state_cap`` prefixes at a level or ``seconds``): the caller prices by CP-SAT then.
+        After the k-th give-up in a row the next 2^k calls go to CP-SAT at once (100x6x10: the
+        search gives up at every call, each give-up cost about 0.6 s)."""
+        if self.skip > 0:
+            self.skip -= 1
+            return None
+        K = self.K
+        pi = np.array([duals.get(("cover", k), 0.0) - duals.get(("link", self.ri, k), 0.0) for k in range(K)])
+        conv = duals.get(self.conv, 0.0)
+        heur = self(duals)
+        # the best known reduced cost: the heuristic's contents, and the empty rack (rc = -conv)
+        top = max([-conv] + [c.value - sum(q * pi[k] for k, q in c.key) - conv for c in heur])
+        thr = top - 1e-9 * max(1.0, abs(top))
+        got = _splits_above(self.cap, np.zeros(K, dtype=np.int64), self.cap, -pi, self.edges, -conv, thr,
+                            self.dem, self.lim, None, state_cap=state_cap, deadline=time.monotonic() + seconds,
+                            both=False, last_ends=True)
+        if isinstance(got, str):
+            self.fails += 1
+            self.skip = 2 ** self.fails
+            return None
+        self.fails = 0
+        Z, F = got
+        best = max(top, float(F.max())) if len(F) else top
+        cols = self._columns(Z, F) if len(F) else []
+        keys = {c.key for c in cols}
+        cols += [c for c in heur if c.key not in keys]
+        return best + 1e-9 * max(1.0, abs(best)), cols
+
+
 def _density(pr: Pricer, pm, prods, y, x) -> None:
     """Motzkin-Straus inside the pricing model (it tightens CP-SAT's LP): the pairs (u, d) of
     one topology's stream graph at one place holding k of its executors number at most
@@ -842,18 +968,15 @@ def _density(pr: Pricer, pm, prods, y, x) -> None:
 
 def _rack_pricer(pm, ri: int, edges) -> Pricer:
     """One rack's counts z[g] (RAS): capacity of its nodes in total; linked to its nodes' columns."""
+    from ._nodetable import rack_limits
+
     pr = Pricer()
     cm = pr.cm
     G = pm.groups
-    nodes = [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == ri and pm.nodes[ni].slots]
-    z = {}
-    for k, g in enumerate(G):
-        cap = min(g.size, sum(pm.node_cap(g, ni) for ni in nodes))
-        if cap > 0:
-            z[k] = pr.int_var(0, cap, f"z{k}")
-    cm.Add(sum(int(round(G[k].comp.cpu * 1000)) * z[k] for k in z) <= int(math.floor(sum(pm.nodes[ni].cpu for ni in nodes) * 1000 + 1e-6)))
-    cm.Add(sum(int(round(G[k].comp.memory_mb * 1000)) * z[k] for k in z)
-           <= int(math.floor(sum(pm.nodes[ni].memory_mb for ni in nodes) * 1000 + 1e-6)))
+    _, caps, cap_cpu, cap_mem = rack_limits(pm, ri)
+    z = {k: pr.int_var(0, cap, f"z{k}") for k, cap in enumerate(caps) if cap > 0}
+    cm.Add(sum(int(round(G[k].comp.cpu * 1000)) * z[k] for k in z) <= cap_cpu)
+    cm.Add(sum(int(round(G[k].comp.memory_mb * 1000)) * z[k] for k in z) <= cap_mem)
     for k in z:
         pr.rows[("cover", k)].append((z[k], 1.0))
         pr.rows[("link", ri, k)].append((z[k], -1.0))
@@ -909,6 +1032,8 @@ def build_network(pm, deadline, threads, tables: bool = True) -> tuple[PatternMo
         table = node_table(pm, cls, edges, deadline) if tables else None
         if table is not None:
             fam.table = TablePricer(table, len(fams), conv, rk)
+            # exact and cheap: priced with the rack heuristics, before any CP-SAT pricer runs
+            fam.heuristic = lambda duals, tp=fam.table: tp.best(duals, 8)[1]
         else:
             fam.heuristic = NodeHeuristic(pm, cls, edges, len(fams), conv, rk)
         fams.append(fam)
@@ -928,6 +1053,9 @@ def build_network(pm, deadline, threads, tables: bool = True) -> tuple[PatternMo
             rt = RackTable(pm, ri, edges, len(fams), conv) if tables and _rack_box(pm, ri) / 2e6 <= 0.3 * left else None
             if rt is not None and rt.ok:
                 fam.table = rt
+            else:  # the CP-SAT rack pricer is slow to prove: a fast heuristic, then a solver-free exact one
+                fam.heuristic = RackHeuristic(pm, ri, edges, len(fams), conv)
+                fam.exact = fam.heuristic.exact
             fams.append(fam)
     # value = const_reward; the master maximises co-location, the metric is const - value
     # every plan's co-location value is a multiple of 1 / lcm_t E_t (integer pair counts over E_t)
@@ -1060,11 +1188,15 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
                 coefs = {("link", ri, r[1]) if r[0] == "cover" else r: x for r, x in c.coefs.items()}
                 node_seed.append(Column(-1, c.value, coefs, c.payload, c.key))
 
-    def solve_rack(ri: int, zc: Column) -> tuple[float, list] | None | str:
+    def solve_rack(ri: int, zc: Column, need: float | None = None) -> tuple | None | str:
+        """Rack ri holding zc exactly: (value, node columns), None (no plan), "incomplete", or
+        with ``need`` (only values >= need matter) possibly ("below", bound < need)."""
         z = dict(zc.payload)
         key = (sig[ri], zc.key) if list(sig.values()).count(sig[ri]) > 1 else (ri, zc.key)
         if key in cache:
             return cache[key]
+        if need is not None and lp_bound.get(key, math.inf) < need:
+            return ("below", lp_bound[key])
         sub = subs.pop(key, None) or _rack_sub(pm, ri, z, info["edges"], model.deadline, node_seed)
         if all(f.table is not None for f in sub.families):
             # every node class has a table: the exact max-plus convolution of the node tables
@@ -1075,11 +1207,18 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
                     cache[key] = None
                     return None
                 t0 = time.monotonic()
-                conv = rack_by_convolution(sub, lag[0], lag[1], lag[2], z, model.deadline)
+                conv = rack_by_convolution(sub, lag[0], lag[1], lag[2], z, model.deadline, need=need)
                 st["rack_convolution_s"] = round(st.get("rack_convolution_s", 0.0) + time.monotonic() - t0, 3)
                 if conv is None:
                     cache[key] = None
                     return None
+                if isinstance(conv, tuple) and isinstance(conv[0], str):  # ("below", bound)
+                    # a bound below what the caller needs, not the optimum: kept as the rack's
+                    # bound (with the model, for an exact solve if a later split needs one)
+                    lp_bound[key] = min(lp_bound.get(key, math.inf), conv[1])
+                    subs[key], sub_lag[key] = sub, lag
+                    st["rack_cutoffs"] = st.get("rack_cutoffs", 0) + 1
+                    return conv
                 if conv != "incomplete":
                     st["rack_subproblems"] = st.get("rack_subproblems", 0) + 1
                     st["rack_convolutions"] = st.get("rack_convolutions", 0) + 1
@@ -1227,6 +1366,46 @@ def _solve_tuple(solve_rack, racks, tup, base: float):
     return total, parts
 
 
+def _two_rack_splits(pm, racks, rack_f, fams, duals, ub, maxrc, s, edges, thr, deadline):
+    """The rack-1 contents z whose split's Lagrangian bound exceeds thr (``_splits_above``
+    over both racks' caps and limits): (Z, bounds), or why it gave up."""
+    from ._nodetable import rack_limits
+
+    G = pm.groups
+    K = len(G)
+    lims = {ri: rack_limits(pm, ri) for ri in racks}
+    caps = {ri: np.array(lims[ri][1]) for ri in racks}
+    pi = {ri: np.array([duals.get(("cover", k), 0.0) - duals.get(("link", ri, k), 0.0) for k in range(K)]) for ri in racks}
+    cv = [duals.get(fams[fi].conv_row, 0.0) for fi in rack_f]
+    r1, r2 = racks
+    f1, f2 = rack_f
+    # Lagrangian of a split: ub - maxrc_1 - maxrc_2 + rc_1(z) + rc_2(s - z), rc_r(z) = co(z) - pi_r . z - conv_r
+    const = ub - maxrc[f1] - maxrc[f2] - float(pi[r2] @ s) - cv[0] - cv[1]
+    dem = [[int(round(g.comp.cpu * 1000)) for g in G], [int(round(g.comp.memory_mb * 1000)) for g in G]]
+    capr = {ri: [lims[ri][2], lims[ri][3]] for ri in racks}
+    return _splits_above(s, np.maximum(0, s - caps[r2]), np.minimum(s, caps[r1]), -(pi[r1] - pi[r2]), edges,
+                         const, thr, dem, capr[r1], capr[r2], deadline=deadline)
+
+
+def _solve_tuple_above(solve_rack, rack_bound, racks, tup, base: float, target: float):
+    """As :func:`_solve_tuple`, for a caller that needs only totals >= ``target``: each rack is
+    solved with the value it must reach given the racks solved before it and the bounds of the
+    others; "below" when one cannot reach it (the tuple cannot reach ``target``)."""
+    bounds = [rack_bound(ri, c) for ri, c in zip(racks, tup)]
+    total, parts = base, []
+    for i, (ri, c) in enumerate(zip(racks, tup)):
+        r = solve_rack(ri, c, target - total - sum(bounds[i + 1:]))
+        if r == "incomplete":
+            return None
+        if r is None:
+            return -math.inf, parts
+        if isinstance(r[0], str):  # ("below", bound)
+            return "below"
+        total += r[0]
+        parts.extend(r[1])
+    return total, parts
+
+
 def rack_dual_term(pm, ri: int, mu) -> float:
     """sum over rack ri's node classes c of |c| max_y (T_c(y) - mu . y), T_c the node table's
     values (node + worker co-location of count vector y): for any mu, mu . z plus this bounds
@@ -1245,8 +1424,9 @@ def rack_dual_term(pm, ri: int, mu) -> float:
 
 
 def _rack_box(pm, ri: int) -> int:
-    nodes = [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == ri and pm.nodes[ni].slots]
-    return math.prod(min(g.size, sum(pm.node_cap(g, ni) for ni in nodes)) + 1 for g in pm.groups)
+    from ._nodetable import rack_limits
+
+    return math.prod(c + 1 for c in rack_limits(pm, ri)[1])
 
 
 TWO_RACK_TABLE_LIMIT = 30_000_000  # rack boxes up to this are scanned whole (RackTable), larger ones by _splits_above
@@ -1268,7 +1448,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     gets its racks' LP bounds; if they beat the incumbent its racks are solved exactly. Optimal
     once no split's bound beats the incumbent; stopped early, the bound is the best left.
     None if not applicable (the caller's enumeration then runs)."""
-    from ._nodetable import RackTable, lookup, table_sig
+    from ._nodetable import RackTable, lookup, rack_column, table_sig
 
     t0 = time.monotonic()
     fams = model.families
@@ -1294,7 +1474,18 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     box_limit = TWO_RACK_TABLE_LIMIT  # read at call time (tests lower it)
     use_table = all(_rack_box(pm, ri) <= box_limit and (isinstance(rt, RackTable) or _rack_box(pm, ri) / 2e6 <= 0.8 * left)
                     for ri, rt in zip(racks, rts))
-    if use_table:
+    got = None
+    if not (use_table and all(isinstance(rt, RackTable) for rt in rts)):
+        # no rack table built for pricing: the splits above the incumbent first (branch net-ls:
+        # with its corner bound, 100x6x10's 4,262 splits in about 3 s, where building and scanning
+        # the rack table of 2.7e7 codes took 9-16 s); the table if that gives up and it fits
+        got = _two_rack_splits(pm, racks, rack_f, fams, duals, ub, maxrc, s, edges, z_best + need, model.deadline)
+        if isinstance(got, str):
+            st["two_rack_splits_gave_up"] = got
+            if not use_table:
+                return None
+            got = None
+    if got is None:
         for i, (ri, fi) in enumerate(zip(racks, rack_f)):
             if not isinstance(rts[i], RackTable):  # too big to price with; the search only needs it once
                 rts[i] = RackTable(pm, ri, edges, fi, fams[fi].conv_row, box_limit=box_limit)
@@ -1328,23 +1519,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
         val = rt1.val[r1c] + rt2.val[r2c]
         st["two_rack_setup"] = "rack table"
     else:
-        # the rack box is too big to scan: only the splits whose Lagrangian bound beats the
-        # incumbent are generated (_splits_above), group by group
-        nodes = {ri: [ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == ri and pm.nodes[ni].slots] for ri in racks}
-        caps = {ri: np.array([min(g.size, sum(pm.node_cap(g, ni) for ni in nodes[ri])) for g in G]) for ri in racks}
-        pi = {ri: np.array([duals.get(("cover", k), 0.0) - duals.get(("link", ri, k), 0.0) for k in range(K)]) for ri in racks}
-        cv = [duals.get(fams[fi].conv_row, 0.0) for fi in rack_f]
-        r1, r2_ = racks
-        # Lagrangian of a split: ub - maxrc_1 - maxrc_2 + rc_1(z) + rc_2(s - z), rc_r(z) = co(z) - pi_r . z - conv_r
-        const = ub - maxrc[f1] - maxrc[f2] - float(pi[r2_] @ s) - cv[0] - cv[1]
-        dem = [[int(round(g.comp.cpu * 1000)) for g in G], [int(round(g.comp.memory_mb * 1000)) for g in G]]
-        capr = {ri: [int(math.floor(sum(pm.nodes[ni].cpu for ni in nodes[ri]) * 1000 + 1e-6)),
-                     int(math.floor(sum(pm.nodes[ni].memory_mb for ni in nodes[ri]) * 1000 + 1e-6))] for ri in racks}
-        got = _splits_above(s, np.maximum(0, s - caps[r2_]), np.minimum(s, caps[r1]), -(pi[r1] - pi[r2_]), edges,
-                            const, z_best + need, dem, capr[r1], capr[r2_], deadline=model.deadline)
-        if isinstance(got, str):
-            st["two_rack_splits_gave_up"] = got
-            return None
+        # only the splits whose Lagrangian bound beats the incumbent were generated
         Z1, lagc = got
         Z2 = s - Z1
         if same:  # interchangeable racks: z >= s - z in code order
@@ -1364,21 +1539,16 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
         st["two_rack_setup"] = "splits above the incumbent"
     st["two_rack_splits"] = int(len(lagc))
     st["two_rack_setup_s"] = round(time.monotonic() - t0, 2)
-    Zs = [Z1.astype(np.float64), Z2.astype(np.float64)]
-    Zi = [Z1, Z2]
+    Zs = [Z1.astype(np.float64), Z2.astype(np.float64)]  # counts, exact in floats
     del Z1, Z2
     node_part = [np.full(len(lagc), np.inf), np.full(len(lagc), np.inf)]
 
     def column(side: int, i: int) -> Column:
         """The rack column of split i's rack ``side`` (0: z, 1: s - z)."""
-        ri, fi = racks[side], rack_f[side]
-        z = Zi[side][i]
-        key = tuple((k, int(q)) for k, q in enumerate(z) if q)
-        coefs = {("cover", k): float(q) for k, q in key}
-        coefs.update({("link", ri, k): -float(q) for k, q in key})
-        coefs[fams[fi].conv_row] = 1.0
-        value = sum(w * z[a] * z[b] for (a, b), w in edges.items())
-        return Column(fi, float(value), coefs, key, key)
+        fi = rack_f[side]
+        z = Zs[side][i].astype(np.int64)
+        return rack_column(fi, racks[side], fams[fi].conv_row, z,
+                           float(sum(w * z[a] * z[b] for (a, b), w in edges.items())))
 
     def H(ri: int, mu: np.ndarray) -> float:
         return rack_dual_term(pm, ri, mu)
@@ -1414,7 +1584,6 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
                 keep = np.flatnonzero(bnd > z_best + need)
                 lagc, val, bnd, alive = lagc[keep], val[keep], bnd[keep], alive[keep]
                 Zs = [Zs[0][keep], Zs[1][keep]]
-                Zi = [Zi[0][keep], Zi[1][keep]]
                 node_part = [node_part[0][keep], node_part[1][keep]]
         i = int(np.argmax(bnd)) if len(bnd) else -1
         top = -math.inf if i < 0 else float(bnd[i])
@@ -1429,20 +1598,33 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
         alive[i] = False
         bnd[i] = -np.inf
         tup = [column(0, i), column(1, i)]
-        lpb = float(val[i]) + sum(rack_bound(ri, c) for ri, c in zip(racks, tup))
+        # rack 1's LP bound first; with it (and the multiplier its LP adds to the pool) the
+        # split may already be beaten without rack 2's LP (branch net-ls)
+        lpb = float(val[i]) + rack_bound(racks[0], tup[0])
         while used < len(sub_duals):
             add_mu(*sub_duals[used])
             used += 1
             stale = True
+        if lpb + float(node_part[1][i]) > z_best + need:
+            lpb += rack_bound(racks[1], tup[1])
+            while used < len(sub_duals):
+                add_mu(*sub_duals[used])
+                used += 1
+        else:
+            st["rack_lp_skipped"] = st.get("rack_lp_skipped", 0) + 1
+            lpb += float(node_part[1][i])
         if lpb <= z_best + need:
             st["rack_tuples_pruned"] = st.get("rack_tuples_pruned", 0) + 1
             continue
         st["rack_tuples"] += 1
-        res = _solve_tuple(solve_rack, racks, tup, float(val[i]))
+        res = _solve_tuple_above(solve_rack, rack_bound, racks, tup, float(val[i]), z_best + need)
         if res is None:
             st["enumeration"] = "rack subproblem not proven"
             out["bound"] = grid(min(ub, top))
             return out
+        if res == "below":
+            st["rack_tuples_cut"] = st.get("rack_tuples_cut", 0) + 1
+            continue
         total, parts = res
         if total > z_best:
             z_best, best = total, parts
@@ -1584,8 +1766,13 @@ def _node_limits(cm, G, y, n, memory: bool) -> None:
             cm.Add(sum(y[k] for k in kk) <= lim)
 
 
+CORNER_AXES = 12  # _splits_above bounds the rest by its box corners when at most this many groups are free
+CORNER_WORK = 4_000_000  # prefix x corner products per chunk of that bound
+LAGRANGE_STEPS = (0.05, 0.2, 1.0)  # multipliers of a rack limit in that bound, times a typical gain per unit of it
+
+
 def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap: int = 6_000_000,
-                  deadline: float | None = None):
+                  deadline: float | None = None, both: bool = True, last_ends: bool = False):
     """Every rack-1 content z (rack 2 holds s - z) with lo <= z <= hi, both racks within their
     limits (``dem``: per-group demand rows, ``cap1``/``cap2``: the racks' totals) and
     const + f(z) > thr, where f(z) = lin . z + sum_e w_e (z_a z_b + (s_a - z_a)(s_b - z_b)) (the
@@ -1594,7 +1781,13 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
     not exceed thr. The bound is a sum of separate maxima over the box of the rest (each linear
     term at an end of its range, each stream with a free end at the corners of its free
     factors), so it over-estimates: no split above thr is lost. Returns (Z, f + const), or why
-    it gave up (a string: more than ``state_cap`` prefixes at a level, or past ``deadline``)."""
+    it gave up (a string: more than ``state_cap`` prefixes at a level, or past ``deadline``).
+
+    ``both=False``: one rack alone (exact rack pricing, ``RackHeuristic.exact``): f(z) =
+    lin . z + sum_e w_e z_a z_b, and only ``cap1`` is checked (``cap2`` is ignored).
+    ``last_ends`` (with ``both=False``): the last group takes only the ends of its range within
+    the limits (lo, and the most that fits after the prefix): f is linear in it, so the best
+    content above thr is among the results, but not every content above thr is."""
     K = len(s)
     s = np.asarray(s, dtype=np.int64)
     lo = np.asarray(lo, dtype=np.int64)
@@ -1607,6 +1800,8 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
     # in h, so f = lin . z + sum_e w_e h_e(z_a, z_b)
 
     def h(a, b, za, zb):
+        if not both:
+            return W[a, b] * za * zb
         return W[a, b] * (za * zb + (s[a] - za) * (s[b] - zb))
 
     pairs = [(a, b) for a in range(K) for b in range(a + 1, K) if W[a, b] != 0.0]
@@ -1618,35 +1813,110 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
     for j in range(K + 1):
         rest_pair[j] = sum(max(h(a, b, x, y) for x in (lo[a], hi[a]) for y in (lo[b], hi[b]))
                            for a, b in pairs if a >= j)
+    # tighter (branch net-ls): f is linear in each z_k with the others fixed (every stream term
+    # is bilinear), so the most the free groups j+1..K-1 add over their box is reached at one of
+    # its corners (z_k in {lo_k, hi_k}); the stream terms with a fixed first end are linear in
+    # the free end (slope and constant per prefix). Per level: the corners C, and what each
+    # corner adds on its own (its linear terms and its streams with both ends free).
+    corners: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for j in range(K - 1):
+        free = np.arange(j + 1, K)
+        if len(free) > CORNER_AXES:
+            continue
+        bitsq = (np.arange(1 << len(free))[:, None] >> np.arange(len(free))[None, :]) & 1
+        C = np.where(bitsq == 1, hi[free][None, :], lo[free][None, :]).astype(np.float64)
+        cc = C @ lin[free]
+        for a, b in pairs:
+            if a > j:
+                cc += h(a, b, C[:, a - j - 1], C[:, b - j - 1])
+        corners[j] = (C, cc)
     Z = np.zeros((1, 0), dtype=np.int16)
     F = np.full(1, float(const))
     use1 = np.zeros((1, len(cap1)))
-    use2 = np.zeros((1, len(cap2)))
     dem = np.asarray(dem, dtype=np.float64)  # (rows, K)
+    if not both:
+        cap2 = [math.inf] * len(dem)
+    use2 = np.zeros((1, len(cap2)))
     c1, c2 = np.asarray(cap1, dtype=np.float64) + 1e-9, np.asarray(cap2, dtype=np.float64) + 1e-9
     for j in range(K):
         if deadline is not None and time.monotonic() > deadline:
             return f"time limit at group {j}"
-        vals = np.arange(lo[j], hi[j] + 1, dtype=np.int16)
-        n, m = len(Z), len(vals)
-        if n * m > state_cap:
-            return f"{n * m} prefixes at group {j}"
-        Zn = np.repeat(Z, m, axis=0)
-        v = np.tile(vals, n)
-        Fn = np.repeat(F, m) + lin[j] * v
+        n = len(Z)
+        if last_ends and j == K - 1:
+            # f is linear in the last group: per prefix only its ends, lo and the most that fits
+            room = np.full(n, float(hi[j]))
+            for r in range(len(dem)):
+                if dem[r, j] > 0:
+                    room = np.minimum(room, np.floor((c1[r] - use1[:, r]) / dem[r, j]))
+            top = np.flatnonzero(room > lo[j])
+            idx = np.concatenate([np.flatnonzero(room >= lo[j]), top])
+            v = np.concatenate([np.full(len(idx) - len(top), lo[j]), room[top]]).astype(np.int16)
+        else:
+            vals = np.arange(lo[j], hi[j] + 1, dtype=np.int16)
+            m = len(vals)
+            if n * m > state_cap:
+                return f"{n * m} prefixes at group {j}"
+            idx = np.repeat(np.arange(n), m)
+            v = np.tile(vals, n)
+        Zn = Z[idx]
+        Fn = F[idx] + lin[j] * v
         for a, b in pairs:  # streams whose second end is j: now fixed
             if b == j:
                 Fn += h(a, b, Zn[:, a].astype(np.float64), v.astype(np.float64))
-        u1 = np.repeat(use1, m, axis=0) + np.outer(v, dem[:, j])
-        u2 = np.repeat(use2, m, axis=0) + np.outer(s[j] - v.astype(np.int64), dem[:, j])
+        u1 = use1[idx] + np.outer(v, dem[:, j])
+        u2 = use2[idx] + np.outer(s[j] - v.astype(np.int64), dem[:, j])
         # streams with one end fixed (a <= j < b): linear in z_b, so at an end of b's range
-        bnd = Fn + rest_lin[j + 1] + rest_pair[j + 1]
-        for a, b in pairs:
-            if a <= j < b:
-                za = v if a == j else Zn[:, a]
-                za = za.astype(np.float64)
-                bnd += np.maximum(h(a, b, za, float(lo[b])), h(a, b, za, float(hi[b])))
-        keep = (bnd > thr) & (u1 <= c1).all(axis=1) & (u2 <= c2).all(axis=1)
+        fits = (u1 <= c1).all(axis=1) & (u2 <= c2).all(axis=1)
+        if not fits.all():  # the limits first (cheap): the bound is computed for the rest only
+            Zn, v, Fn, u1, u2 = Zn[fits], v[fits], Fn[fits], u1[fits], u2[fits]
+        if j in corners:
+            C, cc = corners[j]
+            fr = slice(j + 1, K)
+            base = Fn.copy()
+            slope = np.zeros((len(Fn), C.shape[1]))
+            for a, b in pairs:
+                if a <= j < b:
+                    za = (v if a == j else Zn[:, a]).astype(np.float64)
+                    h0 = h(a, b, za, 0.0)
+                    base += h0
+                    slope[:, b - j - 1] += h(a, b, za, 1.0) - h0
+            # the limits on the free groups, a . z_free <= left (per prefix), enter by Lagrange:
+            # for any lam >= 0 the box maximum of f + lam (left - a . z_free) bounds f on the
+            # part of the box within the limit; a few lam per row, the least bound kept
+            rows = [(dem[r, fr], c1[r] - u1[:, r]) for r in range(len(dem))]
+            if both:
+                rows += [(-dem[r, fr], c2[r] - u2[:, r] - float(dem[r, fr] @ s[fr])) for r in range(len(dem))]
+            grad = np.abs(lin[fr]) + (W + W.T)[fr].sum(axis=1) * float(max(hi.max(initial=0), s.max(initial=0)))
+            lams = []
+            for r, (a, _) in enumerate(rows):
+                pos = a > 0
+                if pos.any() and np.isfinite(rows[r][1]).all():
+                    rho = float(np.median(grad[pos] / a[pos]))
+                    lams += [(r, rho * q) for q in LAGRANGE_STEPS]
+            lams.append((None, 0.0))
+            bnd = np.full(len(Fn), np.inf)
+            step = max(1, CORNER_WORK // len(cc))
+            alive = np.arange(len(Fn))
+            for r, lam in lams:  # each multiplier bounds only the prefixes the others kept
+                sl, bs = slope[alive], base[alive]
+                if r is not None:
+                    sl = sl - lam * rows[r][0][None, :]
+                    bs = bs + lam * rows[r][1][alive]
+                b = np.empty(len(alive))
+                for i in range(0, len(alive), step):
+                    b[i:i + step] = bs[i:i + step] + (sl[i:i + step] @ C.T + cc[None, :]).max(axis=1)
+                bnd[alive] = np.minimum(bnd[alive], b)
+                alive = alive[bnd[alive] > thr]
+                if not len(alive):
+                    break
+        else:
+            bnd = Fn + rest_lin[j + 1] + rest_pair[j + 1]
+            for a, b in pairs:
+                if a <= j < b:
+                    za = v if a == j else Zn[:, a]
+                    za = za.astype(np.float64)
+                    bnd += np.maximum(h(a, b, za, float(lo[b])), h(a, b, za, float(hi[b])))
+        keep = bnd > thr
         Z = np.concatenate([Zn[keep], v[keep, None]], axis=1)
         F, use1, use2 = Fn[keep], u1[keep], u2[keep]
     ok = F > thr

@@ -640,3 +640,239 @@ def test_rack_convolution_with_two_node_classes_and_its_cap():
         if sum(f.count for f in sub.families) >= 3:
             incomplete += rack_by_convolution(sub, ub, duals, maxrc, z, cap=0, delta0=10 * ub) == "incomplete"
     assert solved >= 6 and incomplete >= 1
+
+
+# --- branch net-ls: local search, exact rack pricing, cut-off convolution, table by gathers ----
+
+def _edges_const(pm):
+    from formulations import _patterns as P
+
+    _, info, const = P.build_network(pm, None, 1, tables=False)
+    return info["edges"], const
+
+
+def test_worker_search_gains_are_exact():
+    """The move and swap gains of WorkerSearch (S[w2,g] - S[w1,g], and the swap formula with
+    -2 A[g,h] d(w1,w2)) equal the change of the co-location value, on random moves."""
+    import random
+
+    import numpy as np
+
+    from formulations._networkls import WorkerSearch
+
+    pm = _network_pm(parse_instance(layered(30, 6, 4, 0)))
+    edges, _ = _edges_const(pm)
+    ws = WorkerSearch(pm, edges)
+    X = ws.greedy()
+    assert X is not None and ws.feasible(X)
+    rng = random.Random(1)
+    dl = ws._diff_levels()
+    checked = 0
+    for _ in range(400):
+        Y = ws.node_sums(X)
+        S = ws._scores(X, Y)
+        w1, w2 = rng.randrange(ws.Wn), rng.randrange(ws.Wn)
+        gs = np.flatnonzero(X[w1] > 0)
+        hs = np.flatnonzero(X[w2] > 0)
+        if w1 == w2 or not len(gs):
+            continue
+        g = int(gs[rng.randrange(len(gs))])
+        Xm = X.copy()
+        Xm[w1, g] -= 1
+        Xm[w2, g] += 1
+        assert ws.value(Xm) - ws.value(X) == pytest.approx(S[w2, g] - S[w1, g], abs=1e-9)
+        hs = [int(h) for h in hs if h != g]
+        if hs:
+            h = hs[rng.randrange(len(hs))]
+            Xs = Xm.copy()
+            Xs[w2, h] -= 1
+            Xs[w1, h] += 1
+            want = S[w2, g] - S[w1, g] + S[w1, h] - S[w2, h] - 2 * ws.A[g, h] * dl[w1, w2]
+            assert ws.value(Xs) - ws.value(X) == pytest.approx(want, abs=1e-9)
+        checked += 1
+        if ws.feasible(Xm):
+            X = Xm
+    assert checked > 100
+
+
+@pytest.mark.parametrize("size", [(20, 5, 4), (30, 6, 4), (40, 6, 6)])
+def test_worker_search_plans_pass_the_evaluator(size):
+    """The local search's plan is feasible for the evaluator, its metric is what the search
+    computed, no better than the proven optimum and no worse than the storm.ras start."""
+    from formulations._networkls import search_network
+
+    inst = parse_instance(layered(*size, 0))
+    pm = _network_pm(inst)
+    edges, const = _edges_const(pm)
+    ras = planner.solve(inst, "network", "storm.ras")
+    value, plan = search_network(pm, edges, [ras.plan], 1.0)
+    m = planner.evaluate(inst, plan, "network")
+    assert m["feasible"], m["violations"]
+    assert m["network_metric"] == pytest.approx(const - value, abs=1e-9)
+    assert m["network_metric"] <= ras.objective + TOL
+    opt = planner.solve(inst, "network", "exact.cpsat", time_limit=60)
+    assert opt.status.value == "optimal" and m["network_metric"] >= opt.objective - TOL
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_worker_search_respects_every_limit(seed):
+    """On small random instances (pins, max_per_node, incompatible pairs, several
+    topologies, tight heap), every plan the search returns passes the evaluator."""
+    from formulations import _patterns as P
+    from formulations._networkls import search_network
+
+    inst = parse_instance(small_random("network", 1000 + seed))
+    pm = _network_pm(inst)
+    if P.applicable(pm, "network") is not None:
+        pytest.skip("configuration model not applicable")
+    edges, const = _edges_const(pm)
+    found = search_network(pm, edges, [], 0.2, seed=seed)
+    ref = planner.solve(inst, "network", "exact.bruteforce")
+    if found is None:
+        return
+    m = planner.evaluate(inst, found[1], "network")
+    assert m["feasible"], m["violations"]
+    assert m["network_metric"] == pytest.approx(const - found[0], abs=1e-9)
+    assert ref.status.value == "optimal" and m["network_metric"] >= ref.objective - TOL
+
+
+def test_local_search_alone_is_never_optimal(monkeypatch):
+    """With no bound (column generation stubbed out) and no compact model, the method returns
+    the local search's plan as feasible, never optimal."""
+    from formulations import _patterns as P
+    from formulations import _rasmodel
+
+    inst = parse_instance(layered(30, 6, 4, 0))
+    monkeypatch.setattr(P.PatternModel, "generate", lambda self: (None, None, None))
+    monkeypatch.setattr(_rasmodel.Run, "compact_affordable", lambda self, pm, streams: False)
+    r = planner.solve(inst, "network", "exact.cpsat", time_limit=30)
+    assert r.status.value == "feasible" and r.metrics["feasible"]
+    assert r.objective == pytest.approx(r.details["local_search_objective"], abs=1e-9)
+    assert r.objective <= planner.solve(inst, "network", "storm.ras").objective + TOL
+
+
+@pytest.mark.parametrize("size", [(16, 5, 4), (20, 5, 4)])
+def test_rack_exact_pricing_matches_a_loop_over_the_box(size):
+    """RackHeuristic.exact (no solver) == the best reduced cost over every rack content within
+    the rack's caps, CPU and memory (a loop over the box), for random duals."""
+    import itertools
+
+    import numpy as np
+
+    from formulations import _patterns as P
+
+    pm = _network_pm(parse_instance(layered(*size, 0)))
+    pat, info, _ = P.build_network(pm, None, 1, tables=False)
+    fi = next(i for i, f in enumerate(pat.families) if f.name.startswith("rack"))
+    rh = P.RackHeuristic(pm, info["racks"][0], info["edges"], fi, pat.families[fi].conv_row)
+    K = len(pm.groups)
+    box = [z for z in itertools.product(*(range(c + 1) for c in rh.cap))
+           if (rh.dem @ np.array(z) <= rh.lim).all()]
+    Z = np.array(box, dtype=float)
+    rng = np.random.default_rng(7)
+    for _ in range(6):
+        duals = {("cover", k): rng.uniform(0, 1.5) for k in range(K)}
+        duals.update({("link", rh.ri, k): rng.uniform(-0.5, 0.5) for k in range(K)})
+        duals[rh.conv] = rng.uniform(-2, 2)
+        pi = np.array([duals[("cover", k)] - duals[("link", rh.ri, k)] for k in range(K)])
+        rc = 0.5 * np.einsum("sk,kl,sl->s", Z, rh.A, Z) - Z @ pi - duals[rh.conv]
+        got = rh.exact(duals)
+        assert got is not None
+        assert got[0] == pytest.approx(rc.max(), abs=1e-7) and got[0] >= rc.max()
+        assert max(pat.rc(c, duals) for c in got[1]) == pytest.approx(rc.max(), abs=1e-7)
+
+
+def test_splits_above_one_rack_is_every_content_above_the_threshold():
+    """_splits_above(both=False) == a plain loop: every z in [lo, hi] within cap1 with
+    const + lin . z + sum_e w z_a z_b > thr (the exact rack pricing's search)."""
+    import itertools
+
+    import numpy as np
+
+    from formulations import _patterns as P
+
+    rng = np.random.default_rng(11)
+    s = np.array([3, 4, 2, 5, 3, 2])
+    lo, hi = np.zeros(6, dtype=int), s
+    edges = {(0, 1): 0.5, (1, 2): 0.25, (2, 3): 1.0, (0, 4): 0.75, (3, 4): 0.125, (4, 5): 0.3}
+    dem = np.array([[100, 250, 300, 50, 120, 80], [10, 20, 5, 40, 30, 15]])
+    cap1 = [1200, 150]
+    for trial in range(4):
+        lin = rng.uniform(-3, 1, 6)
+        vals = {}
+        for z in itertools.product(*(range(a, b + 1) for a, b in zip(lo, hi))):
+            z = np.array(z)
+            if (dem @ z <= cap1).all():
+                vals[tuple(z)] = 0.5 + lin @ z + sum(w * z[a] * z[b] for (a, b), w in edges.items())
+        thr = float(np.quantile(list(vals.values()), [0.5, 0.9, 0.99, 0.0][trial])) - (1e-9 if trial == 3 else 0)
+        Z, F = P._splits_above(s, lo, hi, lin, edges, 0.5, thr, dem, cap1, None, both=False)
+        got = {tuple(int(q) for q in z): f for z, f in zip(Z, F)}
+        want = {z: v for z, v in vals.items() if v > thr}
+        assert got.keys() == want.keys() and len(want) > 0
+        assert all(abs(got[z] - want[z]) <= 1e-9 for z in want)
+
+
+@pytest.mark.parametrize("size,seed", [((16, 5, 4), 0), ((30, 6, 4), 2)])
+def test_rack_convolution_cutoff(size, seed):
+    """rack_by_convolution with ``need``: above the optimum it answers ("below", b) with
+    optimum <= b <= need, every plan worth less than need (or the optimum itself, when its first margin already holds it); at or
+    below the optimum it returns the optimum itself."""
+    from formulations import _patterns as P
+    from formulations._nodetable import rack_by_convolution
+
+    pm, info, zs = _rack_contents(size, 10, seed)
+    done = below = 0
+    for z in zs:
+        def fresh():
+            sub = P._rack_sub(pm, 0, z, info["edges"], None, [])
+            return (sub, *sub.generate())
+
+        sub, ub, duals, maxrc = fresh()
+        if ub is None or ub == float("-inf"):
+            continue
+        exact = rack_by_convolution(sub, ub, duals, maxrc, z)
+        if exact in (None, "incomplete"):
+            continue
+        for need in (exact[0] + 0.05, exact[0] + 1e-3):
+            sub, ub, duals, maxrc = fresh()
+            got = rack_by_convolution(sub, ub, duals, maxrc, z, need=need)
+            if isinstance(got[0], str):
+                assert got[0] == "below" and exact[0] - 1e-9 <= got[1] <= need + 1e-9
+                below += 1
+            else:
+                assert got[0] == pytest.approx(exact[0], abs=1e-9)
+        for need in (exact[0], exact[0] - 0.5):
+            sub, ub, duals, maxrc = fresh()
+            got = rack_by_convolution(sub, ub, duals, maxrc, z, need=need)
+            assert got[0] == pytest.approx(exact[0], abs=1e-9)
+        done += 1
+    assert done >= 5 and below >= 3
+
+
+@pytest.mark.parametrize("size", [(20, 5, 4), (46, 8, 4)])
+def test_node_table_by_gathers_matches_look_up_table(size):
+    """The sparse DP with y - p found by per-axis decrement gathers (no look-up table, as for
+    boxes over 4 x box_limit codes) == the one with the look-up table."""
+    import numpy as np
+
+    from formulations._nodetable import NodeTable
+
+    pm = _network_pm(parse_instance(layered(*size, 0)))
+    edges, _ = _edges_const(pm)
+    ref = NodeTable(pm, 0, edges)
+    got = NodeTable(pm, 0, edges, box_limit=0)
+    assert ref.ok and got.ok and ref._lut is not None and got._lut is None
+    assert (got.sel == ref.sel).all() and np.allclose(got.value, ref.value, atol=1e-9)
+    for i in np.random.default_rng(0).choice(len(ref.Y), 20, replace=False):
+        assert got.split(int(i)) == ref.split(int(i))
+
+
+@pytest.mark.slow
+def test_network_100_executors_10_components_10_nodes_proven():
+    """Two racks of 5 nodes, 10 components: the local search's incumbent, the exact rack
+    pricing and the cut-off convolutions prove the optimum; the plan passes the evaluator."""
+    inst = parse_instance(layered(100, 10, 10, 0))
+    r = planner.solve(inst, "network", "exact.cpsat", time_limit=120)
+    assert r.status.value == "optimal", (r.message, r.details)
+    assert r.metrics["feasible"] and abs(r.bound - r.objective) <= TOL
+    assert r.objective <= planner.solve(inst, "network", "storm.ras").objective + TOL

@@ -1,0 +1,388 @@
+"""Worker-level local search for ``network``: an incumbent for the configuration model.
+
+Why: the two-rack search (``_patterns._two_rack_search``, ``_splits_above``) keeps every split
+of the executors between the racks whose bound beats the incumbent, so its work is set by how
+far the incumbent is from the optimum; the ``storm.ras`` plan it started from is far off on the
+larger instances (100x10x10: 22.6 against an optimum near 19). This search works on the counts
+X[w, g] of every group g in every worker w (a slot of a node), whose co-location value is
+
+    value(X) = sum_e w_e (sum_w X[w,a] X[w,b] + sum_n Y[n,a] Y[n,b] + sum_r Z[r,a] Z[r,b]),
+
+Y and Z the node and rack sums (the RAS metric is const - value). With A the symmetric stream
+weight matrix (zero diagonal: a component streaming to itself makes the configuration model
+not apply) and S[w, g] = (X A)[w, g] + (Y A)[node(w), g] + (Z A)[rack(w), g], moving one
+executor of g from worker w1 to w2 gains S[w2, g] - S[w1, g] (a level the two workers share
+cancels), and swapping g in w1 with h in w2 gains that plus S[w1, h] - S[w2, h]
+- 2 A[g, h] d(w1, w2), d = the number of levels (worker, node, rack) the two workers differ in.
+Steepest improving move, else steepest improving swap, until none; then random feasible moves
+(a kick) and again (iterated local search), until the budget ends.
+
+Every state it keeps is feasible: worker caps (pins, heap per executor, incompatibility with
+itself), worker heap <= the topology's max heap, one topology per worker, no incompatible pair
+in a worker, node caps, CPU, memory, generic resources and max_per_node over a component's
+groups. No optimality claim: its plan is only an incumbent (the caller checks it with the
+evaluator before using it).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+
+import numpy as np
+
+TOL = 1e-9
+
+
+class WorkerSearch:
+    """The worker-count view of a network instance (``pm``: a PlacementModel, ``edges``: the
+    stream weights {(a, b): w} of ``_patterns.build_network``)."""
+
+    def __init__(self, pm, edges: dict[tuple[int, int], float]):
+        G = pm.groups
+        self.pm = pm
+        self.K = K = len(G)
+        self.wk = list(pm.workers)  # (node index, port)
+        self.Wn = len(self.wk)
+        self.wnode = np.array([ni for ni, _ in self.wk], dtype=np.int64)
+        self.N = len(pm.nodes)
+        self.nrack = np.array(pm.node_rack, dtype=np.int64)
+        self.R = int(self.nrack.max()) + 1 if self.N else 0
+        self.wrack = self.nrack[self.wnode] if self.Wn else np.zeros(0, dtype=np.int64)
+        A = np.zeros((K, K))
+        for (a, b), w in edges.items():
+            A[a, b] += w
+            A[b, a] += w
+        self.A = A
+        self.size = np.array([g.size for g in G], dtype=np.int64)
+        self.topo = np.array([g.ti for g in G], dtype=np.int64)
+        self.cpu = np.array([g.comp.cpu for g in G], dtype=float)
+        self.mem = np.array([g.comp.memory_mb for g in G], dtype=float)
+        self.heap = np.array([g.comp.memory_onheap_mb for g in G], dtype=float)
+        self.maxheap = np.array([g.topo.max_heap_mb for g in G], dtype=float)  # of g's topology
+        res = sorted({r for g in G for r in g.comp.resources})
+        self.res = np.array([[g.comp.resources.get(r, 0.0) for r in res] for g in G], dtype=float).reshape(K, len(res))
+        self.nres = np.array([[n.resources.get(r, 0.0) for r in res] for n in pm.nodes], dtype=float).reshape(self.N, len(res))
+        self.ncpu = np.array([n.cpu for n in pm.nodes], dtype=float)
+        self.nmem = np.array([n.memory_mb for n in pm.nodes], dtype=float)
+        self.ncap = np.array([[pm.node_cap(g, ni) for g in G] for ni in range(self.N)], dtype=np.int64).reshape(self.N, K)
+        self.wcap = self.ncap[self.wnode].copy()
+        for k, g in enumerate(G):
+            for w, (ni, _) in enumerate(self.wk):
+                self.wcap[w, k] = pm.worker_cap(g, ni)
+        # groups that may not share a worker: other topologies, incompatible components
+        inc = self.topo[:, None] != self.topo[None, :]
+        for a, ga in enumerate(G):
+            for b, gb in enumerate(G):
+                if a != b and ga.ti == gb.ti and (gb.comp.id in ga.comp.incompatible or ga.comp.id in gb.comp.incompatible):
+                    inc[a, b] = True
+        np.fill_diagonal(inc, False)
+        self.inc = inc
+        comp: dict[tuple[int, str], list[int]] = {}
+        for k, g in enumerate(G):
+            comp.setdefault((g.ti, g.comp.id), []).append(k)
+        self.mpn = [(kk, G[kk[0]].comp.max_per_node) for kk in comp.values()
+                    if len(kk) > 1 and G[kk[0]].comp.max_per_node is not None]
+
+    # --- feasibility -------------------------------------------------------------------------
+    def worker_ok(self, x: np.ndarray, w: int) -> bool:
+        if (x < 0).any() or (x > self.wcap[w]).any():
+            return False
+        on = x > 0
+        if not on.any():
+            return True
+        if float(x @ self.heap) > float(self.maxheap[on][0]) + TOL:
+            return False
+        return not (self.inc[np.ix_(on, on)]).any()
+
+    def node_ok(self, y: np.ndarray, n: int) -> bool:
+        if (y < 0).any() or (y > self.ncap[n]).any():
+            return False
+        if float(y @ self.cpu) > self.ncpu[n] + TOL or float(y @ self.mem) > self.nmem[n] + TOL:
+            return False
+        if self.res.shape[1] and (y @ self.res > self.nres[n] + TOL).any():
+            return False
+        return all(int(y[kk].sum()) <= lim for kk, lim in self.mpn)
+
+    def feasible(self, X: np.ndarray) -> bool:
+        if (X.sum(axis=0) != self.size).any():
+            return False
+        Y = self.node_sums(X)
+        return all(self.worker_ok(X[w], w) for w in range(self.Wn)) and all(self.node_ok(Y[n], n) for n in range(self.N))
+
+    def node_sums(self, X: np.ndarray) -> np.ndarray:
+        Y = np.zeros((self.N, self.K), dtype=np.int64)
+        np.add.at(Y, self.wnode, X)
+        return Y
+
+    def rack_sums(self, Y: np.ndarray) -> np.ndarray:
+        Z = np.zeros((self.R, self.K), dtype=np.int64)
+        np.add.at(Z, self.nrack, Y)
+        return Z
+
+    def value(self, X: np.ndarray) -> float:
+        """Co-location value (worker + node + rack) of worker counts X."""
+        Y = self.node_sums(X)
+        Z = self.rack_sums(Y)
+        A = self.A
+        return 0.5 * float(np.einsum("wk,kl,wl->", X, A, X) + np.einsum("nk,kl,nl->", Y, A, Y)
+                           + np.einsum("rk,kl,rl->", Z, A, Z))
+
+    # --- search -------------------------------------------------------------------------------
+    def _move_mask(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        """ok[w1, w2, g]: moving one executor of g from w1 to w2 keeps the state feasible."""
+        Wn = self.Wn
+        on = X > 0
+        heap_w = X @ self.heap
+        # the worker w2 after receiving g (w1 losing one executor never breaks a worker limit)
+        fit_w = (X < self.wcap) & (heap_w[:, None] + self.heap[None, :] <= self.maxheap[None, :] + TOL) \
+            & ~((on.astype(np.int64) @ self.inc.astype(np.int64)) > 0)
+        # a worker whose only content is one executor of g becomes empty: it may then take any
+        # topology, but it is the source, not the target, so fit_w stands as it is
+        load = Y @ self.cpu
+        mload = Y @ self.mem
+        fit_n = (Y < self.ncap) & (load[:, None] + self.cpu[None, :] <= self.ncpu[:, None] + TOL) \
+            & (mload[:, None] + self.mem[None, :] <= self.nmem[:, None] + TOL)
+        if self.res.shape[1]:
+            ru = Y @ self.res
+            fit_n &= ((ru[:, None, :] + self.res[None, :, :]) <= self.nres[:, None, :] + TOL).all(axis=2)
+        for kk, lim in self.mpn:
+            full = Y[:, kk].sum(axis=1) >= lim
+            fit_n[np.ix_(full, kk)] = False
+        same_node = self.wnode[:, None] == self.wnode[None, :]
+        ok = on[:, None, :] & fit_w[None, :, :] & (same_node[:, :, None] | fit_n[self.wnode][None, :, :])
+        ok[np.arange(Wn), np.arange(Wn), :] = False
+        return ok
+
+    def _scores(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        A = self.A
+        Z = self.rack_sums(Y)
+        return X @ A + (Y @ A)[self.wnode] + (Z @ A)[self.wrack]
+
+    def _diff_levels(self) -> np.ndarray:
+        if not hasattr(self, "_dl"):
+            self._dl = (1 + (self.wnode[:, None] != self.wnode[None, :]).astype(float)
+                        + (self.wrack[:, None] != self.wrack[None, :]).astype(float))
+        return self._dl
+
+    def _apply(self, X: np.ndarray, Y: np.ndarray, w1: int, w2: int, g: int) -> None:
+        X[w1, g] -= 1
+        X[w2, g] += 1
+        Y[self.wnode[w1], g] -= 1
+        Y[self.wnode[w2], g] += 1
+
+    def descend(self, X: np.ndarray, deadline: float) -> np.ndarray:
+        """Steepest improving move, else the best improving feasible swap, until none."""
+        X = X.copy()
+        Y = self.node_sums(X)
+        A = self.A
+        dl = self._diff_levels()
+        while time.monotonic() < deadline:
+            S = self._scores(X, Y)
+            D = S[None, :, :] - S[:, None, :]  # D[w1, w2, g]
+            D = np.where(self._move_mask(X, Y), D, -np.inf)
+            f = int(np.argmax(D))
+            w1, w2, g = np.unravel_index(f, D.shape)
+            if D[w1, w2, g] > TOL:
+                self._apply(X, Y, int(w1), int(w2), int(g))
+                continue
+            if not self._swap(X, Y, S, D, A, dl):
+                return X
+        return X
+
+    def _swap(self, X, Y, S, D, A, dl, tries: int = 64) -> bool:
+        """The best improving feasible swap (among the ``tries`` best by gain); applied in place."""
+        on = X > 0
+        Dm = S[None, :, :] - S[:, None, :]
+        # gain[w1, w2, g, h] = Dm[w1, w2, g] + Dm[w2, w1, h] - 2 A[g, h] dl[w1, w2]
+        gain = Dm[:, :, :, None] + np.transpose(Dm, (1, 0, 2))[:, :, None, :] \
+            - 2.0 * A[None, None, :, :] * dl[:, :, None, None]
+        valid = on[:, None, :, None] & on[None, :, None, :]
+        valid &= ~np.eye(self.K, dtype=bool)[None, None, :, :]
+        valid &= ~np.eye(self.Wn, dtype=bool)[:, :, None, None]
+        gain = np.where(valid, gain, -np.inf)
+        flat = gain.reshape(-1)
+        cnt = int(np.count_nonzero(flat > TOL))
+        if cnt == 0:
+            return False
+        top = np.argpartition(-flat, min(tries, cnt) - 1)[:min(tries, cnt)] if cnt > tries else np.flatnonzero(flat > TOL)
+        top = top[np.argsort(-flat[top], kind="stable")]
+        for f in top:
+            if flat[f] <= TOL:
+                break
+            w1, w2, g, h = (int(v) for v in np.unravel_index(f, gain.shape))
+            X[w1, g] -= 1
+            X[w2, g] += 1
+            X[w2, h] -= 1
+            X[w1, h] += 1
+            n1, n2 = self.wnode[w1], self.wnode[w2]
+            ok = self.worker_ok(X[w1], w1) and self.worker_ok(X[w2], w2)
+            if ok and n1 != n2:
+                y1 = Y[n1].copy()
+                y2 = Y[n2].copy()
+                y1[g] -= 1
+                y1[h] += 1
+                y2[g] += 1
+                y2[h] -= 1
+                ok = self.node_ok(y1, n1) and self.node_ok(y2, n2)
+            if ok:
+                if n1 != n2:
+                    Y[n1] = y1
+                    Y[n2] = y2
+                return True
+            X[w1, g] += 1
+            X[w2, g] -= 1
+            X[w2, h] += 1
+            X[w1, h] -= 1
+        return False
+
+    def kick(self, X: np.ndarray, rng: random.Random, moves: int) -> np.ndarray:
+        """Random feasible moves of one executor (a perturbation for the next descent)."""
+        X = X.copy()
+        Y = self.node_sums(X)
+        for _ in range(moves * 20):
+            if moves <= 0:
+                break
+            w1, w2 = rng.randrange(self.Wn), rng.randrange(self.Wn)
+            ks = np.flatnonzero(X[w1] > 0)
+            if w1 == w2 or not len(ks):
+                continue
+            g = int(ks[rng.randrange(len(ks))])
+            X[w1, g] -= 1
+            X[w2, g] += 1
+            n1, n2 = self.wnode[w1], self.wnode[w2]
+            ok = self.worker_ok(X[w2], w2)
+            if ok and n1 != n2:
+                y2 = Y[n2].copy()
+                y2[g] += 1
+                ok = self.node_ok(y2, n2)
+            if ok:
+                Y[n1, g] -= 1
+                Y[n2, g] += 1
+                moves -= 1
+            else:
+                X[w1, g] += 1
+                X[w2, g] -= 1
+        return X
+
+    def run(self, starts: list[np.ndarray], budget: float, seed: int = 0, target: float = math.inf,
+            patience: int = 2000) -> tuple[float, np.ndarray] | None:
+        """Iterated local search from each feasible start: the best (value, X) found. Stops at
+        the budget, at ``target`` (e.g. a proven upper bound) or after ``patience`` kicks
+        without gain."""
+        deadline = time.monotonic() + budget
+        rng = random.Random(seed)
+        best: tuple[float, np.ndarray] | None = None
+        for X in starts:
+            if time.monotonic() >= deadline and best is not None:
+                break
+            X = self.descend(X, deadline)
+            v = self.value(X)
+            if best is None or v > best[0] + TOL:
+                best = (v, X)
+        if best is None:
+            return None
+        cur = best
+        stall = 0
+        goal = target - 1e-9 * max(1.0, abs(target)) if math.isfinite(target) else math.inf
+        self.kicks = 0
+        while time.monotonic() < deadline and best[0] < goal and stall < patience:
+            Xn = self.descend(self.kick(cur[1], rng, rng.randint(2, 2 + min(8, stall // 10))), deadline)
+            self.kicks += 1
+            v = self.value(Xn)
+            if v > best[0] + TOL:
+                best, stall = (v, Xn), 0
+            else:
+                stall += 1
+            cur = (v, Xn) if v >= cur[0] - TOL or rng.random() < 0.05 else best
+        return best
+
+    # --- conversions ---------------------------------------------------------------------------
+    def from_plan(self, plan) -> np.ndarray | None:
+        """Worker counts of a plan, or None if it does not fit this view (or is infeasible)."""
+        G = self.pm.groups
+        gidx = {(g.topo.id, g.comp.id, i): k for k, g in enumerate(G) for i in g.members}
+        widx = {(self.pm.nodes[ni].id, p): w for w, (ni, p) in enumerate(self.wk)}
+        X = np.zeros((self.Wn, self.K), dtype=np.int64)
+        for pl in plan.placements:
+            k = gidx.get((pl.topology, pl.component, pl.executor))
+            w = widx.get((pl.node, pl.slot))
+            if k is None or w is None:
+                return None
+            X[w, k] += 1
+        return X if self.feasible(X) else None
+
+    def greedy(self, rng: random.Random | None = None) -> np.ndarray | None:
+        """Executors one by one (most stream weight first) into the feasible worker where they
+        gain most (``rng``: shuffled order and noisy gains, for other starts); None if stuck."""
+        X = np.zeros((self.Wn, self.K), dtype=np.int64)
+        Y = np.zeros((self.N, self.K), dtype=np.int64)
+        order = sorted(range(self.K), key=lambda k: -self.A[k].sum())
+        if rng is not None:
+            rng.shuffle(order)
+        for g in order:
+            a = self.A[:, g]
+            for _ in range(int(self.size[g])):
+                Z = self.rack_sums(Y)
+                gain = X @ a + (Y @ a)[self.wnode] + (Z @ a)[self.wrack] + 1e-6 * (X.sum(axis=1) > 0)  # ties: used workers
+                if rng is not None:
+                    gain = gain * (1.0 + 0.3 * np.array([rng.random() for _ in range(self.Wn)]))
+                placed = False
+                for w in np.argsort(-gain, kind="stable"):
+                    w = int(w)
+                    X[w, g] += 1
+                    n = self.wnode[w]
+                    y = Y[n].copy()
+                    y[g] += 1
+                    if self.worker_ok(X[w], w) and self.node_ok(y, n):
+                        Y[n] = y
+                        placed = True
+                        break
+                    X[w, g] -= 1
+                if not placed:
+                    return None
+        return X
+
+    def plan(self, X: np.ndarray):
+        """The plan of worker counts X (each group's executors taken in member order)."""
+        from ._patterns import deal_workers
+
+        nodes = []
+        for ni in range(self.N):
+            ws = [w for w in range(self.Wn) if self.wnode[w] == ni]
+            # deal_workers takes the node's ports in order: keep each worker on its own port
+            parts = [{k: int(q) for k, q in enumerate(X[w]) if q} for w in ws]
+            if any(parts):
+                nodes.append((ni, parts))
+        return deal_workers(self.pm, nodes)
+
+
+def search_network(pm, edges, starts_plans: list, budget: float, seed: int = 0, target: float = math.inf,
+                   value_const: float = 0.0):
+    """Iterated local search from the given plans (those that fit) and three greedy fills:
+    (co-location value + value_const, plan), or None. ``target``: stop once reached (the
+    configuration LP's bound, in the same terms). No optimality claim."""
+    t0 = time.monotonic()
+    ws = WorkerSearch(pm, edges)
+    if ws.Wn == 0:
+        return None
+    starts = []
+    for p in starts_plans:
+        if p is not None:
+            X = ws.from_plan(p)
+            if X is not None:
+                starts.append(X)
+    rng = random.Random(seed)
+    for i in range(3):  # the fills count against the budget (the first one if there is no start)
+        if starts and time.monotonic() - t0 >= budget / 2:
+            break
+        X = ws.greedy(None if i == 0 else rng)
+        if X is not None:
+            starts.append(X)
+    if not starts:
+        return None
+    best = ws.run(starts, max(0.0, budget - (time.monotonic() - t0)), seed, target - value_const)
+    if best is None:
+        return None
+    return best[0] + value_const, ws.plan(best[1])
