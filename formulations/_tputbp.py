@@ -37,17 +37,10 @@ import time
 
 import numpy as np
 
-from .throughput import TPData, class_caps
+from .throughput import TPData, class_caps, machine_groups
 
 SLACK = 1e-9
 DP_OPTIONS = 40  # pricing by the Pareto DP up to this many (class, n) options, else by MILP
-
-
-def machine_types(d: TPData) -> list[list[int]]:
-    groups: dict[tuple, list[int]] = {}
-    for j, key in enumerate(d.ident):
-        groups.setdefault(key, []).append(j)
-    return list(groups.values())
 
 
 def _pareto(f: list) -> list:
@@ -72,7 +65,7 @@ class ConfigLP:
             self.caps = {ck: u for ck, u in self.caps.items() if fixed.get(ck[0], ck[1]) == ck[1]}
         self.classes = sorted(self.caps)
         self.cidx = {ck: i for i, ck in enumerate(self.classes)}
-        self.types = machine_types(d)
+        self.types = machine_groups(d)
         self.rho = np.zeros((len(self.types), len(self.classes)))
         self.nu = np.zeros((len(self.types), len(self.classes)))
         self.cols: list[tuple[int, dict[int, int]]] = []  # (type, {class index: n})
