@@ -21,6 +21,17 @@ fixed (exact.milp-highs within --limit), and runs the configuration branch and p
 (``bp_probe``) once at the best rate x (1 + 1e-5) within --bp-limit. Bisection on the probe rate:
 compact LP to 1e-4, configuration LP to 1e-3 (each probe at most --probe-limit seconds; a probe
 stopped by it counts as "not refuted", so the bound printed stays valid), fixed-N to 2e-4.
+
+    PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --enumeration [--cases hetero6,hetero8]
+        [--dives 40] [--budget 150]
+
+(branch tput-enum) measures whether a search over the count vector N could prove the best known
+rates (formulations/_tputenum.py): on hetero 6 x 6 at R = 2644.87 x (1 + 1e-5) and hetero 8 x 10
+at R = 9532.0 x (1 + 1e-5) (the best rates on record in docs/benchmarks.md; the probe rates
+are inputs, --rate6 / --rate8), Knuth's estimate of how many partial and complete vectors
+survive the compact count-class LP, how many complete ones survive the whole-instance fill
+test and are not refuted by the fixed-count MILP, and the mean time of each test (at most
+--dives dives or --budget seconds per instance).
 """
 
 from __future__ import annotations
@@ -109,6 +120,33 @@ def relaxations(limit: float, probe_limit: float, bp_limit: float) -> None:
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}; total wall time {time.time() - t0:.0f} s")
 
 
+def enumeration(cases: list[str], rates: dict[str, float], dives: int, budget: float) -> None:
+    from formulations import _tputenum as EN
+    from formulations.throughput import prepare
+
+    shapes = {"hetero6": ("hetero", 6, 6), "hetero8": ("hetero", 8, 10), "tiny5": ("tiny", 5, 5)}
+    print(f"load average at start: {os.getloadavg()[0]:.2f}\n")
+    print("| instance | probe rate R | classes (range product) | dives | est. vectors not cut by the LP, by depth "
+          "| complete N: LP / + fill / not refuted by MILP | ms per LP / fill test / MILP | seconds |")
+    print("|---|---|---|---|---|---|---|---|")
+    t0 = time.time()
+    for name in cases:
+        fam, comps, machines = shapes[name]
+        d = prepare(planner.load_instance(instance(fam, comps, machines)))
+        R = rates[name] * (1 + 1e-5)
+        t1 = time.time()
+        e = EN.estimate(d, R, dives, time.monotonic() + budget)
+        if "depth" not in e:
+            print(f"| {fam} {comps} x {machines} | {R:.2f} | a component has no class left: R is refuted |  |  |  |  |  |")
+            continue
+        depth = ", ".join(f"{x:.2g}" for x in e["depth"])
+        print(f"| {fam} {comps} x {machines} | {R:.2f} | {e['classes']} ({e['range_product']:.2g}) | {e['dives']} | {depth} "
+              f"| {e['leaves_lp']:.2g} / {e['leaves_fill']:.2g} / {e['leaves_milp']:.2g} ({e['milp_unknown']} unknown) "
+              f"| {e['lp_ms']:.1f} ({e['lps']}) / {e['fill_ms']:.1f} ({e['fill_tests']}) / {e['milp_ms']:.0f} ({e['milps']}) "
+              f"| {time.time() - t1:.0f} |", flush=True)
+    print(f"\nload average at end: {os.getloadavg()[0]:.2f}; total wall time {time.time() - t0:.0f} s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=float, default=60.0)
@@ -117,7 +155,18 @@ def main() -> None:
     ap.add_argument("--relaxations", action="store_true", help="compact against configuration LP bounds (tput-bp)")
     ap.add_argument("--probe-limit", type=float, default=90.0, help="--relaxations: seconds per configuration-LP probe")
     ap.add_argument("--bp-limit", type=float, default=240.0, help="--relaxations: seconds for the branch and price probe")
+    ap.add_argument("--enumeration", action="store_true", help="size of a search over count vectors (tput-enum)")
+    ap.add_argument("--cases", default="hetero6,hetero8", help="--enumeration: hetero6, hetero8, tiny5")
+    ap.add_argument("--rate6", type=float, default=2644.87, help="--enumeration: probe rate / (1 + 1e-5), hetero 6 x 6")
+    ap.add_argument("--rate8", type=float, default=9532.0, help="--enumeration: probe rate / (1 + 1e-5), hetero 8 x 10")
+    ap.add_argument("--rate5", type=float, default=2672.31, help="--enumeration: probe rate / (1 + 1e-5), tiny 5 x 5")
+    ap.add_argument("--dives", type=int, default=40, help="--enumeration: dives per instance")
+    ap.add_argument("--budget", type=float, default=150.0, help="--enumeration: seconds per instance")
     a = ap.parse_args()
+    if a.enumeration:
+        enumeration([x for x in a.cases.split(",") if x], {"hetero6": a.rate6, "hetero8": a.rate8, "tiny5": a.rate5},
+                    a.dives, a.budget)
+        return
     if a.relaxations:
         relaxations(a.limit, a.probe_limit, a.bp_limit)
         return
