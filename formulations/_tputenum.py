@@ -35,7 +35,7 @@ import time
 
 import numpy as np
 
-from .throughput import TPData, class_caps, fixed_n_probe, lp_filter, machine_groups
+from .throughput import TPData, class_caps, classless, fixed_n_probe, lp_filter, machine_groups
 
 SLACK = 1e-9  # relative slack on capacities, as class_caps and fixed_n_probe
 
@@ -179,7 +179,7 @@ def estimate(d: TPData, R: float, dives: int, deadline: float | None = None, ord
     caps = search_classes(d, R)
     ks = {c: sorted(k for (cc, k) in caps if cc == c) for c in range(d.C)}
     out = {"classes": len(caps), "range_product": math.prod(len(v) for v in ks.values()), "dives": 0}
-    if any(not ks[c] for c in range(d.C)):
+    if classless(d.C, caps):
         return out
     order = sorted(range(d.C), key=lambda c: len(ks[c])) if order is None else order
     lp = CountLP(d, R, caps)
@@ -259,7 +259,7 @@ def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | 
     R = rate * (1 + step)
     caps = search_classes(d, R)
     ks = {c: sorted(k for (cc, k) in caps if cc == c) for c in range(d.C)}
-    if any(not ks[c] for c in range(d.C)):
+    if classless(d.C, caps):
         return rate, n, True
     order = sorted(range(d.C), key=lambda c: len(ks[c])) if order is None else order
     box = {"R": R, "caps": caps, "lp": CountLP(d, R, caps)}

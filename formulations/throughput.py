@@ -338,6 +338,12 @@ def class_caps(d: TPData, R: float) -> dict[tuple[int, int], list[int]]:
     return out
 
 
+def classless(C: int, classes) -> bool:
+    """Some component c < C has no count class (c, k) among ``classes``: no placement exists."""
+    have = {c for c, _ in classes}
+    return any(c not in have for c in range(C))
+
+
 def lp_filter(d: TPData, R: float, caps: dict[tuple[int, int], list[int]]) -> dict[tuple[int, int], list[int]]:
     """Drop the count classes (c, k) that no placement sustaining R can use, by an LP: shares
     s_c'j >= 0 with sum_j s_c'j = 1; machine j's load sum_c' s_c'j (R a_c'j g_c' + M_c' MET_c'j)
