@@ -23,7 +23,8 @@ compact LP to 1e-4, configuration LP to 1e-3 (each probe at most --probe-limit s
 stopped by it counts as "not refuted", so the bound printed stays valid), fixed-N to 2e-4.
 
     PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --enumeration [--cases hetero6,hetero8]
-        [--dives 40] [--budget 150]
+        [--dives 40] [--budget 150] [--partial-fill]
+    PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --search tiny5,hetero6 [--search-limit 600]
 
 (branch tput-enum) measures whether a search over the count vector N could prove the best known
 rates (formulations/_tputenum.py): on hetero 6 x 6 at R = 2644.87 x (1 + 1e-5) and hetero 8 x 10
@@ -31,7 +32,9 @@ at R = 9532.0 x (1 + 1e-5) (the best rates on record in docs/benchmarks.md; the 
 are inputs, --rate6 / --rate8), Knuth's estimate of how many partial and complete vectors
 survive the compact count-class LP, how many complete ones survive the whole-instance fill
 test and are not refuted by the fixed-count MILP, and the mean time of each test (at most
---dives dives or --budget seconds per instance).
+--dives dives or --budget seconds per instance). --search runs the search itself
+(``_tputenum.search``) from the exact methods' start (weighted split rounded, then polished for
+10 s), within --search-limit seconds, and checks its plan with the evaluator.
 """
 
 from __future__ import annotations
@@ -120,12 +123,13 @@ def relaxations(limit: float, probe_limit: float, bp_limit: float) -> None:
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}; total wall time {time.time() - t0:.0f} s")
 
 
-def enumeration(cases: list[str], rates: dict[str, float], dives: int, budget: float) -> None:
+def enumeration(cases: list[str], rates: dict[str, float], dives: int, budget: float, partial_fill: bool) -> None:
     from formulations import _tputenum as EN
     from formulations.throughput import prepare
 
     shapes = {"hetero6": ("hetero", 6, 6), "hetero8": ("hetero", 8, 10), "tiny5": ("tiny", 5, 5)}
-    print(f"load average at start: {os.getloadavg()[0]:.2f}\n")
+    print(f"load average at start: {os.getloadavg()[0]:.2f}; node LP capacities: "
+          + ("whole-instance fill (CountLP.fill_caps)" if partial_fill else "cap_j") + "\n")
     print("| instance | probe rate R | classes (range product) | dives | est. vectors not cut by the LP, by depth "
           "| complete N: LP / + fill / not refuted by MILP | ms per LP / fill test / MILP | seconds |")
     print("|---|---|---|---|---|---|---|---|")
@@ -135,7 +139,7 @@ def enumeration(cases: list[str], rates: dict[str, float], dives: int, budget: f
         d = prepare(planner.load_instance(instance(fam, comps, machines)))
         R = rates[name] * (1 + 1e-5)
         t1 = time.time()
-        e = EN.estimate(d, R, dives, time.monotonic() + budget)
+        e = EN.estimate(d, R, dives, time.monotonic() + budget, partial_fill=partial_fill)
         if "depth" not in e:
             print(f"| {fam} {comps} x {machines} | {R:.2f} | a component has no class left: R is refuted |  |  |  |  |  |")
             continue
@@ -145,6 +149,37 @@ def enumeration(cases: list[str], rates: dict[str, float], dives: int, budget: f
               f"| {e['lp_ms']:.1f} ({e['lps']}) / {e['fill_ms']:.1f} ({e['fill_tests']}) / {e['milp_ms']:.0f} ({e['milps']}) "
               f"| {time.time() - t1:.0f} |", flush=True)
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}; total wall time {time.time() - t0:.0f} s")
+
+
+def count_search(cases: list[str], limit: float) -> None:
+    """Run the count-vector search (formulations/_tputenum.py) from the exact methods' start: the
+    weighted-routing bound's split rounded (round_even), then polish_counts for 10 s."""
+    from formulations import _tputenum as EN
+    from formulations import throughput as T
+
+    shapes = {"hetero6": ("hetero", 6, 6), "hetero8": ("hetero", 8, 10), "tiny5": ("tiny", 5, 5), "hetero5": ("hetero", 5, 5)}
+    print(f"load average at start: {os.getloadavg()[0]:.2f}\n")
+    print("| instance | start (polished) | search: rate, status | nodes (LPs) | complete N: reached / cut by fill / refuted by MILP "
+          "| incumbents | evaluator | seconds (start + search) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in cases:
+        fam, comps, machines = shapes[name]
+        inst = instance(fam, comps, machines)
+        d = T.prepare(planner.load_instance(inst))
+        t0 = time.time()
+        _, shares = T.weighted_bound(d, 20.0)
+        n = T.canonical(d, T.round_even(d, shares, None))
+        n, r = T.polish_counts(d, n, time.monotonic() + 10.0)
+        t1 = time.time()
+        st: dict = {}
+        best, bn, proven = EN.search(d, r, n, time.monotonic() + limit, stats=st, probe_limit=5.0)
+        t2 = time.time()
+        ev = planner.evaluate(inst, T.make_plan(d, bn, best), "throughput")
+        print(f"| {fam} {comps} x {machines} | {r:.2f} | {best:.2f}, {'proven' if proven else 'not proven'} "
+              f"| {st['nodes']} ({st['lps']}) | {st['leaves']} / {st['fill_cut']} / {st['milp_refuted']} "
+              f"({st['undecided']} undecided) | {st['incumbents']} | {'feasible' if ev['feasible'] else ev['violations']} "
+              f"| {t1 - t0:.0f} + {t2 - t1:.0f} |", flush=True)
+    print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
 
 
 def main() -> None:
@@ -162,10 +197,16 @@ def main() -> None:
     ap.add_argument("--rate5", type=float, default=2672.31, help="--enumeration: probe rate / (1 + 1e-5), tiny 5 x 5")
     ap.add_argument("--dives", type=int, default=40, help="--enumeration: dives per instance")
     ap.add_argument("--budget", type=float, default=150.0, help="--enumeration: seconds per instance")
+    ap.add_argument("--partial-fill", action="store_true", help="--enumeration: fill capacities in every node's LP")
+    ap.add_argument("--search", default="", help="run the count-vector search on these cases (tiny5, hetero5, hetero6, hetero8)")
+    ap.add_argument("--search-limit", type=float, default=600.0, help="--search: seconds per instance")
     a = ap.parse_args()
+    if a.search:
+        count_search([x for x in a.search.split(",") if x], a.search_limit)
+        return
     if a.enumeration:
         enumeration([x for x in a.cases.split(",") if x], {"hetero6": a.rate6, "hetero8": a.rate8, "tiny5": a.rate5},
-                    a.dives, a.budget)
+                    a.dives, a.budget, a.partial_fill)
         return
     if a.relaxations:
         relaxations(a.limit, a.probe_limit, a.bp_limit)

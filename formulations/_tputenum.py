@@ -66,6 +66,7 @@ class CountLP:
         h.setOptionValue("output_flag", False)
         inf = highspy.kHighsInf
         ny = len(self.classes)
+        self.load_row: dict[int, int] = {}  # type -> its load row
         zs = []  # (class index, type index, m_t u)
         for i, ck in enumerate(self.classes):
             for t, js in enumerate(self.types):
@@ -89,6 +90,7 @@ class CountLP:
             j = js[0]
             mine = [(ny + q, self.classes[i]) for q, (i, tt, _) in enumerate(zs) if tt == t]
             if mine:
+                self.load_row[t] = h.getNumRow()
                 row(-inf, len(js) * (d.cap[j] * (1 + SLACK) + SLACK), [q for q, _ in mine],
                     [_weight(d, R, c, k, j) for _, (c, k) in mine])
                 row(-inf, float(len(js) * d.K), [q for q, _ in mine], [1.0] * len(mine))
@@ -98,6 +100,25 @@ class CountLP:
         for ck in self.by_comp[c]:
             lo, hi = (0.0, 1.0) if k is None else ((1.0, 1.0) if ck[1] == k else (0.0, 0.0))
             self.h.changeColBounds(self.yidx[ck], lo, hi)
+
+    def fill_caps(self, fixed: dict[int, int]) -> None:
+        """Replace each type's capacity by an upper bound on what whole instances can fill on one
+        of its machines: :func:`best_fill` over the pieces of the fixed components (their class)
+        and of every class left of the free ones (several classes of one free component may
+        share the machine: a relaxation), stopped at cap (1 - 1e-4) or 2000 nodes (then cap)."""
+        import highspy
+
+        d, R = self.d, self.R
+        for t, r in self.load_row.items():
+            j = self.types[t][0]
+            w, u = [], []
+            for ck in self.classes:
+                c, k = ck
+                if fixed.get(c, k) == k and self.caps[ck][j] > 0:
+                    w.append(_weight(d, R, c, k, j))
+                    u.append(self.caps[ck][j])
+            fill = best_fill(w, u, d.cap[j], d.K, near=1e-4, budget=2000)
+            self.h.changeRowBounds(r, -highspy.kHighsInf, len(self.types[t]) * (fill * (1 + SLACK) + SLACK))
 
     def feasible(self) -> bool:
         """False only when HiGHS proves the LP infeasible (anything else keeps the node)."""
@@ -109,21 +130,30 @@ class CountLP:
         return st != self._ok
 
 
-def best_fill(weights: list[float], counts: list[int], cap: float, K: int) -> float:
+def best_fill(weights: list[float], counts: list[int], cap: float, K: int, near: float = 0.0,
+              budget: int | None = None) -> float:
     """The largest sum_i n_i weights[i] <= cap with 0 <= n_i <= counts[i] and sum n_i <= K
-    (depth-first, heaviest first; stops early when the capacity is met)."""
+    (depth-first, heaviest first; stops early when the capacity is met). An upper bound on it
+    in two cases: ``cap`` itself once a fill reaches cap (1 - near), or once ``budget`` search
+    nodes are spent."""
     order = sorted(range(len(weights)), key=lambda i: -weights[i])
     w = [weights[i] for i in order]
     u = [counts[i] for i in order]
     limit = cap * (1 + SLACK) + SLACK
     best = 0.0
+    spent = 0
 
     def rec(i: int, load: float, left: int) -> bool:
-        nonlocal best
+        nonlocal best, spent
+        spent += 1
         if load > best:
             best = load
-            if best >= cap:
+            if best >= cap * (1 - near):
+                best = cap
                 return True
+        if budget is not None and spent > budget:
+            best = cap
+            return True
         if i == len(w) or left == 0:
             return False
         for x in range(min(u[i], left, int((limit - load) // w[i]) if w[i] > 0 else left), -1, -1):
@@ -167,7 +197,7 @@ def fill_feasible(d: TPData, N: list[int], R: float, caps: dict[tuple[int, int],
 
 
 def estimate(d: TPData, R: float, dives: int, deadline: float | None = None, order: list[int] | None = None,
-             leaf_probe_limit: float = 5.0, seed: int = 0) -> dict:
+             leaf_probe_limit: float = 5.0, seed: int = 0, partial_fill: bool = False) -> dict:
     """Knuth's estimator of the count-vector search at R. Each dive fixes the components in
     ``order`` (default: fewest classes first); at each depth it solves the CountLP of every
     child (each class of the next component), counts the children not cut (b_i), and descends
@@ -175,7 +205,8 @@ def estimate(d: TPData, R: float, dives: int, deadline: float | None = None, ord
     the number of nodes not cut at depth i. At the last depth the children left are also tested
     by :func:`fill_feasible`, and those left after that by ``fixed_n_probe`` at R. Returns the
     mean estimates per depth, of complete vectors after the LP, after the fill test and not
-    refuted by the fixed-count MILP, and the mean seconds of each test."""
+    refuted by the fixed-count MILP, and the mean seconds of each test. ``partial_fill``: each
+    node's LP gets the capacities of :meth:`CountLP.fill_caps`."""
     caps = search_classes(d, R)
     ks = {c: sorted(k for (cc, k) in caps if cc == c) for c in range(d.C)}
     out = {"classes": len(caps), "range_product": math.prod(len(v) for v in ks.values()), "dives": 0}
@@ -195,6 +226,8 @@ def estimate(d: TPData, R: float, dives: int, deadline: float | None = None, ord
             kids = []
             for k in ks[c]:
                 lp.fix(c, k)
+                if partial_fill:
+                    lp.fill_caps({**{o: N[o] for o in order[:pos]}, c: k})
                 if lp.feasible():
                     kids.append(k)
             prod *= len(kids)
@@ -239,7 +272,8 @@ class _Stop(Exception):
 
 
 def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | None = None, step: float = 1e-5,
-           order: list[int] | None = None, probe_limit: float | None = None, stats: dict | None = None):
+           order: list[int] | None = None, probe_limit: float | None = None, stats: dict | None = None,
+           partial_fill: bool = False):
     """The count-vector search itself, as an optimiser: depth-first over N (components in
     ``order``, default fewest classes first), at the probe rate R = best x (1 + step). A
     partial vector is cut when its CountLP is infeasible; a complete one when
@@ -287,6 +321,9 @@ def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | 
                 continue  # the rate rose past this class
             box["lp"].fix(c, k)
             stats["nodes"] += 1
+            if partial_fill:
+                N[c] = k
+                box["lp"].fill_caps({o: N[o] for o in order[:pos + 1]})
             if not box["lp"].feasible():
                 continue
             N[c] = k

@@ -433,7 +433,7 @@ def test_count_search_bounds_keep_the_optimum(seed):
 @pytest.mark.parametrize("seed", range(5))
 def test_count_search_agrees_with_bruteforce(seed):
     """From the greedy start, the search proves the brute-force optimum (within its step) and its
-    plan passes the evaluator."""
+    plan passes the evaluator, with and without the fill capacities in the node LPs."""
     from formulations import _tputenum as EN
     from formulations import throughput as T
 
@@ -443,12 +443,13 @@ def test_count_search_agrees_with_bruteforce(seed):
     assert ref.status == Status.OPTIMAL
     d = T.prepare(parsed)
     start = T._greedy_start(d)
-    best, n, proven = EN.search(d, T.even_rate(d, start), start)
-    assert proven
-    assert ref.objective / (1 + 1e-5) <= best <= ref.objective * (1 + 1e-9)
-    assert T.structurally_ok(d, n) and best == pytest.approx(T.even_rate(d, n), rel=1e-12)
-    ev = planner.api.evaluate(inst, T.make_plan(d, n, best), "throughput")
-    assert ev["feasible"], ev["violations"]
+    for partial_fill in (False, True):
+        best, n, proven = EN.search(d, T.even_rate(d, start), start, partial_fill=partial_fill)
+        assert proven
+        assert ref.objective / (1 + 1e-5) <= best <= ref.objective * (1 + 1e-9)
+        assert T.structurally_ok(d, n) and best == pytest.approx(T.even_rate(d, n), rel=1e-12)
+        ev = planner.api.evaluate(inst, T.make_plan(d, n, best), "throughput")
+        assert ev["feasible"], ev["violations"]
 
 
 @pytest.mark.slow
