@@ -25,6 +25,7 @@ stopped by it counts as "not refuted", so the bound printed stays valid), fixed-
     PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --enumeration [--cases hetero6,hetero8]
         [--dives 40] [--budget 150] [--partial-fill]
     PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --search tiny5,hetero6 [--search-limit 600]
+        [--start-bp RATE]
 
 (branch tput-enum) measures whether a search over the count vector N could prove the best known
 rates (formulations/_tputenum.py): on hetero 6 x 6 at R = 2644.87 x (1 + 1e-5) and hetero 8 x 10
@@ -34,7 +35,8 @@ survive the compact count-class LP, how many complete ones survive the whole-ins
 test and are not refuted by the fixed-count MILP, and the mean time of each test (at most
 --dives dives or --budget seconds per instance). --search runs the search itself
 (``_tputenum.search``) from the exact methods' start (weighted split rounded, then polished for
-10 s), within --search-limit seconds, and checks its plan with the evaluator.
+10 s; with --start-bp R, from the placement ``_tputbp.bp_probe`` finds at R), within
+--search-limit seconds, and checks its plan with the evaluator.
 """
 
 from __future__ import annotations
@@ -151,15 +153,18 @@ def enumeration(cases: list[str], rates: dict[str, float], dives: int, budget: f
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}; total wall time {time.time() - t0:.0f} s")
 
 
-def count_search(cases: list[str], limit: float) -> None:
+def count_search(cases: list[str], limit: float, start_bp: float | None = None) -> None:
     """Run the count-vector search (formulations/_tputenum.py) from the exact methods' start: the
-    weighted-routing bound's split rounded (round_even), then polish_counts for 10 s."""
+    weighted-routing bound's split rounded (round_even), then polish_counts for 10 s; or, with
+    ``start_bp``, from the placement tput-bp's branch and price finds at that rate (bp_probe,
+    at most 600 s)."""
+    from formulations import _tputbp as BP
     from formulations import _tputenum as EN
     from formulations import throughput as T
 
     shapes = {"hetero6": ("hetero", 6, 6), "hetero8": ("hetero", 8, 10), "tiny5": ("tiny", 5, 5), "hetero5": ("hetero", 5, 5)}
     print(f"load average at start: {os.getloadavg()[0]:.2f}\n")
-    print("| instance | start (polished) | search: rate, status | nodes (LPs) | complete N: reached / cut by fill / refuted by MILP "
+    print("| instance | start | search: rate, status | nodes (LPs) | complete N: reached / cut by fill / refuted by MILP "
           "| incumbents | evaluator | seconds (start + search) |")
     print("|---|---|---|---|---|---|---|---|")
     for name in cases:
@@ -167,9 +172,16 @@ def count_search(cases: list[str], limit: float) -> None:
         inst = instance(fam, comps, machines)
         d = T.prepare(planner.load_instance(inst))
         t0 = time.time()
-        _, shares = T.weighted_bound(d, 20.0)
-        n = T.canonical(d, T.round_even(d, shares, None))
-        n, r = T.polish_counts(d, n, time.monotonic() + 10.0)
+        if start_bp is not None:
+            out, n = BP.bp_probe(d, start_bp, time.monotonic() + 600.0)
+            if n is None:
+                print(f"| {fam} {comps} x {machines} | bp_probe at {start_bp}: {out} |  |  |  |  |  |  |")
+                continue
+            r = T.even_rate(d, n)
+        else:
+            _, shares = T.weighted_bound(d, 20.0)
+            n = T.canonical(d, T.round_even(d, shares, None))
+            n, r = T.polish_counts(d, n, time.monotonic() + 10.0)
         t1 = time.time()
         st: dict = {}
         best, bn, proven = EN.search(d, r, n, time.monotonic() + limit, stats=st, probe_limit=5.0)
@@ -200,9 +212,10 @@ def main() -> None:
     ap.add_argument("--partial-fill", action="store_true", help="--enumeration: fill capacities in every node's LP")
     ap.add_argument("--search", default="", help="run the count-vector search on these cases (tiny5, hetero5, hetero6, hetero8)")
     ap.add_argument("--search-limit", type=float, default=600.0, help="--search: seconds per instance")
+    ap.add_argument("--start-bp", type=float, default=None, help="--search: start from bp_probe's placement at this rate")
     a = ap.parse_args()
     if a.search:
-        count_search([x for x in a.search.split(",") if x], a.search_limit)
+        count_search([x for x in a.search.split(",") if x], a.search_limit, a.start_bp)
         return
     if a.enumeration:
         enumeration([x for x in a.cases.split(",") if x], {"hetero6": a.rate6, "hetero8": a.rate8, "tiny5": a.rate5},
