@@ -2,13 +2,15 @@
 the bounds such a search would prune with, and an estimate of how large the search is.
 
 A measured prototype (branch tput-enum), used by no method; ``bench_throughput_scaling.py
---enumeration`` runs it. The search it measures: fix N_c component by component; cut a partial
-vector when a valid relaxation at R is infeasible; decide each complete vector left by the
-fixed-count integer program (``throughput.fixed_n_probe``). If every complete vector is refuted
-at R = best x (1 + 1e-5), the best rate is proven. Whether that can finish in a time limit
-depends on how many vectors survive the relaxations, which :func:`estimate` measures (Knuth's
-estimator) without running the search. docs/formulations.md (throughput, "Search over the
-count vector") has the figures: the search cannot finish within 60 s on hetero 6 x 6 or 8 x 10.
+--enumeration`` and ``--search`` run it. The search (:func:`search`): fix N_c component by
+component; cut a partial vector when a valid relaxation at R is infeasible; decide each complete
+vector left by the fixed-count integer program (``throughput.fixed_n_probe``). If every complete
+vector is refuted at R = best x (1 + 1e-5), the best rate is proven. Whether that can finish in
+a time limit depends on how many vectors survive the relaxations, which :func:`estimate`
+measures (Knuth's estimator) without running the search. docs/formulations.md (throughput,
+"Search over the count vector") has the figures: it proves hetero 6 x 6 in about 15 minutes,
+not within 60 s, and cannot finish on hetero 8 x 10 (over 1e8 LPs); where the MILPs finish
+(5 x 5) it is 2-2.5 times slower than they are, hence not wired into the exact methods.
 
 Relaxations (each is satisfied by every placement whose counts are in the node and which
 sustains R, so an infeasible answer cuts the node):
@@ -25,6 +27,8 @@ sustains R, so an infeasible answer cuts the node):
   by the largest load at most cap_t that whole instances can make on one machine of type t
   (``best_fill``: a subset sum over n_c <= u_c instances of weight w_c, sum n_c <= K;
   incompatibilities ignored, so it stays a relaxation).
+Neither has incompatibility rows (dropping rows keeps a relaxation). Both trust HiGHS's
+"infeasible" (as ``lp_filter`` does); anything else keeps the node.
 """
 
 from __future__ import annotations
