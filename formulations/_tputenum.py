@@ -8,7 +8,7 @@ vector left by the fixed-count integer program (``throughput.fixed_n_probe``). I
 vector is refuted at R = best x (1 + 1e-5), the best rate is proven. Whether that can finish in
 a time limit depends on how many vectors survive the relaxations, which :func:`estimate`
 measures (Knuth's estimator) without running the search. docs/formulations.md (throughput,
-"Search over the count vector") has the figures: it proves hetero 6 x 6 in about 15 minutes,
+"Search over the count vector") has the figures: it proves hetero 6 x 6 in 10-15 minutes,
 not within 60 s, and cannot finish on hetero 8 x 10 (over 1e8 LPs); where the MILPs finish
 (5 x 5) it is 2-2.5 times slower than they are, hence not wired into the exact methods.
 
