@@ -10,7 +10,8 @@ a time limit depends on how many vectors survive the relaxations, which :func:`e
 measures (Knuth's estimator) without running the search. docs/formulations.md (throughput,
 "Search over the count vector") has the figures: it proves hetero 6 x 6 in 10-15 minutes,
 not within 60 s, and cannot finish on hetero 8 x 10 (over 1e8 LPs); where the MILPs finish
-(5 x 5) it is 2-2.5 times slower than they are, hence not wired into the exact methods.
+(5 x 5) its proof alone takes 1-2.5 times their whole solve, hence not wired into the exact
+methods.
 
 Relaxations (each is satisfied by every placement whose counts are in the node and which
 sustains R, so an infeasible answer cuts the node):
