@@ -230,7 +230,7 @@ def main() -> None:
         cases, a.limit = [("hetero", 4, 4), ("tiny", 4, 4)], 10.0
     t0 = time.time()
     print(f"load average at start: {os.getloadavg()[0]:.2f}\n")
-    print(f"| instance | components x machines | identical groups | weighted bound | start (rounded) | start (polished) | best rate | "
+    print("| instance | components x machines | identical groups | weighted bound | start (rounded) | start (polished) | best rate | "
           + " | ".join(solvers) + " |")
     print("|---|---|---|---|---|---|---|" + "---|" * len(solvers))
     from formulations.throughput import prepare, sym_pairs
