@@ -21,6 +21,22 @@ fixed (exact.milp-highs within --limit), and runs the configuration branch and p
 (``bp_probe``) once at the best rate x (1 + 1e-5) within --bp-limit. Bisection on the probe rate:
 compact LP to 1e-4, configuration LP to 1e-3 (each probe at most --probe-limit seconds; a probe
 stopped by it counts as "not refuted", so the bound printed stays valid), fixed-N to 2e-4.
+
+    PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --enumeration [--cases hetero6,hetero8]
+        [--dives 40] [--budget 150] [--partial-fill]
+    PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --search tiny5,hetero6 [--search-limit 600]
+        [--start-bp RATE]
+
+(branch tput-enum) measures whether a search over the count vector N could prove the best known
+rates (formulations/_tputenum.py): on hetero 6 x 6 at R = 2644.87 x (1 + 1e-5) and hetero 8 x 10
+at R = 9532.0 x (1 + 1e-5) (the best rates on record in docs/benchmarks.md; the probe rates
+are inputs, --rate6 / --rate8), Knuth's estimate of how many partial and complete vectors
+survive the compact count-class LP, how many complete ones survive the whole-instance fill
+test and are not refuted by the fixed-count MILP, and the mean time of each test (at most
+--dives dives or --budget seconds per instance). --search runs the search itself
+(``_tputenum.search``) from the exact methods' start (weighted split rounded, then polished for
+10 s; with --start-bp R, from the placement ``_tputbp.bp_probe`` finds at R), within
+--search-limit seconds, and checks its plan with the evaluator.
 """
 
 from __future__ import annotations
@@ -109,6 +125,75 @@ def relaxations(limit: float, probe_limit: float, bp_limit: float) -> None:
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}; total wall time {time.time() - t0:.0f} s")
 
 
+def enumeration(cases: list[str], rates: dict[str, float], dives: int, budget: float, partial_fill: bool) -> None:
+    from formulations import _tputenum as EN
+    from formulations.throughput import prepare
+
+    shapes = {"hetero6": ("hetero", 6, 6), "hetero8": ("hetero", 8, 10), "tiny5": ("tiny", 5, 5)}
+    print(f"load average at start: {os.getloadavg()[0]:.2f}; node LP capacities: "
+          + ("whole-instance fill (CountLP.fill_caps)" if partial_fill else "cap_j") + "\n")
+    print("| instance | probe rate R | classes (range product) | dives | est. vectors not cut by the LP, by depth "
+          "| complete N: LP / + fill / not refuted by MILP | ms per LP / fill test / MILP | seconds |")
+    print("|---|---|---|---|---|---|---|---|")
+    t0 = time.time()
+    for name in cases:
+        fam, comps, machines = shapes[name]
+        d = prepare(planner.load_instance(instance(fam, comps, machines)))
+        R = rates[name] * (1 + 1e-5)
+        t1 = time.time()
+        e = EN.estimate(d, R, dives, time.monotonic() + budget, partial_fill=partial_fill)
+        if "depth" not in e:
+            print(f"| {fam} {comps} x {machines} | {R:.2f} | a component has no class left: R is refuted |  |  |  |  |  |")
+            continue
+        depth = ", ".join(f"{x:.2g}" for x in e["depth"])
+        print(f"| {fam} {comps} x {machines} | {R:.2f} | {e['classes']} ({e['range_product']:.2g}) | {e['dives']} | {depth} "
+              f"| {e['leaves_lp']:.2g} / {e['leaves_fill']:.2g} / {e['leaves_milp']:.2g} ({e['milp_unknown']} unknown) "
+              f"| {e['lp_ms']:.1f} ({e['lps']}) / {e['fill_ms']:.1f} ({e['fill_tests']}) / {e['milp_ms']:.0f} ({e['milps']}) "
+              f"| {time.time() - t1:.0f} |", flush=True)
+    print(f"\nload average at end: {os.getloadavg()[0]:.2f}; total wall time {time.time() - t0:.0f} s")
+
+
+def count_search(cases: list[str], limit: float, start_bp: float | None = None) -> None:
+    """Run the count-vector search (formulations/_tputenum.py) from the exact methods' start: the
+    weighted-routing bound's split rounded (round_even), then polish_counts for 10 s; or, with
+    ``start_bp``, from the placement tput-bp's branch and price finds at that rate (bp_probe,
+    at most 600 s)."""
+    from formulations import _tputbp as BP
+    from formulations import _tputenum as EN
+    from formulations import throughput as T
+
+    shapes = {"hetero6": ("hetero", 6, 6), "hetero8": ("hetero", 8, 10), "tiny5": ("tiny", 5, 5), "hetero5": ("hetero", 5, 5)}
+    print(f"load average at start: {os.getloadavg()[0]:.2f}\n")
+    print("| instance | start | search: rate, status | nodes (LPs) | complete N: reached / cut by fill / refuted by MILP "
+          "| incumbents | evaluator | seconds (start + search) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in cases:
+        fam, comps, machines = shapes[name]
+        inst = instance(fam, comps, machines)
+        d = T.prepare(planner.load_instance(inst))
+        t0 = time.time()
+        if start_bp is not None:
+            out, n = BP.bp_probe(d, start_bp, time.monotonic() + 600.0)
+            if n is None:
+                print(f"| {fam} {comps} x {machines} | bp_probe at {start_bp}: {out} |  |  |  |  |  |  |")
+                continue
+            r = T.even_rate(d, n)
+        else:
+            _, shares = T.weighted_bound(d, 20.0)
+            n = T.canonical(d, T.round_even(d, shares, None))
+            n, r = T.polish_counts(d, n, time.monotonic() + 10.0)
+        t1 = time.time()
+        st: dict = {}
+        best, bn, proven = EN.search(d, r, n, time.monotonic() + limit, stats=st, probe_limit=5.0)
+        t2 = time.time()
+        ev = planner.evaluate(inst, T.make_plan(d, bn, best), "throughput")
+        print(f"| {fam} {comps} x {machines} | {r:.2f} | {best:.2f}, {'proven' if proven else 'not proven'} "
+              f"| {st['nodes']} ({st['lps']}) | {st['leaves']} / {st['fill_cut']} / {st['milp_refuted']} "
+              f"({st['undecided']} undecided) | {st['incumbents']} | {'feasible' if ev['feasible'] else ev['violations']} "
+              f"| {t1 - t0:.0f} + {t2 - t1:.0f} |", flush=True)
+    print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=float, default=60.0)
@@ -117,7 +202,25 @@ def main() -> None:
     ap.add_argument("--relaxations", action="store_true", help="compact against configuration LP bounds (tput-bp)")
     ap.add_argument("--probe-limit", type=float, default=90.0, help="--relaxations: seconds per configuration-LP probe")
     ap.add_argument("--bp-limit", type=float, default=240.0, help="--relaxations: seconds for the branch and price probe")
+    ap.add_argument("--enumeration", action="store_true", help="size of a search over count vectors (tput-enum)")
+    ap.add_argument("--cases", default="hetero6,hetero8", help="--enumeration: hetero6, hetero8, tiny5")
+    ap.add_argument("--rate6", type=float, default=2644.87, help="--enumeration: probe rate / (1 + 1e-5), hetero 6 x 6")
+    ap.add_argument("--rate8", type=float, default=9532.0, help="--enumeration: probe rate / (1 + 1e-5), hetero 8 x 10")
+    ap.add_argument("--rate5", type=float, default=2672.31, help="--enumeration: probe rate / (1 + 1e-5), tiny 5 x 5")
+    ap.add_argument("--dives", type=int, default=40, help="--enumeration: dives per instance")
+    ap.add_argument("--budget", type=float, default=150.0, help="--enumeration: seconds per instance")
+    ap.add_argument("--partial-fill", action="store_true", help="--enumeration: fill capacities in every node's LP")
+    ap.add_argument("--search", default="", help="run the count-vector search on these cases (tiny5, hetero5, hetero6, hetero8)")
+    ap.add_argument("--search-limit", type=float, default=600.0, help="--search: seconds per instance")
+    ap.add_argument("--start-bp", type=float, default=None, help="--search: start from bp_probe's placement at this rate")
     a = ap.parse_args()
+    if a.search:
+        count_search([x for x in a.search.split(",") if x], a.search_limit, a.start_bp)
+        return
+    if a.enumeration:
+        enumeration([x for x in a.cases.split(",") if x], {"hetero6": a.rate6, "hetero8": a.rate8, "tiny5": a.rate5},
+                    a.dives, a.budget, a.partial_fill)
+        return
     if a.relaxations:
         relaxations(a.limit, a.probe_limit, a.bp_limit)
         return
@@ -127,7 +230,7 @@ def main() -> None:
         cases, a.limit = [("hetero", 4, 4), ("tiny", 4, 4)], 10.0
     t0 = time.time()
     print(f"load average at start: {os.getloadavg()[0]:.2f}\n")
-    print(f"| instance | components x machines | identical groups | weighted bound | start (rounded) | start (polished) | best rate | "
+    print("| instance | components x machines | identical groups | weighted bound | start (rounded) | start (polished) | best rate | "
           + " | ".join(solvers) + " |")
     print("|---|---|---|---|---|---|---|" + "---|" * len(solvers))
     from formulations.throughput import prepare, sym_pairs

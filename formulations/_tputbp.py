@@ -37,17 +37,10 @@ import time
 
 import numpy as np
 
-from .throughput import TPData, class_caps
+from .throughput import TPData, class_caps, classless, machine_groups
 
 SLACK = 1e-9
 DP_OPTIONS = 40  # pricing by the Pareto DP up to this many (class, n) options, else by MILP
-
-
-def machine_types(d: TPData) -> list[list[int]]:
-    groups: dict[tuple, list[int]] = {}
-    for j, key in enumerate(d.ident):
-        groups.setdefault(key, []).append(j)
-    return list(groups.values())
 
 
 def _pareto(f: list) -> list:
@@ -72,7 +65,7 @@ class ConfigLP:
             self.caps = {ck: u for ck, u in self.caps.items() if fixed.get(ck[0], ck[1]) == ck[1]}
         self.classes = sorted(self.caps)
         self.cidx = {ck: i for i, ck in enumerate(self.classes)}
-        self.types = machine_types(d)
+        self.types = machine_groups(d)
         self.rho = np.zeros((len(self.types), len(self.classes)))
         self.nu = np.zeros((len(self.types), len(self.classes)))
         self.cols: list[tuple[int, dict[int, int]]] = []  # (type, {class index: n})
@@ -86,18 +79,18 @@ class ConfigLP:
         j = self.types[t][0]
         return self.R * self.d.a[c][j] * self.d.gain[c] / k + self.d.met[c][j]
 
-    def price(self, t: int, pi: np.ndarray, time_limit: float | None = None):
+    def price(self, t: int, pi: np.ndarray):
         """max sum_i (pi_i - rho_ti) n_i - nu_ti [n_i > 0] over configurations of type t:
         (value, upper bound, n dict). Exact dynamic programme over components with Pareto
         fronts (weight, value) per instance count; the MILP when components are incompatible or
         more than DP_OPTIONS (class, n) options have a positive price. The upper bound adds
         1e-10 for the options left out as priced at most 1e-12."""
         if self.d.incompatible:
-            return self.price_milp(t, pi, time_limit)
+            return self.price_milp(t, pi)
         d, j = self.d, self.types[t][0]
         nopt = sum(self.caps[ck][j] for i, ck in enumerate(self.classes) if pi[i] - self.rho[t][i] > 1e-12)
         if nopt > DP_OPTIONS:
-            return self.price_milp(t, pi, time_limit)
+            return self.price_milp(t, pi)
         rho, nu = self.rho[t], self.nu[t]
         capj = d.cap[j] * (1 + SLACK) + SLACK
         opts: dict[int, list] = {}
@@ -126,7 +119,7 @@ class ConfigLP:
         val = best[1]
         return val, val * (1 + 1e-9) + 1e-10, dict(best[2])
 
-    def price_milp(self, t: int, pi: np.ndarray, time_limit: float | None = None):
+    def price_milp(self, t: int, pi: np.ndarray):
         """max sum pi_i n_i over configurations of type t: (value, dual bound, n dict)."""
         from scipy.optimize import Bounds, LinearConstraint, milp
 
@@ -166,9 +159,7 @@ class ConfigLP:
             obj[a] = -(pi[i] - rho[i])
             obj[nI + a] = nu[i]
         ub = np.array([float(self.caps[self.classes[i]][j]) for i in items] + [1.0] * (nI + nC))
-        opts = {"disp": False, "mip_rel_gap": 1e-9}
-        if time_limit is not None:
-            opts["time_limit"] = max(0.01, time_limit)
+        opts = {"disp": False, "mip_rel_gap": 1e-9}  # no clock: run() checks its deadline between rounds
         res = milp(obj, constraints=LinearConstraint(np.array(rows), lo, hi), integrality=np.ones(nv),
                    bounds=Bounds(np.zeros(nv), ub), options=opts)
         if res.x is None:
@@ -234,7 +225,7 @@ class ConfigLP:
         """Column generation. Returns ("infeasible", L) when a certificate L > 0 is found,
         ("feasible", 0) when the LP value reaches 0, ("unknown", value) on time out."""
         C = self.d.C
-        if any(not any(ck[0] == c for ck in self.classes) for c in range(C)):
+        if classless(C, self.classes):
             return "infeasible", math.inf
         best_cert = -math.inf
         while True:
@@ -274,7 +265,7 @@ def compact_lp_feasible(d: TPData, R: float, caps: dict | None = None) -> tuple[
     caps = class_caps(d, R) if caps is None else caps
     classes = sorted(caps)
     C, J = d.C, d.J
-    if any(not any(ck[0] == c for ck in classes) for c in range(C)):
+    if classless(C, classes):
         return False, math.inf
     zs = [(i, j) for i, (c, k) in enumerate(classes) for j in range(J) if caps[(c, k)][j] > 0]
     nK, nZ = len(classes), len(zs)
@@ -310,7 +301,7 @@ def bp_probe(d: TPData, R: float, deadline: float | None = None, stats: dict | N
     from .throughput import fixed_n_probe, structurally_ok
 
     caps = class_caps(d, R)
-    if any(not any(ck[0] == c for ck in caps) for c in range(d.C)):
+    if classless(d.C, caps):
         return "infeasible", None
     pool: dict[tuple, None] = {}
     stats = {} if stats is None else stats
@@ -325,7 +316,7 @@ def bp_probe(d: TPData, R: float, deadline: float | None = None, stats: dict | N
         rng = stack.pop()
         stats["nodes"] += 1
         sub = {ck: u for ck, u in caps.items() if rng[ck[0]][0] <= ck[1] <= rng[ck[0]][1]}
-        if any(not any(ck[0] == c for ck in sub) for c in range(d.C)):
+        if classless(d.C, sub):
             continue
         lp = ConfigLP(d, R, caps=sub, extra=False)
         for (t, key) in pool:

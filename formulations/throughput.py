@@ -227,14 +227,20 @@ def upper_bound(d: TPData) -> float:
         d.met = saved
 
 
-def sym_pairs(d: TPData) -> list[tuple[int, int]]:
-    """(j, j') for consecutive machines of each group of identical machines (same type, capacity,
-    site, profiles and caps): any placement can be permuted within a group, so the models may
-    ask each group's count vectors to be sorted by one key."""
+def machine_groups(d: TPData) -> list[list[int]]:
+    """The groups of identical machines (same signature ``d.ident``: type, capacity, site,
+    profiles and caps), each in machine order, in the order of their first machine."""
     groups: dict[tuple, list[int]] = {}
     for j, key in enumerate(d.ident):
         groups.setdefault(key, []).append(j)
-    return [(g[i], g[i + 1]) for g in groups.values() for i in range(len(g) - 1)]
+    return list(groups.values())
+
+
+def sym_pairs(d: TPData) -> list[tuple[int, int]]:
+    """(j, j') for consecutive machines of each group of identical machines: any placement can
+    be permuted within a group, so the models may ask each group's count vectors to be sorted
+    by one key."""
+    return [(g[i], g[i + 1]) for g in machine_groups(d) for i in range(len(g) - 1)]
 
 
 def sym_weights(d: TPData, top: int | None, limit: int) -> list[int]:
@@ -257,10 +263,7 @@ def canonical(d: TPData, n: list[list[int]]) -> list[list[int]]:
     :func:`sym_weights`'s key, descending (lexicographic), so that it satisfies the symmetry
     breaking of both models (hints and warm starts)."""
     out = [row[:] for row in n]
-    groups: dict[tuple, list[int]] = {}
-    for j, key in enumerate(d.ident):
-        groups.setdefault(key, []).append(j)
-    for g in groups.values():
+    for g in machine_groups(d):
         cols = sorted((tuple(n[c][j] for c in range(d.C)) for j in g), reverse=True)
         for j, col in zip(g, cols):
             for c in range(d.C):
@@ -333,6 +336,12 @@ def class_caps(d: TPData, R: float) -> dict[tuple[int, int], list[int]]:
             if sum(u) >= k:
                 out[(c, k)] = u
     return out
+
+
+def classless(C: int, classes) -> bool:
+    """Some component c < C has no count class (c, k) among ``classes``: no placement exists."""
+    have = {c for c, _ in classes}
+    return any(c not in have for c in range(C))
 
 
 def lp_filter(d: TPData, R: float, caps: dict[tuple[int, int], list[int]]) -> dict[tuple[int, int], list[int]]:

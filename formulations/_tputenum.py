@@ -1,0 +1,359 @@
+"""Search over instance-count vectors for even-routing throughput at a fixed probe rate R:
+the bounds such a search would prune with, and an estimate of how large the search is.
+
+A measured prototype (branch tput-enum), used by no method; ``bench_throughput_scaling.py
+--enumeration`` and ``--search`` run it. The search (:func:`search`): fix N_c component by
+component; cut a partial vector when a valid relaxation at R is infeasible; decide each complete
+vector left by the fixed-count integer program (``throughput.fixed_n_probe``). If every complete
+vector is refuted at R = best x (1 + 1e-5), the best rate is proven. Whether that can finish in
+a time limit depends on how many vectors survive the relaxations, which :func:`estimate`
+measures (Knuth's estimator) without running the search. docs/formulations.md (throughput,
+"Search over the count vector") has the figures: it proves hetero 6 x 6 in 10-15 minutes,
+not within 60 s, and cannot finish on hetero 8 x 10 (over 1e8 LPs); where the MILPs finish
+(5 x 5) its proof alone takes 1-2.5 times their whole solve, hence not wired into the exact
+methods.
+
+Relaxations (each is satisfied by every placement whose counts are in the node and which
+sustains R, so an infeasible answer cuts the node):
+* :class:`CountLP`, the compact count-class LP at R (as ``_tputbp.compact_lp_feasible``, as
+  feasibility, no phase 1) with identical machines aggregated into types t of m_t machines:
+  y_ck in [0, 1], z_ckt in [0, m_t u_ckt]; sum_k y_ck = 1; sum_t z_ckt = k y_ck;
+  z_ckt <= m_t u_ckt y_ck; sum_ck w_ckt z_ckt <= m_t cap_t; sum_ck z_ckt <= m_t K, with
+  w_ckt = R a_ct g_c / k + MET_ct and u from ``class_caps`` (and ``lp_filter``) at R. The
+  aggregation loses nothing: machines of one type have the same u, w and cap, so an aggregated
+  solution split evenly over the type's machines is a per-machine one. Fixing N_c = k sets
+  y_ck = 1 (the other classes of c to 0); with every N_c fixed it is the fixed-count LP (n_cj
+  continuous). One HiGHS model (highspy) is kept and only column bounds change.
+* :func:`fill_feasible`, for a complete vector N: the same LP with every capacity cap_t replaced
+  by the largest load at most cap_t that whole instances can make on one machine of type t
+  (``best_fill``: a subset sum over n_c <= u_c instances of weight w_c, sum n_c <= K;
+  incompatibilities ignored, so it stays a relaxation).
+Neither has incompatibility rows (dropping rows keeps a relaxation). Both trust HiGHS's
+"infeasible" (as ``lp_filter`` does); anything else keeps the node.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+
+import numpy as np
+
+from .throughput import TPData, class_caps, classless, fixed_n_probe, lp_filter, machine_groups
+
+SLACK = 1e-9  # relative slack on capacities, as class_caps and fixed_n_probe
+
+
+def _weight(d: TPData, R: float, c: int, k: int, j: int) -> float:
+    return R * d.a[c][j] * d.gain[c] / k + d.met[c][j]
+
+
+def search_classes(d: TPData, R: float) -> dict[tuple[int, int], list[int]]:
+    """The count classes a search at R starts from: ``class_caps`` then ``lp_filter`` at R."""
+    return lp_filter(d, R, class_caps(d, R))
+
+
+class CountLP:
+    """The compact count-class LP at rate R over ``caps``, machines aggregated by type."""
+
+    def __init__(self, d: TPData, R: float, caps: dict[tuple[int, int], list[int]]):
+        import highspy
+
+        self.d, self.R, self.caps = d, R, caps
+        self.types = machine_groups(d)
+        self.classes = sorted(caps)
+        self.yidx = {ck: i for i, ck in enumerate(self.classes)}
+        self.by_comp = {c: [ck for ck in self.classes if ck[0] == c] for c in range(d.C)}
+        self.lps, self.seconds = 0, 0.0
+        self._ok = highspy.HighsModelStatus.kInfeasible
+        h = self.h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        inf = highspy.kHighsInf
+        ny = len(self.classes)
+        self.load_row: dict[int, int] = {}  # type -> its load row
+        zs = []  # (class index, type index, m_t u)
+        for i, ck in enumerate(self.classes):
+            for t, js in enumerate(self.types):
+                U = len(js) * caps[ck][js[0]]
+                if U > 0:
+                    zs.append((i, t, U))
+        h.addVars(ny + len(zs), np.zeros(ny + len(zs)), np.array([1.0] * ny + [float(U) for _, _, U in zs]))
+
+        def row(lo, hi, idx, val):
+            h.addRow(lo, hi, len(idx), np.array(idx, dtype=np.int32), np.array(val, dtype=float))
+
+        for c in range(d.C):
+            idx = [self.yidx[ck] for ck in self.by_comp[c]]
+            row(1.0, 1.0, idx, [1.0] * len(idx))
+        for i, (c, k) in enumerate(self.classes):
+            mine = [(ny + q, U) for q, (ii, _, U) in enumerate(zs) if ii == i]
+            row(0.0, 0.0, [i] + [q for q, _ in mine], [-float(k)] + [1.0] * len(mine))
+            for q, U in mine:
+                row(-inf, 0.0, [q, i], [1.0, -float(U)])
+        for t, js in enumerate(self.types):
+            j = js[0]
+            mine = [(ny + q, self.classes[i]) for q, (i, tt, _) in enumerate(zs) if tt == t]
+            if mine:
+                self.load_row[t] = h.getNumRow()
+                row(-inf, len(js) * (d.cap[j] * (1 + SLACK) + SLACK), [q for q, _ in mine],
+                    [_weight(d, R, c, k, j) for _, (c, k) in mine])
+                row(-inf, float(len(js) * d.K), [q for q, _ in mine], [1.0] * len(mine))
+
+    def fix(self, c: int, k: int | None) -> None:
+        """N_c = k (k None: every class of c allowed again)."""
+        for ck in self.by_comp[c]:
+            lo, hi = (0.0, 1.0) if k is None else ((1.0, 1.0) if ck[1] == k else (0.0, 0.0))
+            self.h.changeColBounds(self.yidx[ck], lo, hi)
+
+    def fill_caps(self, fixed: dict[int, int]) -> None:
+        """Replace each type's capacity by an upper bound on what whole instances can fill on one
+        of its machines: :func:`best_fill` over the pieces of the fixed components (their class)
+        and of every class left of the free ones (several classes of one free component may
+        share the machine: a relaxation), stopped at cap (1 - 1e-4) or 2000 nodes (then cap)."""
+        import highspy
+
+        d, R = self.d, self.R
+        for t, r in self.load_row.items():
+            j = self.types[t][0]
+            w, u = [], []
+            for ck in self.classes:
+                c, k = ck
+                if fixed.get(c, k) == k and self.caps[ck][j] > 0:
+                    w.append(_weight(d, R, c, k, j))
+                    u.append(self.caps[ck][j])
+            fill = best_fill(w, u, d.cap[j], d.K, near=1e-4, budget=2000)
+            self.h.changeRowBounds(r, -highspy.kHighsInf, len(self.types[t]) * (fill * (1 + SLACK) + SLACK))
+
+    def feasible(self) -> bool:
+        """False only when HiGHS proves the LP infeasible (anything else keeps the node)."""
+        t = time.perf_counter()
+        self.h.run()
+        self.lps += 1
+        st = self.h.getModelStatus()
+        self.seconds += time.perf_counter() - t
+        return st != self._ok
+
+
+def best_fill(weights: list[float], counts: list[int], cap: float, K: int, near: float = 0.0,
+              budget: int | None = None) -> float:
+    """The largest sum_i n_i weights[i] <= cap with 0 <= n_i <= counts[i] and sum n_i <= K
+    (depth-first, heaviest first; stops early when the capacity is met). An upper bound on it
+    in two cases: ``cap`` itself once a fill reaches cap (1 - near), or once ``budget`` search
+    nodes are spent."""
+    order = sorted(range(len(weights)), key=lambda i: -weights[i])
+    w = [weights[i] for i in order]
+    u = [counts[i] for i in order]
+    limit = cap * (1 + SLACK) + SLACK
+    best = 0.0
+    spent = 0
+
+    def rec(i: int, load: float, left: int) -> bool:
+        nonlocal best, spent
+        spent += 1
+        if load > best:
+            best = load
+            if best >= cap * (1 - near):
+                best = cap
+                return True
+        if budget is not None and spent > budget:
+            best = cap
+            return True
+        if i == len(w) or left == 0:
+            return False
+        for x in range(min(u[i], left, int((limit - load) // w[i]) if w[i] > 0 else left), -1, -1):
+            if rec(i + 1, load + x * w[i], left - x):
+                return True
+        return False
+
+    rec(0, 0.0, K)
+    return min(best, cap)
+
+
+def fill_feasible(d: TPData, N: list[int], R: float, caps: dict[tuple[int, int], list[int]]) -> bool:
+    """The fixed-count LP at R (machines by type) with each capacity replaced by its best fill
+    by whole instances (:func:`best_fill`). False proves that no placement with counts N
+    sustains R. SciPy's HiGHS; only a proven infeasible LP answers False."""
+    from scipy.optimize import linprog
+
+    if any((c, N[c]) not in caps for c in range(d.C)):
+        return False
+    types = machine_groups(d)
+    pairs = [(c, t) for c in range(d.C) for t, js in enumerate(types) if caps[(c, N[c])][js[0]] > 0]
+    a_eq = np.zeros((d.C, len(pairs)))
+    a_ub = np.zeros((2 * len(types), len(pairs)))
+    b_ub = np.zeros(2 * len(types))
+    bounds = []
+    for t, js in enumerate(types):
+        j = js[0]
+        here = [c for c, tt in pairs if tt == t]
+        fill = best_fill([_weight(d, R, c, N[c], j) for c in here], [caps[(c, N[c])][j] for c in here], d.cap[j], d.K)
+        b_ub[t] = len(js) * (fill * (1 + SLACK) + SLACK)
+        b_ub[len(types) + t] = len(js) * d.K
+    for q, (c, t) in enumerate(pairs):
+        j = types[t][0]
+        a_eq[c, q] = 1.0
+        a_ub[t, q] = _weight(d, R, c, N[c], j)
+        a_ub[len(types) + t, q] = 1.0
+        bounds.append((0.0, float(len(types[t]) * caps[(c, N[c])][j])))
+    res = linprog(np.zeros(len(pairs)), A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=np.array(N, dtype=float), bounds=bounds,
+                  method="highs")
+    return res.status != 2
+
+
+def estimate(d: TPData, R: float, dives: int, deadline: float | None = None, order: list[int] | None = None,
+             leaf_probe_limit: float = 5.0, seed: int = 0, partial_fill: bool = False) -> dict:
+    """Knuth's estimator of the count-vector search at R. Each dive fixes the components in
+    ``order`` (default: fewest classes first); at each depth it solves the CountLP of every
+    child (each class of the next component), counts the children not cut (b_i), and descends
+    into one of them at random; prod_i b_i over the first i depths is an unbiased estimate of
+    the number of nodes not cut at depth i. At the last depth the children left are also tested
+    by :func:`fill_feasible`, and those left after that by ``fixed_n_probe`` at R. Returns the
+    mean estimates per depth, of complete vectors after the LP, after the fill test and not
+    refuted by the fixed-count MILP, and the mean seconds of each test. ``partial_fill``: each
+    node's LP gets the capacities of :meth:`CountLP.fill_caps`."""
+    caps = search_classes(d, R)
+    ks = {c: sorted(k for (cc, k) in caps if cc == c) for c in range(d.C)}
+    out = {"classes": len(caps), "range_product": math.prod(len(v) for v in ks.values()), "dives": 0}
+    if classless(d.C, caps):
+        return out
+    order = sorted(range(d.C), key=lambda c: len(ks[c])) if order is None else order
+    lp = CountLP(d, R, caps)
+    rng = random.Random(seed)
+    depth = [0.0] * d.C
+    leaves = {"lp": 0.0, "fill": 0.0, "milp": 0.0}
+    fill_s = milp_s = 0.0
+    fills = milps = unknown = 0
+    while out["dives"] < dives and (deadline is None or time.monotonic() < deadline):
+        out["dives"] += 1
+        prod, N = 1.0, [0] * d.C
+        for pos, c in enumerate(order):
+            kids = []
+            for k in ks[c]:
+                lp.fix(c, k)
+                if partial_fill:
+                    lp.fill_caps({**{o: N[o] for o in order[:pos]}, c: k})
+                if lp.feasible():
+                    kids.append(k)
+            prod *= len(kids)
+            depth[pos] += prod
+            if not kids:
+                break
+            if pos < d.C - 1:
+                N[c] = rng.choice(kids)
+                lp.fix(c, N[c])
+                continue
+            n_fill = n_milp = 0
+            for k in kids:
+                N[c] = k
+                t = time.perf_counter()
+                ok = fill_feasible(d, N, R, caps)
+                fill_s += time.perf_counter() - t
+                fills += 1
+                if ok:
+                    n_fill += 1
+                    t = time.perf_counter()
+                    st, _ = fixed_n_probe(d, N, R, leaf_probe_limit)
+                    milp_s += time.perf_counter() - t
+                    milps += 1
+                    if st != "infeasible":
+                        n_milp += 1
+                        unknown += st == "unknown"
+            leaves["lp"] += prod
+            leaves["fill"] += prod / len(kids) * n_fill
+            leaves["milp"] += prod / len(kids) * n_milp
+        for c in order:
+            lp.fix(c, None)
+    n = max(out["dives"], 1)
+    out.update(order=order, depth=[x / n for x in depth], leaves_lp=leaves["lp"] / n, leaves_fill=leaves["fill"] / n,
+               leaves_milp=leaves["milp"] / n, milp_unknown=unknown, lps=lp.lps,
+               lp_ms=1000 * lp.seconds / max(lp.lps, 1), fill_tests=fills, fill_ms=1000 * fill_s / max(fills, 1),
+               milps=milps, milp_ms=1000 * milp_s / max(milps, 1))
+    return out
+
+
+class _Stop(Exception):
+    pass
+
+
+def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | None = None, step: float = 1e-5,
+           order: list[int] | None = None, probe_limit: float | None = None, stats: dict | None = None,
+           partial_fill: bool = False):
+    """The count-vector search itself, as an optimiser: depth-first over N (components in
+    ``order``, default fewest classes first), at the probe rate R = best x (1 + step). A
+    partial vector is cut when its CountLP is infeasible; a complete one when
+    :func:`fill_feasible` is False; a complete one left is re-optimised by
+    ``throughput.best_for_counts`` from the best rate (a placement found raises the incumbent,
+    and R with it: the LP is rebuilt at the new R, the cuts already made stay valid because
+    loads only grow with R); it is refuted when that search ends on an infeasible probe.
+    Returns (best rate, n, proven): ``proven`` means every count vector was cut or refuted at
+    the final R, i.e. no placement sustains best x (1 + step). A deadline, or a probe stopped
+    by ``probe_limit``, leaves it unproven."""
+    from .throughput import best_for_counts
+
+    stats = {} if stats is None else stats
+    for key in ("nodes", "leaves", "fill_cut", "milp_refuted", "incumbents"):
+        stats.setdefault(key, 0)
+    state = {"best": rate, "n": n, "undecided": 0}
+    R = rate * (1 + step)
+    caps = search_classes(d, R)
+    ks = {c: sorted(k for (cc, k) in caps if cc == c) for c in range(d.C)}
+    if classless(d.C, caps):
+        return rate, n, True
+    order = sorted(range(d.C), key=lambda c: len(ks[c])) if order is None else order
+    box = {"R": R, "caps": caps, "lp": CountLP(d, R, caps)}
+    N = [0] * d.C
+
+    def raise_rate(r: float, m, pos: int) -> None:
+        """A better placement: new incumbent, new R, the LP rebuilt with the path's fixings."""
+        state["best"], state["n"] = r, m
+        stats["incumbents"] += 1
+        stats["lps"] = stats.get("lps", 0) + box["lp"].lps
+        R2 = r * (1 + step)
+        full = class_caps(d, R2)
+        box["R"], box["caps"] = R2, {ck: u for ck, u in full.items() if ck in box["caps"]}
+        box["lp"] = CountLP(d, R2, box["caps"])
+        for c in order[:pos]:
+            if (c, N[c]) in box["caps"]:
+                box["lp"].fix(c, N[c])
+
+    def dfs(pos: int) -> None:
+        c = order[pos]
+        for k in ks[c]:
+            if deadline is not None and time.monotonic() > deadline:
+                raise _Stop
+            if (c, k) not in box["caps"] or any((o, N[o]) not in box["caps"] for o in order[:pos]):
+                continue  # the rate rose past this class
+            box["lp"].fix(c, k)
+            stats["nodes"] += 1
+            if partial_fill:
+                N[c] = k
+                box["lp"].fill_caps({o: N[o] for o in order[:pos + 1]})
+            if not box["lp"].feasible():
+                continue
+            N[c] = k
+            if pos < d.C - 1:
+                dfs(pos + 1)
+                continue
+            stats["leaves"] += 1
+            if not fill_feasible(d, N, box["R"], box["caps"]):
+                stats["fill_cut"] += 1
+                continue
+            best_before = state["best"]
+            r, m, proven = best_for_counts(d, list(N), best_before, deadline, step=step, probe_limit=probe_limit)
+            if m is not None and r > best_before:
+                raise_rate(r, m, pos)
+            if proven:
+                stats["milp_refuted"] += 1
+            else:
+                state["undecided"] += 1
+        box["lp"].fix(c, None)
+
+    try:
+        dfs(0)
+        done = True
+    except _Stop:
+        done = False
+    stats["undecided"] = state["undecided"]
+    stats["lps"] = stats.get("lps", 0) + box["lp"].lps
+    return state["best"], state["n"], done and state["undecided"] == 0
