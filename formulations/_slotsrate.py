@@ -766,8 +766,8 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
             lists[c] = ds
             continue
         tc = thread_counts(R, c, L, budget, dp[c], listing)
-        if tc is None:  # out of time: look for a plan only
-            return cut_search(listing, deadline)
+        if tc is None:  # the listing's time is spent: look for a plan only, its listings by a
+            return cut_search(part(0.4), deadline)  # fresh 40 % of the time left
         by_count[c] = tc
     comps = gather(lists, by_count)
     if comps is None:
@@ -901,8 +901,9 @@ def _pack(d, R, tables, L, comps, by_count, deadline):
             m.Add(sum(tot) <= capu * L - need)
 
     def solve(model, limit):
-        """CP-SAT on ``model``: "infeasible", "unknown", or ("feasible", plan) / "unknown" when
-        its solution does not pass ``valid`` after the fluid components are placed."""
+        """CP-SAT on ``model``: "infeasible", "unknown", ("feasible", plan), or "rejected" when
+        its solution does not pass ``valid`` after the fluid components are placed (the same
+        model would give the same solution again)."""
         # one worker, no LP: measured on Star 100 tuples/s at 6 slots (infeasible), 2.6 s against
         # 12-28 s for two workers or linearization levels 1-2 (load average 6 on 2 cores)
         solver = cp_model.CpSolver()
@@ -929,8 +930,8 @@ def _pack(d, R, tables, L, comps, by_count, deadline):
                     q = trial
                     break
             else:
-                return "unknown", None
-        return ("feasible", q) if valid(d, R, q) else ("unknown", None)
+                return "rejected", None
+        return ("feasible", q) if valid(d, R, q) else ("rejected", None)
 
     tl = None if deadline is None else deadline - time.monotonic()
     return ("unknown", None) if tl is not None and tl <= 0.05 else solve(m, tl)
@@ -941,7 +942,8 @@ def _pack_split(d, R, tables, L, comps, by_count, deadline):
     of the one with the most counts (least usage first), in rounds with a doubling time slice
     (the last undecided count gets all the time left): a count proven infeasible is dropped,
     the first plan ends the search, and when every count is dropped no plan exists (together
-    the models cover every Q_c of that component)."""
+    the models cover every Q_c of that component). A count whose solution fails ``valid`` is
+    dropped too, but then the answer is "unknown", never "infeasible"."""
     by = [{r.q: r for r in R[c]} for c in range(d.C)]
 
     def size(c, q, Q, attr):
@@ -950,10 +952,12 @@ def _pack_split(d, R, tables, L, comps, by_count, deadline):
 
     comps = [ds if ds is None else _undominated(c, ds, size) for c, ds in enumerate(comps)]
     if not by_count:
-        return _pack(d, R, tables, L, comps, by_count, deadline)
+        st, q = _pack(d, R, tables, L, comps, by_count, deadline)
+        return ("unknown", None) if st == "rejected" else (st, q)
     c0 = max(by_count, key=lambda c: len(by_count[c]))
     pending = sorted(by_count[c0], key=lambda e: e[1])
     step = 0.25
+    rejected = False  # a count whose model's solution failed ``valid``: it is neither a plan nor refuted
     while pending:
         undecided = []
         for entry in pending:
@@ -967,10 +971,10 @@ def _pack_split(d, R, tables, L, comps, by_count, deadline):
                 return st, q
             if st == "unknown":
                 undecided.append(entry)
+            rejected |= st == "rejected"  # not solved again: it would give the same solution
         pending = undecided
         step *= 2
-    return "infeasible", None
-
+    return ("unknown", None) if rejected else ("infeasible", None)
 
 
 def _fill(tc, res, L: int):

@@ -458,7 +458,7 @@ def test_packing_check_by_thread_count_agrees_with_bruteforce(monkeypatch):
     assert seen["infeasible"] >= 10 and seen["feasible"] >= 20, seen
 
 
-def test_packing_check_finds_plans_at_the_bound():
+def test_packing_check_finds_plans_at_the_bound(monkeypatch):
     """Star at 200 tuples/s and the shipped shukla-linear have plans on exactly their
     even-routing bound (12 and 5 slots; the full models found 15-16 and 6-7): the packing
     check finds them (table's distributions are described by thread count), and they pass the
@@ -468,6 +468,9 @@ def test_packing_check_finds_plans_at_the_bound():
     from formulations import _slotsrate as sr
     from formulations.slots import make_plan, prepare
 
+    counted = []
+    by_count = sr.thread_counts
+    monkeypatch.setattr(sr, "thread_counts", lambda *a: counted.append(a[1]) or by_count(*a))
     star = shukla_micro_dag("star", 200, nodes=8)
     star["params"] = {"slot_usage": "rate"}
     for inst, want in ((planner.load_instance(star), 12), (planner.load_instance("shukla-linear"), 5)):
@@ -475,7 +478,9 @@ def test_packing_check_finds_plans_at_the_bound():
         R = sr.rows(d)
         tables = sr.usage_tables(d, R, want)
         assert sr.even_bound(d, R, want, tables=tables) == want
+        counted.clear()
         st, q = sr.packing_check(d, R, tables, want, time.monotonic() + 60)
+        assert counted, "the thread-count path was not taken"
         assert st == "feasible" and len({s for (_, s) in q}) == want
         ev = planner.evaluate(inst, make_plan(d, q), "slots")
         assert ev["feasible"], ev["violations"]
@@ -519,3 +524,33 @@ def test_packing_check_by_thread_count_proves_star_100(monkeypatch):
     st, q = sr.packing_check(d, R, tables, 7, time.monotonic() + 60)
     assert st == "feasible" and len({s for (_, s) in q}) == 7
     assert planner.evaluate(planner.load_instance(inst), make_plan(d, q), "slots")["feasible"]
+
+
+def test_packing_check_with_rejected_solutions_ends_unknown(monkeypatch):
+    """When every plan the packing models give fails the exact check (``valid``), the check
+    says "unknown", never "infeasible", and ends without a time limit (a rejected count is not
+    solved again: the same model gives the same solution)."""
+    import threading
+
+    from formulations import _slotsrate as sr
+
+    monkeypatch.setattr(sr, "distributions", lambda *a, **k: None)  # every component by thread count
+    monkeypatch.setattr(sr, "valid", lambda *a, **k: False)  # every plan rejected
+    done = 0
+    for seed, inst, ref, d, R in _decided(40):
+        if ref.status != Status.OPTIMAL:
+            continue
+        n = int(ref.objective)
+        if n > d.S:
+            continue
+        tables = sr.usage_tables(d, R, d.S)
+        out = []
+        t = threading.Thread(target=lambda: out.append(sr.packing_check(d, R, tables, n, None)), daemon=True)
+        t.start()
+        t.join(60)
+        assert out, f"seed {seed}: the packing check did not end"
+        assert out[0] == ("unknown", None), (seed, out[0])
+        done += 1
+        if done == 8:
+            break
+    assert done == 8
