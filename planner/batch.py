@@ -712,6 +712,7 @@ def check_master_reachable(master: str, timeout: float = 3.0) -> None:
     problems = []
     for hostport in master[len("spark://"):].split(","):
         host, _, port = hostport.strip().rpartition(":")
+        host = host.strip("[]")  # spark://[::1]:7077
         if not host or not port.isdigit():
             raise InstanceError("--master", f"{master!r}: expected spark://HOST:PORT[,HOST:PORT...], got {hostport!r}")
         try:
@@ -942,6 +943,8 @@ def run_batch(instances: str | Path | list[Instance], problem: str, methods: lis
     have = done_keys(out)
     todo = [r for r in all_runs if r["run_key"] not in have]
     summary = BatchSummary(out=str(out), total=len(all_runs), skipped=len(all_runs) - len(todo))
+    if todo and sc is None:
+        check_master_reachable(master)  # before the invocation is logged as a batch
     batch_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     _log_invocation(out, batch_id, instances, problem, methods, reference, time_limit, master, len(todo), summary.skipped)
     print(f"planner batch: {len(all_runs)} runs ({len(batch_instances)} instances x {len(all_runs) // max(1, len(batch_instances))}"
@@ -953,7 +956,6 @@ def run_batch(instances: str | Path | list[Instance], problem: str, methods: lis
         if own_sc:
             extra = [str(Path(importlib.import_module(m).__file__).resolve().parent.parent if "." in m
                          else Path(importlib.import_module(m).__file__).resolve().parent) for m in imports]
-            check_master_reachable(master)
             sc = spark_context(master, conf=spark_conf, extra_paths=extra)
         try:
             if own_sc and not master.startswith("local"):
@@ -969,7 +971,10 @@ def run_batch(instances: str | Path | list[Instance], problem: str, methods: lis
         except Exception as e:
             if not _spark_stopped(sc):
                 raise
-            _write_results(out)  # keep what finished before Spark went away
+            try:
+                _write_results(out)  # the finished rows in results.parquet too (they are in runs/)
+            except Exception:
+                pass
             raise BatchError(f"Spark stopped the application at {master} before the batch finished "
                              f"({type(e).__name__}); Spark's log above says why (for a standalone master: "
                              f"is it still up, and does it have workers?). Finished runs are kept in {out}; "

@@ -490,6 +490,7 @@ def test_unreachable_standalone_master_is_a_clear_error_at_once(tmp_path, capsys
     assert f"--master: cannot connect to the Spark master spark://127.0.0.1:{port}" in err
     assert "Traceback" not in err
     assert time.monotonic() - t0 < 30  # no Spark start-up, no minute of retries
+    assert not (tmp_path / "out" / "batches.jsonl").exists()  # not logged as a batch
     assert main(["batch", "--instances", "gen:ras-random:count=2,seed=1", "--problem", "network",
                  "--methods", "storm.even", "--out", str(tmp_path / "out"), "--master", "spark://nohostport"]) == 2
     assert "expected spark://HOST:PORT" in capsys.readouterr().err
