@@ -125,11 +125,13 @@ def relaxations(limit: float, probe_limit: float, bp_limit: float) -> None:
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}; total wall time {time.time() - t0:.0f} s")
 
 
+SHAPES = {"hetero6": ("hetero", 6, 6), "hetero8": ("hetero", 8, 10), "tiny5": ("tiny", 5, 5), "hetero5": ("hetero", 5, 5)}
+
+
 def enumeration(cases: list[str], rates: dict[str, float], dives: int, budget: float, partial_fill: bool) -> None:
     from formulations import _tputenum as EN
     from formulations.throughput import prepare
 
-    shapes = {"hetero6": ("hetero", 6, 6), "hetero8": ("hetero", 8, 10), "tiny5": ("tiny", 5, 5)}
     print(f"load average at start: {os.getloadavg()[0]:.2f}; node LP capacities: "
           + ("whole-instance fill (CountLP.fill_caps)" if partial_fill else "cap_j") + "\n")
     print("| instance | probe rate R | classes (range product) | dives | est. vectors not cut by the LP, by depth "
@@ -137,7 +139,7 @@ def enumeration(cases: list[str], rates: dict[str, float], dives: int, budget: f
     print("|---|---|---|---|---|---|---|---|")
     t0 = time.time()
     for name in cases:
-        fam, comps, machines = shapes[name]
+        fam, comps, machines = SHAPES[name]
         d = prepare(planner.load_instance(instance(fam, comps, machines)))
         R = rates[name] * (1 + 1e-5)
         t1 = time.time()
@@ -162,13 +164,12 @@ def count_search(cases: list[str], limit: float, start_bp: float | None = None) 
     from formulations import _tputenum as EN
     from formulations import throughput as T
 
-    shapes = {"hetero6": ("hetero", 6, 6), "hetero8": ("hetero", 8, 10), "tiny5": ("tiny", 5, 5), "hetero5": ("hetero", 5, 5)}
     print(f"load average at start: {os.getloadavg()[0]:.2f}\n")
     print("| instance | start | search: rate, status | nodes (LPs) | complete N: reached / cut by fill / refuted by MILP "
           "| incumbents | evaluator | seconds (start + search) |")
     print("|---|---|---|---|---|---|---|---|")
     for name in cases:
-        fam, comps, machines = shapes[name]
+        fam, comps, machines = SHAPES[name]
         inst = instance(fam, comps, machines)
         d = T.prepare(planner.load_instance(inst))
         t0 = time.time()
@@ -215,11 +216,17 @@ def main() -> None:
     ap.add_argument("--start-bp", type=float, default=None, help="--search: start from bp_probe's placement at this rate")
     a = ap.parse_args()
     if a.search:
-        count_search([x for x in a.search.split(",") if x], a.search_limit, a.start_bp)
+        names = [x for x in a.search.split(",") if x]
+        if set(names) - set(SHAPES):
+            ap.error(f"--search: unknown case(s) {sorted(set(names) - set(SHAPES))}; known: {', '.join(SHAPES)}")
+        count_search(names, a.search_limit, a.start_bp)
         return
     if a.enumeration:
-        enumeration([x for x in a.cases.split(",") if x], {"hetero6": a.rate6, "hetero8": a.rate8, "tiny5": a.rate5},
-                    a.dives, a.budget, a.partial_fill)
+        rates = {"hetero6": a.rate6, "hetero8": a.rate8, "tiny5": a.rate5}
+        names = [x for x in a.cases.split(",") if x]
+        if set(names) - set(rates):
+            ap.error(f"--cases: unknown case(s) {sorted(set(names) - set(rates))}; known: {', '.join(rates)}")
+        enumeration(names, rates, a.dives, a.budget, a.partial_fill)
         return
     if a.relaxations:
         relaxations(a.limit, a.probe_limit, a.bp_limit)
