@@ -192,7 +192,11 @@ class WorkerSearch:
         return X
 
     def _swap(self, X, Y, S, D, A, dl, tries: int = 64) -> bool:
-        """The best improving feasible swap (among the ``tries`` best by gain); applied in place."""
+        """The best improving feasible swap (among the ``tries`` best by gain); applied in place.
+        None are tried past 5e6 (worker, worker, group, group) entries: the arrays below would
+        take seconds and hundreds of MB per call (200x20x64: 2 s, 0.7 GB)."""
+        if (self.Wn * self.K) ** 2 > 5e6:
+            return False
         on = X > 0
         Dm = S[None, :, :] - S[:, None, :]
         # gain[w1, w2, g, h] = Dm[w1, w2, g] + Dm[w2, w1, h] - 2 A[g, h] dl[w1, w2]
@@ -375,7 +379,7 @@ def search_network(pm, edges, starts_plans: list, budget: float, seed: int = 0, 
                 starts.append(X)
     rng = random.Random(seed)
     for i in range(3):  # the fills count against the budget (the first one if there is no start)
-        if starts and time.monotonic() - t0 >= budget / 2:
+        if (starts and time.monotonic() - t0 >= budget / 2) or (i > 0 and time.monotonic() - t0 >= budget):
             break
         X = ws.greedy(None if i == 0 else rng)
         if X is not None:

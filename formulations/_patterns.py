@@ -1482,7 +1482,11 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
         got = _two_rack_splits(pm, racks, rack_f, fams, duals, ub, maxrc, s, edges, z_best + need, model.deadline)
         if isinstance(got, str):
             st["two_rack_splits_gave_up"] = got
-            if not use_table:
+            # the table only when the split search stopped at its state cap and the table's
+            # build still fits the time now left (the search may have used what was measured)
+            left = math.inf if model.deadline is None else model.deadline - time.monotonic()
+            if not use_table or got.startswith("time") or not all(
+                    isinstance(rt, RackTable) or _rack_box(pm, ri) / 2e6 <= 0.8 * left for ri, rt in zip(racks, rts)):
                 return None
             got = None
     if got is None:
@@ -1904,6 +1908,8 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
                     bs = bs + lam * rows[r][1][alive]
                 b = np.empty(len(alive))
                 for i in range(0, len(alive), step):
+                    if deadline is not None and time.monotonic() > deadline:  # a level's bound can take seconds
+                        return f"time limit at group {j}"
                     b[i:i + step] = bs[i:i + step] + (sl[i:i + step] @ C.T + cc[None, :]).max(axis=1)
                 bnd[alive] = np.minimum(bnd[alive], b)
                 alive = alive[bnd[alive] > thr]

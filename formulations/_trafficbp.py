@@ -226,11 +226,11 @@ class TrafficBP:
         self.tis = [ti for ti, _ in pm.topos]
         self.s = np.array([g.size for g in G], dtype=float)
         self.S = np.array([pm.S[ti] for ti in self.tis], dtype=float)
-        if fams is not None and one_worker and not fams[0].one_worker:  # filtered from the full tables
+        if fams and one_worker and not fams[0].one_worker:  # filtered from the full tables
             self.classes = [fm.cls for fm in fams]
             self.fams = [_Fam(pm, fm.cls, pairs, limit, True, deadline, full=fm) for fm in fams]
         elif fams is not None:  # another search's tables (same instance, same one_worker): read-only
-            if fams[0].one_worker != one_worker:
+            if fams and fams[0].one_worker != one_worker:
                 raise ValueError("full tables cannot be made from one-worker tables")
             self.classes, self.fams = [fm.cls for fm in fams], fams
         else:

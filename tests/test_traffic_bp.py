@@ -378,8 +378,10 @@ def test_one_worker_plan_is_a_phase1_optimum_without_inter_worker_excess():
         z1 = out["value"]
         pat, _ = patterns.build_traffic(base, pairs, None, 1)
         run = Run(inst, "traffic", "exact.cpsat", None, None, None, True, 0)
-        plan, none_exists = _one_worker_plan(run, base, pat, pairs, z1)
+        plan, none_exists = _one_worker_plan(run, base, pat, pairs, z1, phase1=bp)  # as traffic.py calls it
         assert (plan is None) == none_exists, size  # without a clock the search finds one or proves there is none
+        alone, none_alone = _one_worker_plan(run, base, pat, pairs, z1)  # its own tables: the same answer
+        assert none_alone == none_exists, size
         if plan is None:
             continue
         found += 1
