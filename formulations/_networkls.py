@@ -275,32 +275,10 @@ class WorkerSearch:
         """Iterated local search from each feasible start: the best (value, X) found. Stops at
         the budget, at ``target`` (e.g. a proven upper bound) or after ``patience`` kicks
         without gain."""
-        deadline = time.monotonic() + budget
-        rng = random.Random(seed)
-        best: tuple[float, np.ndarray] | None = None
-        for X in starts:
-            if time.monotonic() >= deadline and best is not None:
-                break
-            X = self.descend(X, deadline)
-            v = self.value(X)
-            if best is None or v > best[0] + TOL:
-                best = (v, X)
-        if best is None:
-            return None
-        cur = best
-        stall = 0
-        goal = target - 1e-9 * max(1.0, abs(target)) if math.isfinite(target) else math.inf
-        self.kicks = 0
-        while time.monotonic() < deadline and best[0] < goal and stall < patience:
-            Xn = self.descend(self.kick(cur[1], rng, rng.randint(2, 2 + min(8, stall // 10))), deadline)
-            self.kicks += 1
-            v = self.value(Xn)
-            if v > best[0] + TOL:
-                best, stall = (v, Xn), 0
-            else:
-                stall += 1
-            cur = (v, Xn) if v >= cur[0] - TOL or rng.random() < 0.05 else best
-        return best
+        from ._trafficls import iterated_local_search
+
+        return iterated_local_search(self, starts, budget, seed, target, patience, kick_cap=8, kick_every=10,
+                                     worse=0.05, tol=TOL, every_start=True)
 
     # --- conversions ---------------------------------------------------------------------------
     def from_plan(self, plan) -> np.ndarray | None:

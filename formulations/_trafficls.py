@@ -194,30 +194,8 @@ class NodeSearch:
             patience: int = 5000) -> tuple[float, np.ndarray] | None:
         """Iterated local search from each feasible start; the best (value, Y). Stops at the
         budget, at ``target`` (a proven upper bound) or after ``patience`` kicks without gain."""
-        deadline = time.monotonic() + budget
-        rng = random.Random(seed)
-        best: tuple[float, np.ndarray] | None = None
-        for Y in starts:
-            if time.monotonic() >= deadline:
-                break
-            Y = self.descend(Y, deadline)
-            v = self.value(Y)
-            if best is None or v > best[0] + 1e-9:
-                best = (v, Y)
-        if best is None:
-            return None
-        cur = best
-        stall = 0
-        goal = target - 1e-9 * max(1.0, abs(target)) if math.isfinite(target) else math.inf
-        while time.monotonic() < deadline and best[0] < goal and stall < patience:
-            Z = self.descend(self.kick(cur[1], rng, rng.randint(2, 2 + min(6, stall // 5))), deadline)
-            v = self.value(Z)
-            if v > best[0] + 1e-9:
-                best, stall = (v, Z), 0
-            else:
-                stall += 1
-            cur = (v, Z) if v >= cur[0] - 1e-9 or rng.random() < 0.1 else best
-        return best
+        return iterated_local_search(self, starts, budget, seed, target, patience, kick_cap=6, kick_every=5,
+                                     worse=0.1, tol=1e-9, every_start=False)
 
     # --- conversions -------------------------------------------------------------------------
     def from_plan(self, plan) -> np.ndarray | None:
@@ -366,3 +344,39 @@ def phase2_free_search(pm, model, pairs, total: float, z1: float, deadline: floa
         if accept(plan):
             return plan
     return None
+
+
+def iterated_local_search(ls, starts: list, budget: float, seed: int, target: float, patience: int,
+                          kick_cap: int, kick_every: int, worse: float, tol: float, every_start: bool):
+    """The iterated local search of ``NodeSearch`` (traffic) and ``_networkls.WorkerSearch``
+    (network) over ``ls``'s ``descend(state, deadline)``, ``kick(state, rng, moves)`` and
+    ``value(state)``: descend from each start (``every_start``: at least one past the budget),
+    then from the current state kicked by 2 .. 2 + min(kick_cap, stall // kick_every) random
+    moves; a worse result becomes current with probability ``worse``, else the best does.
+    Returns the best (value, state), or None when no start was descended. Stops at the
+    budget, at ``target`` (a proven upper bound, less 1e-9 relative) or after ``patience``
+    kicks without a gain over ``tol``."""
+    deadline = time.monotonic() + budget
+    rng = random.Random(seed)
+    best = None
+    for X in starts:
+        if time.monotonic() >= deadline and (best is not None or not every_start):
+            break
+        X = ls.descend(X, deadline)
+        v = ls.value(X)
+        if best is None or v > best[0] + tol:
+            best = (v, X)
+    if best is None:
+        return None
+    cur = best
+    stall = 0
+    goal = target - 1e-9 * max(1.0, abs(target)) if math.isfinite(target) else math.inf
+    while time.monotonic() < deadline and best[0] < goal and stall < patience:
+        Xn = ls.descend(ls.kick(cur[1], rng, rng.randint(2, 2 + min(kick_cap, stall // kick_every))), deadline)
+        v = ls.value(Xn)
+        if v > best[0] + tol:
+            best, stall = (v, Xn), 0
+        else:
+            stall += 1
+        cur = (v, Xn) if v >= cur[0] - tol or rng.random() < worse else best
+    return best

@@ -338,16 +338,17 @@ def test_even_bound_proves_the_micro_dags_at_100():
         assert sr.even_bound(d, R, 12) == opt
 
 
-def test_packing_check_agrees_with_bruteforce():
-    """The packing check never calls a slot count below brute force's optimum feasible nor the
-    optimum itself infeasible; every plan it returns passes the evaluator and has exactly L
-    slots; on these instances it decides most counts (not always "unknown")."""
+def _packing_against_bruteforce(cases) -> dict:
+    """Runs the packing check at every slot count up to brute force's optimum n on each case
+    (seed, instance, brute-force result, prepared instance, rows): never "feasible" below n nor
+    "infeasible" at n, and every plan has exactly L slots and passes ``valid`` and the
+    evaluator. Returns how often each answer came."""
     from formulations import _slotsrate as sr
     from formulations.slots import make_plan
     from planner.model import parse_instance
 
     seen = {"infeasible": 0, "feasible": 0, "unknown": 0}
-    for seed, inst, ref, d, R in _decided(40):
+    for seed, inst, ref, d, R in cases:
         n = int(ref.objective) if ref.status == Status.OPTIMAL else d.S + 1
         tables = sr.usage_tables(d, R, d.S)
         for L in range(1, min(n, d.S) + 1):
@@ -361,6 +362,14 @@ def test_packing_check_agrees_with_bruteforce():
                 assert len({s for (_, s) in q}) == L and sr.valid(d, R, q)
                 ev = planner.evaluate(parse_instance(inst), make_plan(d, q), "slots")
                 assert ev["feasible"], (seed, ev["violations"])
+    return seen
+
+
+def test_packing_check_agrees_with_bruteforce():
+    """The packing check never calls a slot count below brute force's optimum feasible nor the
+    optimum itself infeasible; every plan it returns passes the evaluator and has exactly L
+    slots; on these instances it decides most counts (not always "unknown")."""
+    seen = _packing_against_bruteforce(_decided(40))
     assert seen["infeasible"] >= 10 and seen["feasible"] >= 10, seen
 
 
@@ -423,8 +432,6 @@ def test_packing_check_by_thread_count_agrees_with_bruteforce(monkeypatch):
     the optimum infeasible, also with an incompatible pair; its plans pass the evaluator with
     exactly L slots; and it decides counts both ways."""
     from formulations import _slotsrate as sr
-    from formulations.slots import make_plan
-    from planner.model import parse_instance
 
     def apart(n: int):
         """The instances with three components, the last two kept out of one slot."""
@@ -440,21 +447,7 @@ def test_packing_check_by_thread_count_agrees_with_bruteforce(monkeypatch):
     import itertools
 
     monkeypatch.setattr(sr, "distributions", lambda *a, **k: None)  # every listing "too long"
-    seen = {"infeasible": 0, "feasible": 0, "unknown": 0}
-    for seed, inst, ref, d, R in itertools.chain(_decided(40), apart(40)):
-        n = int(ref.objective) if ref.status == Status.OPTIMAL else d.S + 1
-        tables = sr.usage_tables(d, R, d.S)
-        for L in range(1, min(n, d.S) + 1):
-            st, q = sr.packing_check(d, R, tables, L, None)
-            seen[st] += 1
-            if L < n:
-                assert st != "feasible", (seed, L, n)
-            else:
-                assert st != "infeasible", (seed, L, n)
-            if st == "feasible":
-                assert len({s for (_, s) in q}) == L and sr.valid(d, R, q)
-                ev = planner.evaluate(parse_instance(inst), make_plan(d, q), "slots")
-                assert ev["feasible"], (seed, ev["violations"])
+    seen = _packing_against_bruteforce(itertools.chain(_decided(40), apart(40)))
     assert seen["infeasible"] >= 10 and seen["feasible"] >= 20, seen
 
 

@@ -46,14 +46,20 @@ def _two_classes(e, c, n, seed):
     return parse_instance(d)
 
 
+def _bp_cases(n: int):
+    """(seed, instance, model, pairs, constant) for the small random traffic instances among
+    seeds 0..n-1 that have pairs and that the configuration model handles."""
+    for seed in range(n):
+        inst = parse_instance(small_random("traffic", seed))
+        base, pairs, const = _setup(inst)
+        if pairs and patterns.applicable(base, "traffic") is None:
+            yield seed, inst, base, pairs, const
+
+
 def test_branch_and_price_matches_brute_force_without_an_incumbent():
     # no seeded incumbent: every plan the search returns comes from its own integral nodes
     checked = classes = 0
-    for seed in range(40):
-        inst = parse_instance(small_random("traffic", seed))
-        base, pairs, const = _setup(inst)
-        if not pairs or patterns.applicable(base, "traffic") is not None:
-            continue
+    for seed, inst, base, pairs, const in _bp_cases(40):
         ref = planner.solve(inst, "traffic", "exact.bruteforce")
         bp = TrafficBP(base, pairs, None)
         out = bp.run()
@@ -75,11 +81,7 @@ def test_screened_branching_agrees_with_plain_strong_branching_and_brute_force()
     # screen=32 (default) ranks up to 32 candidates by their children's restricted LPs before
     # strong branching; screen=0 is the old rule. Same proven optimum, plans pass the evaluator
     screened = 0
-    for seed in range(40):
-        inst = parse_instance(small_random("traffic", seed))
-        base, pairs, const = _setup(inst)
-        if not pairs or patterns.applicable(base, "traffic") is not None:
-            continue
+    for seed, inst, base, pairs, const in _bp_cases(40):
         ref = planner.solve(inst, "traffic", "exact.bruteforce")
         if ref.status.value != "optimal":
             continue
@@ -252,11 +254,7 @@ def test_one_worker_tables_are_the_rows_one_worker_per_topology_can_hold():
     import numpy as np
 
     checked = 0
-    for seed in range(30):
-        inst = parse_instance(small_random("traffic", seed))
-        base, pairs, _ = _setup(inst)
-        if not pairs or patterns.applicable(base, "traffic") is not None:
-            continue
+    for seed, inst, base, pairs, _ in _bp_cases(30):
         full = TrafficBP(base, pairs, None)
         one = TrafficBP(base, pairs, None, one_worker=True)
         # filtered from the full tables (as _one_worker_plan does after phase 1): the same rows,
