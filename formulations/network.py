@@ -168,7 +168,9 @@ def _local_search(run: Run, base: PlacementModel, pat, info: dict, seed: Plan | 
     if run.time_limit is not None:
         budget = min(budget, run.time_limit / 20)
     t0 = time.monotonic()
-    found = _networkls.search_network(base, info["edges"], [seed], budget, seed=run.seed)
+    # target: the metric is never below 0, so a plan at 0 ends the search (small instances
+    # often have one; without the target they paid the whole 0.05 s floor)
+    found = _networkls.search_network(base, info["edges"], [seed], budget, seed=run.seed, target=info["const"])
     det["local_search_s"] = round(time.monotonic() - t0, 2)
     if found is None:
         return start
