@@ -791,16 +791,25 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     return _pack_split(d, R, tables, L, comps, by_count, deadline)
 
 
+def _sizer(R, C: int):
+    """size(c, q, Q, attr): the usage (attr "cpu" or "mem", % of a slot) of one group of
+    component c on the row with q threads when c has Q threads in all: a_attr / Q for a
+    rate-scaled row, the row's own attr for a constant one."""
+    by = [{r.q: r for r in R[c]} for c in range(C)]
+
+    def size(c, q, Q, attr):
+        r = by[c][q]
+        return getattr(r, "a_" + attr) / Q if r.scaled and Q else getattr(r, attr)
+
+    return size
+
+
 def _pack(d, R, tables, L, comps, by_count, deadline):
     """``packing_check``'s CP-SAT model over the listed distributions ``comps`` (None for a
     component described by thread count, ``by_count[c]``: see ``thread_counts``)."""
     from ortools.sat.python import cp_model
 
-    by = [{r.q: r for r in R[c]} for c in range(d.C)]
-
-    def size(c, q, Q, attr):
-        r = by[c][q]
-        return getattr(r, "a_" + attr) / Q if r.scaled and Q else getattr(r, attr)
+    size = _sizer(R, d.C)
 
     # "fluid" components (every group under 1 % CPU and memory): only their least total usage
     # is kept, against the slots' total free room (a relaxation); they are placed afterwards
@@ -944,11 +953,7 @@ def _pack_split(d, R, tables, L, comps, by_count, deadline):
     the first plan ends the search, and when every count is dropped no plan exists (together
     the models cover every Q_c of that component). A count whose solution fails ``valid`` is
     dropped too, but then the answer is "unknown", never "infeasible"."""
-    by = [{r.q: r for r in R[c]} for c in range(d.C)]
-
-    def size(c, q, Q, attr):
-        r = by[c][q]
-        return getattr(r, "a_" + attr) / Q if r.scaled and Q else getattr(r, attr)
+    size = _sizer(R, d.C)
 
     comps = [ds if ds is None else _undominated(c, ds, size) for c, ds in enumerate(comps)]
     if not by_count:
@@ -1018,11 +1023,10 @@ def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries
     import random
 
     rnd = random.Random(seed)
-    by = [{r.q: r for r in R[c]} for c in range(d.C)]
+    sz = _sizer(R, d.C)
 
     def size(c, q, Q):
-        r = by[c][q]
-        return (r.a_cpu / Q, r.a_mem / Q) if r.scaled and Q else (r.cpu, r.mem)
+        return sz(c, q, Q, "cpu"), sz(c, q, Q, "mem")
 
     listed = []  # per listed component: its distributions as group lists, least CPU first
     for c, ds in enumerate(comps):

@@ -253,7 +253,8 @@ def estimate(d: TPData, R: float, dives: int, deadline: float | None = None, ord
                 if ok:
                     n_fill += 1
                     t = time.perf_counter()
-                    st, _ = fixed_n_probe(d, N, R, leaf_probe_limit)
+                    left = leaf_probe_limit if deadline is None else max(0.05, min(leaf_probe_limit, deadline - time.monotonic()))
+                    st, _ = fixed_n_probe(d, N, R, left)
                     milp_s += time.perf_counter() - t
                     milps += 1
                     if st != "infeasible":
