@@ -343,8 +343,9 @@ class WorkerSearch:
 def search_network(pm, edges, starts_plans: list, budget: float, seed: int = 0, target: float = math.inf,
                    value_const: float = 0.0):
     """Iterated local search from the given plans (those that fit) and three greedy fills:
-    (co-location value + value_const, plan), or None. ``target``: stop once reached (the
-    configuration LP's bound, in the same terms). No optimality claim."""
+    (co-location value + value_const, plan), or None. ``target``: stop once reached (an upper
+    bound on that value in the same terms: network passes the one of metric 0). No
+    optimality claim."""
     t0 = time.monotonic()
     ws = WorkerSearch(pm, edges)
     if ws.Wn == 0:
