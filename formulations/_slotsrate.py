@@ -108,11 +108,13 @@ def q_bounds(d, R, c: int) -> tuple[int, int]:
     return lo, max(lo, hi)
 
 
-def usage(d, R, q: dict[tuple[int, int], int]) -> list[tuple[float, float]] | None:
+def usage(d, R, q: dict[tuple[int, int], int], partial: bool = False) -> list[tuple[float, float]] | None:
     """Per used slot (CPU %, memory %) of allocation ``q`` under rate usage, or None when a
-    group breaks its rate condition, its pins, max_per_node or an incompatible pair."""
+    group breaks its rate condition, its pins, max_per_node or an incompatible pair, or when
+    a component has no thread (``partial``: components with none are left out, for a plan
+    being built)."""
     Q = [sum(x for (c, _), x in q.items() if c == cc) for cc in range(d.C)]
-    if any(x < 1 for x in Q):
+    if not partial and any(x < 1 for x in Q):
         return None
     by = [{r.q: r for r in R[c]} for c in range(d.C)]
     per_node = {}
@@ -145,10 +147,10 @@ def usage(d, R, q: dict[tuple[int, int], int]) -> list[tuple[float, float]] | No
     return out
 
 
-def valid(d, R, q) -> bool:
+def valid(d, R, q, partial: bool = False) -> bool:
     """Does ``q`` pass the evaluator's slot rule under rate usage (with a margin inside its
-    1e-6 tolerance)?"""
-    u = usage(d, R, q)
+    1e-6 tolerance)? ``partial``: for the components ``q`` places (see ``usage``)."""
+    u = usage(d, R, q, partial)
     return u is not None and all(a <= 100 * (1 + CHECK_TOL) and b <= 100 * (1 + CHECK_TOL) for a, b in u)
 
 
@@ -935,7 +937,7 @@ def _pack(d, R, tables, L, comps, by_count, deadline):
                     continue
                 trial = dict(q)
                 trial.update({(c, b): qq for b, qq in zip(range(L - 1, -1, -1), groups)})  # least loaded first
-                if valid(d, R, trial):
+                if valid(d, R, trial, partial=True):  # the fluid components after c are not placed yet
                     q = trial
                     break
             else:

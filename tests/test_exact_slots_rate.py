@@ -547,3 +547,49 @@ def test_packing_check_with_rejected_solutions_ends_unknown(monkeypatch):
         if done == 8:
             break
     assert done == 8
+
+
+def test_packing_check_places_two_fluid_components(monkeypatch):
+    """Two components whose every group is under 1 % of a slot ("fluid": packed by volume,
+    placed after the solve): the check finds a plan at brute force's optimum, with exactly that
+    many slots, passing the evaluator; none below it. (Placing the first fluid component used to
+    be checked as a whole plan, which fails while the second is unplaced: "unknown".)"""
+    from formulations import _slotsrate as sr
+    from formulations.slots import make_plan
+    from planner.model import parse_instance
+
+    fluid_cases = []
+    pack = sr._pack
+
+    def spy(d, R, tables, L, comps, by_count, deadline):
+        size = sr._sizer(R, d.C)
+        n_fluid = sum(1 for c, ds in enumerate(comps) if ds is not None and len(ds) > 1 and all(
+            size(c, q, Q, a) < 1.0 for dd in ds for q, Q, _ in dd for a in ("cpu", "mem")))
+        out = pack(d, R, tables, L, comps, by_count, deadline)
+        if n_fluid >= 2:
+            fluid_cases.append(out[0])
+        return out
+
+    monkeypatch.setattr(sr, "_pack", spy)
+    checked = 0
+    for seed in range(30):
+        inst = rate_tiny(seed)
+        if len(inst["topologies"][0]["components"]) != 3:
+            continue
+        for m in inst["perf_models"][1:]:  # the two bolts become tiny
+            for p in m["points"]:
+                p["cpu"], p["memory"] = round(p["cpu"] / 120, 3), round(p["memory"] / 120, 3)
+        ref = planner.solve(inst, "slots", "exact.bruteforce")
+        if ref.status != Status.OPTIMAL:
+            continue
+        d, R = _prepared(inst)
+        n = int(ref.objective)
+        tables = sr.usage_tables(d, R, d.S)
+        for L in range(1, min(n, d.S) + 1):
+            st, q = sr.packing_check(d, R, tables, L, None)
+            assert (st == "feasible") if L == n else (st != "feasible"), (seed, L, n, st)
+        assert len({s for (_, s) in q}) == n
+        ev = planner.evaluate(parse_instance(inst), make_plan(d, q), "slots")
+        assert ev["feasible"], (seed, ev["violations"])
+        checked += 1
+    assert checked >= 8 and fluid_cases.count("feasible") >= 2, (checked, fluid_cases)
