@@ -32,6 +32,8 @@ import time
 
 import numpy as np
 
+from ._patterns import stream_matrix
+
 TOL = 1e-9
 
 
@@ -50,11 +52,7 @@ class WorkerSearch:
         self.nrack = np.array(pm.node_rack, dtype=np.int64)
         self.R = int(self.nrack.max()) + 1 if self.N else 0
         self.wrack = self.nrack[self.wnode] if self.Wn else np.zeros(0, dtype=np.int64)
-        A = np.zeros((K, K))
-        for (a, b), w in edges.items():
-            A[a, b] += w
-            A[b, a] += w
-        self.A = A
+        self.A = stream_matrix(K, edges)
         self.size = np.array([g.size for g in G], dtype=np.int64)
         self.topo = np.array([g.ti for g in G], dtype=np.int64)
         self.cpu = np.array([g.comp.cpu for g in G], dtype=float)

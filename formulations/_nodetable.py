@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ._patterns import Column, worker_patterns
+from ._patterns import Column, stream_matrix, worker_patterns
 
 NEG = -np.inf
 RACK_CHUNK = 1 << 20  # codes per chunk of a rack table's build (RackTable._contents)
@@ -150,11 +150,7 @@ class NodeTable:
         keep[keep] = self._row(P[keep] @ mult) >= 0  # a content the node cannot hold alone is never used
         P = P[keep]
         pats = [p for p, kk in zip(pats, keep) if kk]
-        A0 = np.zeros((K, K))
-        for (a, b), w in edges.items():
-            A0[a, b] += w
-            A0[b, a] += w
-        A = A0[np.ix_(perm, perm)]
+        A = stream_matrix(K, edges)[np.ix_(perm, perm)]
         Pf = P.astype(np.float64)
         co_p = 0.5 * np.einsum("ik,kl,il->i", Pf, A, Pf)
         self.P, self.co_p, self.pats, self.pcodes = P, co_p, pats, P @ mult

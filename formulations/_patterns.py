@@ -44,6 +44,16 @@ from ._linmodel import LinModel, Solution, solve_model
 EPS = 1e-9
 
 
+def stream_matrix(K: int, edges: dict) -> np.ndarray:
+    """The symmetric K x K matrix of stream weights (or traffic rates) between groups, from
+    ``edges`` {(a, b): w}; both directions of a pair add up."""
+    A = np.zeros((K, K))
+    for (a, b), w in edges.items():
+        A[a, b] += w
+        A[b, a] += w
+    return A
+
+
 @dataclass
 class Column:
     family: int
@@ -764,11 +774,7 @@ class NodeHeuristic:
         self.P = P[keep]
         self.pats = [p for p, k in zip(pats, keep) if k]
         self.cap = cap
-        A = np.zeros((K, K))
-        for (a, b), w in edges.items():
-            A[a, b] += w
-            A[b, a] += w
-        self.A = A
+        self.A = A = stream_matrix(K, edges)
         self.cpu = np.array([g.comp.cpu for g in G])
         self.mem = np.array([g.comp.memory_mb for g in G])
         self.co = 0.5 * np.einsum("ik,kl,il->i", self.P, A, self.P)  # co(p) per worker content
@@ -842,11 +848,7 @@ class RackHeuristic:
         self.dem = np.array([[int(round(g.comp.cpu * 1000)) for g in G],
                              [int(round(g.comp.memory_mb * 1000)) for g in G]], dtype=np.int64)  # (2, K)
         self.lim = np.array([cap_cpu, cap_mem], dtype=np.int64)
-        A = np.zeros((K, K))
-        for (a, b), w in edges.items():
-            A[a, b] += w
-            A[b, a] += w
-        self.A = A
+        self.A = stream_matrix(K, edges)
         self.edges = edges
         rng = np.random.default_rng(seed)
         self.starts = (rng.random((starts, K)) < 0.5) * self.cap[None, :]

@@ -33,11 +33,9 @@ class NodeSearch:
         self.K = len(G)
         self.nodes = [ni for ni, n in enumerate(pm.nodes) if n.slots]
         self.N = len(self.nodes)
-        A = np.zeros((self.K, self.K))
-        for (a, b), r in pairs.items():
-            A[a, b] += r
-            A[b, a] += r
-        self.A = A
+        from ._patterns import stream_matrix
+
+        self.A = stream_matrix(self.K, pairs)
         self.size = np.array([g.size for g in G], dtype=np.int64)
         self.cpu = np.array([g.comp.cpu for g in G], dtype=float)
         self.cap = np.array([[pm.node_cap(g, ni) for g in G] for ni in self.nodes], dtype=np.int64)
