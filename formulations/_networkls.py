@@ -348,12 +348,9 @@ def search_network(pm, edges, starts_plans: list, budget: float, seed: int = 0, 
     ws = WorkerSearch(pm, edges)
     if ws.Wn == 0:
         return None
-    starts = []
-    for p in starts_plans:
-        if p is not None:
-            X = ws.from_plan(p)
-            if X is not None:
-                starts.append(X)
+    from ._trafficls import plan_starts
+
+    starts = plan_starts(ws, starts_plans)
     rng = random.Random(seed)
     for i in range(3):  # the fills count against the budget (the first one if there is no start)
         if (starts and time.monotonic() - t0 >= budget / 2) or (i > 0 and time.monotonic() - t0 >= budget):

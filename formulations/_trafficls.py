@@ -284,11 +284,7 @@ def seed_traffic(pm, model, pairs, starts_plans: list, chosen, budget: float, se
         Y = ns.from_columns(model, chosen)
         if Y is not None:
             starts.append(Y)
-    for p in starts_plans:
-        if p is not None:
-            Y = ns.from_plan(p)
-            if Y is not None:
-                starts.append(Y)
+    starts += plan_starts(ns, starts_plans)
     rng = random.Random(seed)
     for i in range(3):
         Y = ns.greedy(None if i == 0 else rng)
@@ -342,6 +338,12 @@ def phase2_free_search(pm, model, pairs, total: float, z1: float, deadline: floa
         if accept(plan):
             return plan
     return None
+
+
+def plan_starts(ls, plans: list) -> list:
+    """The states of the given plans (None entries skipped) that ``ls.from_plan`` can express:
+    the starts of ``NodeSearch`` (traffic) and ``_networkls.WorkerSearch`` (network)."""
+    return [X for X in (ls.from_plan(p) for p in plans if p is not None) if X is not None]
 
 
 def iterated_local_search(ls, starts: list, budget: float, seed: int, target: float, patience: int,
