@@ -700,7 +700,8 @@ def _code_zip(extra_modules: list[str]) -> str:
 
 
 class BatchError(Exception):
-    """The batch could not go on for a reason outside the input (Spark went away)."""
+    """The batch could not go on for a reason outside the input (Spark went away); the CLI
+    prints it in one line and exits 1."""
 
 
 def check_master_reachable(master: str, timeout: float = 3.0) -> None:
@@ -746,6 +747,7 @@ def spark_context(master: str, app_name: str = "planner-batch", conf: dict[str, 
     Python seeing this interpreter and the planner's code. ``conf`` overrides any of these."""
     from pyspark import SparkConf, SparkContext
 
+    check_master_reachable(master)  # every caller (batch, reproduce): a clear error, not a minute of retries
     pypath = [*code_roots(), *(extra_paths or []), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
     loopback = master.startswith(("local", "spark://127.0.0.1", "spark://localhost"))
     if loopback:
@@ -1104,15 +1106,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
             raise InstanceError(f"--conf {kv}", "expected KEY=VALUE")
         k, v = kv.split("=", 1)
         conf[k] = v
-    try:
-        s = run_batch(args.instances, args.problem, methods, args.out, reference=args.reference,
-                      time_limit=args.time_limit, hard_limit=args.hard_limit, master=args.master, seed=args.seed,
-                      imports=args.imports or [], isolation=args.isolation, chunk=args.chunk,
-                      flush_every=args.flush_every, flush_seconds=args.flush_seconds,
-                      progress_interval=args.progress_interval, spark_conf=conf)
-    except BatchError as e:
-        print(f"planner batch: {e}", file=sys.stderr)
-        return 1
+    s = run_batch(args.instances, args.problem, methods, args.out, reference=args.reference,
+                  time_limit=args.time_limit, hard_limit=args.hard_limit, master=args.master, seed=args.seed,
+                  imports=args.imports or [], isolation=args.isolation, chunk=args.chunk,
+                  flush_every=args.flush_every, flush_seconds=args.flush_seconds,
+                  progress_interval=args.progress_interval, spark_conf=conf)
     return 0 if s.complete else 1
 
 

@@ -297,6 +297,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("planner: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:
+        from .batch import BatchError  # planner batch and planner reproduce raise it
+
+        if not isinstance(e, BatchError):
+            raise
+        print(f"planner: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
