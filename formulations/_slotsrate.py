@@ -687,6 +687,9 @@ def thread_counts(R, c: int, L: int, budget: dict, dp, deadline: float | None = 
     return out
 
 
+LIST_COUNTS = 100  # a component with more thread counts in its budget is not listed (``packing_check``)
+
+
 def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     """Is there a plan on exactly L interchangeable slots? ("infeasible", None) when none
     exists, ("feasible", q) with a plan q on d's first L slots (checked by ``valid``), or
@@ -763,14 +766,16 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     lists, by_count = {}, {}
     for c in scaled:
         budget = {w: tables[w][c][L] + room[w] for w in EVEN_WEIGHTS}
-        ds = distributions(R, c, L, budget, listing, limit=3000, max_nodes=100_000, dp=dp[c])
-        if ds is not None:
-            lists[c] = ds
-            continue
-        tc = thread_counts(R, c, L, budget, dp[c], listing)
+        tc = thread_counts(R, c, L, budget, dp[c], listing)  # milliseconds
         if tc is None:  # the listing's time is spent: look for a plan only, its listings by a
             return cut_search(part(0.4), deadline)  # fresh 40 % of the time left
-        by_count[c] = tc
+        # past LIST_COUNTS thread counts the listing has always run into its limits (about
+        # 1-3 s lost per component): such a component is described by thread count at once
+        ds = None if len(tc) > LIST_COUNTS else distributions(R, c, L, budget, listing, limit=3000, max_nodes=100_000, dp=dp[c])
+        if ds is not None:
+            lists[c] = ds
+        else:
+            by_count[c] = tc
     comps = gather(lists, by_count)
     if comps is None:
         return "unknown", None
@@ -1013,6 +1018,61 @@ def _fill(tc, res, L: int):
     return None
 
 
+def _fill2(outer, inner, res, L: int):
+    """Groups of two components described by thread count, for one thread count of each
+    (``thread_counts`` entries ``outer`` and ``inner``), in the free room ``res`` (as ``_fill``):
+    ({slot: threads}, {slot: threads}) or None. A dynamic programme over the slots on the outer
+    component's thread sum keeps, per sum, the most inner threads the room left could hold (in
+    each slot the inner component's largest row that fits there); when that reaches the inner
+    count, the outer groups are walked back and ``_fill`` places the inner ones (it may still
+    fail when the inner rows that fit are not every size up to the largest). A plan search
+    only: a None proves nothing."""
+    import numpy as np
+
+    Qo, _, _, rws_o = outer
+    Qi, _, _, rws_i = inner
+    ri = sorted(rws_i, key=lambda r: r.q)
+    ic = np.array([r.a_cpu / Qi for r in ri])
+    im = np.array([r.a_mem / Qi for r in ri])
+    iq = np.array([r.q for r in ri])
+
+    def most(rc, rm) -> int:  # the inner component's largest row fitting room (rc, rm)
+        ok = (ic <= rc) & (im <= rm)
+        return int(iq[ok].max()) if ok.any() else 0
+
+    NEG = -(10 ** 9)
+    V = np.full(Qo + 1, NEG, dtype=np.int64)
+    V[0] = 0
+    Vs, steps = [V], []  # Vs[b]: the best inner capacity per outer sum over slots < b
+    for b in range(L):
+        if res[b] is None:
+            opts = [(0, 0)]
+        else:
+            rc, rm = res[b]
+            opts = [(0, most(rc, rm))] + [(r.q, most(rc - r.a_cpu / Qo, rm - r.a_mem / Qo)) for r in rws_o
+                                          if r.q <= Qo and r.a_cpu / Qo <= rc and r.a_mem / Qo <= rm]
+        new = np.full(Qo + 1, NEG, dtype=np.int64)
+        for g, h in opts:
+            new[g:] = np.maximum(new[g:], Vs[-1][:Qo + 1 - g] + h)
+        steps.append(opts)
+        Vs.append(new)
+    if Vs[L][Qo] < Qi:
+        return None
+    by_q = {r.q: r for r in rws_o}
+    go, t = {}, Qo
+    for b in range(L - 1, -1, -1):
+        want = Vs[b + 1][t]
+        g = next(g for g, h in steps[b] if g <= t and Vs[b][t - g] + h == want)
+        if g:
+            go[b] = g
+        t -= g
+    room = [None if res[b] is None else (res[b][0] - (by_q[go[b]].a_cpu / Qo if b in go else 0.0),
+                                          res[b][1] - (by_q[go[b]].a_mem / Qo if b in go else 0.0))
+            for b in range(L)]
+    gi = _fill([inner], room, L)
+    return None if gi is None else (go, gi)
+
+
 def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries: int | None = None):
     """A randomised search for a plan on L interchangeable slots (``packing_check``'s data:
     ``comps`` the listed distributions, None for a component in ``by_count``, described by
@@ -1040,6 +1100,7 @@ def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries
     last = [(c, sorted(by_count[c], key=lambda e: e[1])) for c in sorted(by_count, key=lambda c: -max(e[1] for e in by_count[c]))]
     clash = {c: {b for a, b in d.incompatible if a == c} | {a for a, b in d.incompatible if b == c} for c in range(d.C)}
     cap = 100 * (1 + CHECK_TOL)
+    pair = len(last) >= 2 and rnd is not None
     while time.monotonic() < deadline and (tries is None or tries > 0):
         tries = None if tries is None else tries - 1
         items = []
@@ -1063,7 +1124,29 @@ def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries
             here[b].add(c)
             q[(c, b)] = qq
         else:
-            for c, tc in last:
+            rest = last
+            if pair:
+                # the two largest by thread count together (``_fill2``): a few pairs of their
+                # thread counts, each drawn least usage most likely
+                (co, tco), (ci, tci) = last[:2]
+                res = [None if (clash[co] | clash[ci]) & here[b] else (cap - load[b][0], cap - load[b][1]) for b in range(L)]
+                for _ in range(4):
+                    eo = tco[min(len(tco) - 1, int(rnd.expovariate(1 / 3)))]
+                    ei = tci[min(len(tci) - 1, int(rnd.expovariate(1 / 3)))]
+                    f2 = _fill2(eo, ei, res, L)
+                    if f2 is not None:
+                        break
+                else:
+                    continue
+                for c, f in ((co, f2[0]), (ci, f2[1])):
+                    for b, g in f.items():
+                        sc, sm = size(c, g, sum(f.values()))
+                        load[b][0] += sc
+                        load[b][1] += sm
+                        here[b].add(c)
+                        q[(c, b)] = g
+                rest = last[2:]
+            for c, tc in rest:
                 res = [None if clash[c] & here[b] else (cap - load[b][0], cap - load[b][1]) for b in range(L)]
                 f = _fill(tc, res, L)
                 if f is None:
