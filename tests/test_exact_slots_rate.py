@@ -509,11 +509,11 @@ def test_packing_check_by_thread_count_proves_star_100(monkeypatch):
     listed = sr.distributions
     monkeypatch.setattr(sr, "distributions", lambda R_, c, *a, **k: None if c == pi else listed(R_, c, *a, **k))
     counted = []
-    by_count = sr.thread_counts
-    monkeypatch.setattr(sr, "thread_counts", lambda *a: counted.append(a[1]) or by_count(*a))
+    split = sr._pack_split
+    monkeypatch.setattr(sr, "_pack_split", lambda *a: counted.append(sorted(a[5])) or split(*a))
     tables = sr.usage_tables(d, R, 7)
     assert sr.packing_check(d, R, tables, 6, None)[0] == "infeasible"
-    assert counted == [pi]  # only pi by thread count at 6 slots (at 7, blob and table too)
+    assert counted == [[pi]]  # only pi by thread count at 6 slots (at 7, blob and table too)
     st, q = sr.packing_check(d, R, tables, 7, time.monotonic() + 60)
     assert st == "feasible" and len({s for (_, s) in q}) == 7
     assert planner.evaluate(planner.load_instance(inst), make_plan(d, q), "slots")["feasible"]
