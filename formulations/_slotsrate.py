@@ -585,6 +585,23 @@ def _dp_sets(R, c, L: int, weights):
     return out, top
 
 
+def _counts_within(dp, L: int, budget: dict, deadline: float | None = None):
+    """The thread counts Q_c whose least usage with at most L groups (``_dp_sets``' tables
+    ``dp``) is within ``budget`` for every weight, in increasing order: (Q_c, the rows allowed
+    at Q_c, the tables, the budget's caps at Q_c). Stops (returns) once ``deadline`` passes,
+    checked per threshold; the caller tells the two endings apart by the clock."""
+    weights = list(budget)
+    sets, top = dp
+    for j, (th, sel, tabs) in enumerate(sets):
+        if deadline is not None and time.monotonic() > deadline:
+            return
+        hi = sets[j + 1][0] - 1 if j + 1 < len(sets) else top
+        for Q in range(th, hi + 1):
+            caps = [budget[w] * Q * (1 + 1e-9) for w in weights]
+            if all(tabs[i][L, Q] <= caps[i] for i in range(len(weights))):
+                yield Q, sel, tabs, caps
+
+
 def distributions(R, c: int, L: int, budget: dict, deadline: float | None, limit: int = 3000,
                   max_nodes: int | None = None, dp=None):
     """Every way component c (all rows scaled) can have at most L groups whose total usage for
@@ -593,39 +610,33 @@ def distributions(R, c: int, L: int, budget: dict, deadline: float | None, limit
     allowed at Q_c (Q_c >= thr_q, see ``least_usage``). ``dp``: ``_dp_sets(R, c, L, list(budget))``
     when the caller has it already (it depends on the budget's weights, not its values)."""
     weights = list(budget)
-    sets, top = dp if dp is not None else _dp_sets(R, c, L, weights)
     out = []
     nodes = 0
-    for j, (th, sel, tabs) in enumerate(sets):
-        hi = sets[j + 1][0] - 1 if j + 1 < len(sets) else top
+    for Q, sel, tabs, caps in _counts_within(dp if dp is not None else _dp_sets(R, c, L, weights), L, budget):
         sel = sorted(sel, key=lambda r: -r.q)
         wa = [[wc * r.a_cpu + wm * r.a_mem for r in sel] for wc, wm in weights]
-        for Q in range(th, hi + 1):
-            caps = [budget[w] * Q * (1 + 1e-9) for w in weights]
-            if any(tabs[i][L, Q] > caps[i] for i in range(len(weights))):
-                continue
-            stack = [(0, Q, L, [0.0] * len(weights), ())]
-            while stack:
-                nodes += 1
-                if nodes % 4096 == 0 and ((deadline is not None and time.monotonic() > deadline)
-                                          or (max_nodes is not None and nodes > max_nodes)):
+        stack = [(0, Q, L, [0.0] * len(weights), ())]
+        while stack:
+            nodes += 1
+            if nodes % 4096 == 0 and ((deadline is not None and time.monotonic() > deadline)
+                                      or (max_nodes is not None and nodes > max_nodes)):
+                return None
+            i, t, k, acc, chosen = stack.pop()
+            if t == 0:
+                out.append((Q, chosen))
+                if len(out) > limit:
                     return None
-                i, t, k, acc, chosen = stack.pop()
-                if t == 0:
-                    out.append((Q, chosen))
-                    if len(out) > limit:
-                        return None
+                continue
+            if i == len(sel) or k == 0:
+                continue
+            r = sel[i]
+            for n in range(min(k, t // r.q), -1, -1):
+                acc2 = [a + n * wa[w][i] for w, a in enumerate(acc)]
+                t2, k2 = t - n * r.q, k - n
+                # the rest from any allowed rows (a lower bound on what rows i+1.. can do)
+                if any(acc2[w] + tabs[w][k2, t2] > caps[w] for w in range(len(weights))):
                     continue
-                if i == len(sel) or k == 0:
-                    continue
-                r = sel[i]
-                for n in range(min(k, t // r.q), -1, -1):
-                    acc2 = [a + n * wa[w][i] for w, a in enumerate(acc)]
-                    t2, k2 = t - n * r.q, k - n
-                    # the rest from any allowed rows (a lower bound on what rows i+1.. can do)
-                    if any(acc2[w] + tabs[w][k2, t2] > caps[w] for w in range(len(weights))):
-                        continue
-                    stack.append((i + 1, t2, k2, acc2, chosen + (((r.q, n),) if n else ())))
+                stack.append((i + 1, t2, k2, acc2, chosen + (((r.q, n),) if n else ())))
     return out
 
 
@@ -670,20 +681,14 @@ def thread_counts(R, c: int, L: int, budget: dict, dp, deadline: float | None = 
     within the budget). A list of (Q_c, least CPU %, least memory %, rows), or None past
     ``deadline``."""
     weights = list(budget)
-    sets, top = dp
     ic, im = weights.index((1.0, 0.0)), weights.index((0.0, 1.0))
     out = []
-    for j, (th, sel, tabs) in enumerate(sets):
-        if deadline is not None and time.monotonic() > deadline:
-            return None
-        hi = sets[j + 1][0] - 1 if j + 1 < len(sets) else top
-        for Q in range(th, hi + 1):
-            caps = [budget[w] * Q * (1 + 1e-9) for w in weights]
-            if any(tabs[i][L, Q] > caps[i] for i in range(len(weights))):
-                continue
-            used = [r for r in sel if r.q <= Q and all(
-                tabs[x][L - 1, Q - r.q] + wc * r.a_cpu + wm * r.a_mem <= caps[x] for x, (wc, wm) in enumerate(weights))]
-            out.append((Q, tabs[ic][L, Q] / Q, tabs[im][L, Q] / Q, used))
+    for Q, sel, tabs, caps in _counts_within(dp, L, budget, deadline):
+        used = [r for r in sel if r.q <= Q and all(
+            tabs[x][L - 1, Q - r.q] + wc * r.a_cpu + wm * r.a_mem <= caps[x] for x, (wc, wm) in enumerate(weights))]
+        out.append((Q, tabs[ic][L, Q] / Q, tabs[im][L, Q] / Q, used))
+    if deadline is not None and time.monotonic() > deadline:
+        return None
     return out
 
 
@@ -897,6 +902,11 @@ def _pack(d, R, tables, L, comps, by_count, deadline):
             m.AddAtMostOne(here)
         for t in types:
             m.Add(sum(x[(c, b, t)] for b in range(L)) == sum(n * y[i] for i, dd in enumerate(ds) for q, Q, n in dd if (q, Q) == t))
+    at = {}  # (c, slot) -> the literals saying c is there (one per group type, or its presence)
+    for (c, b, _), v in x.items():
+        at.setdefault((c, b), []).append(v)
+    for cb, z in pres.items():
+        at.setdefault(cb, []).append(z)
     cl = []
     for b in range(L):
         m.Add(sum(load_c[b]) <= capu)
@@ -905,8 +915,7 @@ def _pack(d, R, tables, L, comps, by_count, deadline):
         m.Add(lb == sum(load_c[b]))
         cl.append(lb)
         for c1, c2 in d.incompatible:
-            m.Add(sum(v for (c, bb, _), v in x.items() if bb == b and c in (c1, c2))
-                  + sum(z for (c, bb), z in pres.items() if bb == b and c in (c1, c2)) <= 1)
+            m.Add(sum(v for c in (c1, c2) for v in at.get((c, b), ())) <= 1)
     for b in range(L - 1):  # the slots are interchangeable: order them by CPU load
         m.Add(cl[b] >= cl[b + 1])
     if fluid:
