@@ -818,7 +818,14 @@ def _sizer(R, C: int):
 
 def _pack(d, R, tables, L, comps, by_count, deadline):
     """``packing_check``'s CP-SAT model over the listed distributions ``comps`` (None for a
-    component described by thread count, ``by_count[c]``: see ``thread_counts``)."""
+    component described by thread count, ``by_count[c]``: see ``thread_counts``), solved
+    until ``deadline``."""
+    return _pack_model(d, R, tables, L, comps, by_count)(deadline)
+
+
+def _pack_model(d, R, tables, L, comps, by_count):
+    """``_pack``'s model, built once: a function of the deadline that solves it (so that
+    ``_pack_split`` can solve a count's model again with more time without building it again)."""
     from ortools.sat.python import cp_model
 
     size = _sizer(R, d.C)
@@ -958,8 +965,11 @@ def _pack(d, R, tables, L, comps, by_count, deadline):
                 return "rejected", None
         return ("feasible", q) if valid(d, R, q) else ("rejected", None)
 
-    tl = None if deadline is None else deadline - time.monotonic()
-    return ("unknown", None) if tl is not None and tl <= 0.05 else solve(m, tl)
+    def run(deadline):
+        tl = None if deadline is None else deadline - time.monotonic()
+        return ("unknown", None) if tl is not None and tl <= 0.05 else solve(m, tl)
+
+    return run
 
 
 def _pack_split(d, R, tables, L, comps, by_count, deadline):
@@ -979,6 +989,11 @@ def _pack_split(d, R, tables, L, comps, by_count, deadline):
     pending = sorted(by_count[c0], key=lambda e: e[1])
     step = 0.25
     rejected = False  # a count whose model's solution failed ``valid``: it is neither a plan nor refuted
+    # a count's model, built in its first round and solved again in the later ones; kept only
+    # for up to 64 counts (each model holds every by-count component's size tables, up to a
+    # few MB at 400 counts)
+    built = {}
+    keep = len(pending) <= 64
     while pending:
         undecided = []
         for entry in pending:
@@ -987,7 +1002,10 @@ def _pack_split(d, R, tables, L, comps, by_count, deadline):
                 return "unknown", None
             # the last undecided count gets all the time left (no restarts)
             end = deadline if len(pending) == 1 else now + step if deadline is None else min(deadline, now + step)
-            st, q = _pack(d, R, tables, L, comps, by_count | {c0: [entry]}, end)
+            run = built.get(entry[0]) or _pack_model(d, R, tables, L, comps, by_count | {c0: [entry]})
+            if keep:
+                built[entry[0]] = run
+            st, q = run(end)
             if st == "feasible":
                 return st, q
             if st == "unknown":

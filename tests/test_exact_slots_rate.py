@@ -736,3 +736,47 @@ def test_200_cells_proven(method):
         r = planner.solve(_case_200(name), "slots", method, time_limit=60)
         assert r.status == Status.OPTIMAL and r.objective == want and r.bound == want, (method, name, r.status, r.objective, r.bound)
         assert r.metrics["feasible"], r.metrics["violations"]
+
+
+def test_search_plans_pass_and_match_bruteforce():
+    """``_search`` with every rate-scaled component described by thread count (so ``_fill`` and,
+    with two or more, ``_fill2`` place them): at brute force's optimum n it finds plans on most
+    instances, each with at most n slots and passing the evaluator; below n it finds none."""
+    import time
+
+    from formulations import _slotsrate as sr
+    from formulations.slots import make_plan
+    from planner.model import parse_instance
+
+    found = tried = pairs = 0
+    for seed, inst, ref, d, R in _decided(40):
+        if ref.status != Status.OPTIMAL:
+            continue
+        n = int(ref.objective)
+        tables = sr.usage_tables(d, R, d.S)
+        for L in sorted({max(1, n - 1), n}):
+            tot = {w: sum(U[L] for U in tables[w]) for w in sr.EVEN_WEIGHTS}
+            room = {w: sr.CAP * L - tot[w] for w in sr.EVEN_WEIGHTS}
+            comps, by_count = [], {}
+            for c in range(d.C):
+                if sr.all_scaled(d, R, c):
+                    budget = {w: tables[w][c][L] + room[w] for w in sr.EVEN_WEIGHTS}
+                    by_count[c] = sr.thread_counts(R, c, L, budget, sr._dp_sets(R, c, L, sr.EVEN_WEIGHTS))
+                    comps.append(None)
+                else:
+                    comps.append([[(r.q, 0, 1)] for r in R[c]])
+            if any(not tc for tc in by_count.values()):
+                continue  # the volume test already excludes L
+            q = sr._search(d, R, L, comps, by_count, time.monotonic() + 5, seed=seed, tries=300)
+            if L < n:
+                assert q is None, (seed, L, n)
+                continue
+            tried += 1
+            pairs += len(by_count) >= 2
+            if q is not None:
+                assert len({s for (_, s) in q}) <= L and sr.valid(d, R, q)
+                ev = planner.evaluate(parse_instance(inst), make_plan(d, q), "slots")
+                assert ev["feasible"], (seed, ev["violations"])
+                found += 1
+    # measured: plans at all 36 optima tried, every one with two components filled by _fill2
+    assert tried >= 10 and pairs >= 10 and found >= 0.9 * tried, (found, tried, pairs)
