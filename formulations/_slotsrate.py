@@ -1127,7 +1127,9 @@ def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries
     last = [(c, sorted(by_count[c], key=lambda e: e[1])) for c in sorted(by_count, key=lambda c: -max(e[1] for e in by_count[c]))]
     clash = {c: {b for a, b in d.incompatible if a == c} | {a for a, b in d.incompatible if b == c} for c in range(d.C)}
     cap = 100 * (1 + CHECK_TOL)
-    pair = len(last) >= 2 and rnd is not None
+    # the two largest filled together (``_fill2``), unless they may not share a slot (then one
+    # after the other, as the rest)
+    pair = len(last) >= 2 and last[1][0] not in clash[last[0][0]]
     while time.monotonic() < deadline and (tries is None or tries > 0):
         tries = None if tries is None else tries - 1
         items = []

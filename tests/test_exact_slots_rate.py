@@ -748,8 +748,23 @@ def test_search_plans_pass_and_match_bruteforce():
     from formulations.slots import make_plan
     from planner.model import parse_instance
 
+    def apart(n: int):
+        """The three-component instances with the last two kept out of one slot (then the
+        search fills them one after the other)."""
+        for seed in range(n):
+            inst = rate_tiny(seed)
+            cs = inst["topologies"][0]["components"]
+            if len(cs) > 2:
+                cs[1]["incompatible"] = [cs[2]["id"]]
+                ref = planner.solve(inst, "slots", "exact.bruteforce")
+                if ref.status in (Status.OPTIMAL, Status.INFEASIBLE):
+                    yield (seed, inst, ref, *_prepared(inst))
+
+    import itertools
+
     found = tried = pairs = 0
-    for seed, inst, ref, d, R in _decided(40):
+    found_apart = tried_apart = 0
+    for seed, inst, ref, d, R in itertools.chain(_decided(40), apart(40)):
         if ref.status != Status.OPTIMAL:
             continue
         n = int(ref.objective)
@@ -771,12 +786,47 @@ def test_search_plans_pass_and_match_bruteforce():
             if L < n:
                 assert q is None, (seed, L, n)
                 continue
-            tried += 1
-            pairs += len(by_count) >= 2
+            if d.incompatible:
+                tried_apart += 1
+            else:
+                tried += 1
+                pairs += len(by_count) >= 2
             if q is not None:
                 assert len({s for (_, s) in q}) <= L and sr.valid(d, R, q)
                 ev = planner.evaluate(parse_instance(inst), make_plan(d, q), "slots")
                 assert ev["feasible"], (seed, ev["violations"])
-                found += 1
-    # measured: plans at all 36 optima tried, every one with two components filled by _fill2
+                if d.incompatible:
+                    found_apart += 1
+                else:
+                    found += 1
+    # measured: plans at all 36 optima tried, every one with two components filled by _fill2;
+    # with the pair kept apart (filled one after the other) at 15 of 15 (10 of 15 when they
+    # were still filled together, in one slot where valid() then refused them)
     assert tried >= 10 and pairs >= 10 and found >= 0.9 * tried, (found, tried, pairs)
+    assert tried_apart >= 5 and found_apart >= 0.8 * tried_apart, (found_apart, tried_apart)
+
+
+def test_packing_check_listed_and_by_count_agree(monkeypatch):
+    """The two descriptions of a component in the packing check (its listed distributions, or
+    its thread counts: ``LIST_COUNTS`` chooses) never contradict each other on a slot count, and
+    each agrees with brute force (never "feasible" below its optimum, never "infeasible" at
+    it); both decide counts each way."""
+    from formulations import _slotsrate as sr
+
+    seen = {}
+    for name, limit in (("listed", 10 ** 9), ("by count", 0)):
+        monkeypatch.setattr(sr, "LIST_COUNTS", limit)
+        answers = []
+        for seed, inst, ref, d, R in _decided(40):
+            n = int(ref.objective) if ref.status == Status.OPTIMAL else d.S + 1
+            tables = sr.usage_tables(d, R, d.S)
+            for L in range(1, min(n, d.S) + 1):
+                st, q = sr.packing_check(d, R, tables, L, None)
+                assert st != ("feasible" if L < n else "infeasible"), (name, seed, L, n)
+                answers.append(st)
+        seen[name] = answers
+    a, b = seen["listed"], seen["by count"]
+    assert len(a) == len(b)
+    assert not any({x, y} == {"feasible", "infeasible"} for x, y in zip(a, b))
+    for answers in (a, b):
+        assert answers.count("infeasible") >= 10 and answers.count("feasible") >= 10, answers
