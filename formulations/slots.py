@@ -545,18 +545,24 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
     packed = set()  # slot counts the packing check has tried
     if interchangeable and n0 is not None and eb is not None:
         L = eb
+        undecided = None  # the first count the check left undecided: the bound stays there
         while L < n0 and (deadline is None or left() > 0.5):
             t_pk = time.monotonic()
-            pk, qk = _sr.packing_check(d, R, tables, L, None if deadline is None else t_pk + left(0.75))
+            share = 0.75 if undecided is None else 0.25
+            pk, qk = _sr.packing_check(d, R, tables, L, None if deadline is None else t_pk + left(share))
             packed.add(L)
             details.setdefault("packing", []).append({"slots": L, "status": pk, "seconds": round(time.monotonic() - t_pk, 3)})
-            if pk == "infeasible":
-                L += 1
-                continue
             if pk == "feasible":
-                best = qk
-            break
-        eb = L  # no plan has fewer slots
+                if obj(qk) < obj(best):
+                    best = qk
+                break
+            if pk == "unknown" and undecided is None:
+                undecided = L
+            # infeasible: no plan has exactly L slots (a proof below the first undecided
+            # count); unknown: the counts above are searched for a plan only (a quarter of the
+            # time left each), which may improve the incumbent but proves nothing
+            L += 1
+        eb = L if undecided is None else undecided  # no plan has fewer slots
         n1 = len({s for (_, s) in best})
         if eb >= n1:
             res = settle(n1)

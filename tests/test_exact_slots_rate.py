@@ -830,3 +830,36 @@ def test_packing_check_listed_and_by_count_agree(monkeypatch):
     assert not any({x, y} == {"feasible", "infeasible"} for x, y in zip(a, b))
     for answers in (a, b):
         assert answers.count("infeasible") >= 10 and answers.count("feasible") >= 10, answers
+
+
+def _star_100_with_check(monkeypatch, answers: dict):
+    """exact.cpsat on Star at 100 tuples/s (bound 6, optimum 7), 6 s, with the packing check's
+    answer replaced at the slot counts in ``answers``."""
+    from formulations import _slotsrate as sr
+
+    real = sr.packing_check
+    monkeypatch.setattr(sr, "packing_check", lambda d, R, t, L, dl: (answers[L], None) if L in answers else real(d, R, t, L, dl))
+    inst = shukla_micro_dag("star", 100, nodes=8)
+    inst["params"] = {"slot_usage": "rate"}
+    return planner.solve(inst, "slots", "exact.cpsat", time_limit=6)
+
+
+def test_climb_searches_above_an_undecided_count(monkeypatch):
+    """When the packing check leaves the bound's count undecided, the climb still looks for a
+    plan on the counts above (the 7-slot plan here, which the seeds do not have), and the bound
+    stays at the undecided count."""
+    r = _star_100_with_check(monkeypatch, {6: "unknown"})
+    steps = r.details["packing"]
+    assert steps[0] == steps[0] | {"slots": 6, "status": "unknown"}
+    assert steps[1]["slots"] == 7 and steps[1]["status"] == "feasible"
+    assert r.objective == 7 and r.bound in (6.0, 7.0), (r.status, r.objective, r.bound)
+    assert r.metrics["feasible"], r.metrics["violations"]
+
+
+def test_infeasible_above_an_undecided_count_raises_no_bound(monkeypatch):
+    """An "infeasible" above an undecided count says nothing about the counts below it: with
+    the check undecided at 6 and (falsely) infeasible at 7, the bound must not pass 7, the
+    optimum (a bound of 8 would mean the climb took it as a proof)."""
+    r = _star_100_with_check(monkeypatch, {6: "unknown", 7: "infeasible"})
+    assert r.bound is not None and r.bound <= 7, (r.status, r.objective, r.bound, r.details)
+    assert r.metrics["feasible"], r.metrics["violations"]
