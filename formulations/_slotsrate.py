@@ -1105,8 +1105,10 @@ def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries
     ``comps`` the listed distributions, None for a component in ``by_count``, described by
     thread count): each listed component takes one of its distributions (least usage most
     likely), the groups go largest first into a fitting slot (per attempt: the fullest, the
-    emptiest or any, with noise), then each component described by thread count fills the
-    room left (``_fill``).
+    emptiest or any, with noise), then the components described by thread count fill the
+    room left: the two with the largest usage together (``_fill2``, a few pairs of their
+    counts, least usage most likely) unless they may not share a slot, the others one after
+    another (``_fill``).
     Returns the first allocation that passes ``valid``, or None at ``deadline`` or after
     ``tries`` attempts. Finds plans only; proves nothing."""
     import random
