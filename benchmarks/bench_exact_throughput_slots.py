@@ -7,7 +7,9 @@ types c and d with a 60 s limit. Prints markdown tables (docs/benchmarks.md).
 ``--slots`` runs only the slots table (about 4 minutes on the shared 2-core machine);
 ``--slots-interpolated`` the same micro-DAGs with interpolated task models (up to 9 minutes);
 ``--slots-rate`` the shipped shukla-* instances and the micro-DAGs under slot_usage='rate';
-``--slots-rate-low`` the same at 10 and 25 tuples/s, where some Shukla pairs pass.
+``--slots-rate-low`` the same at 10 and 25 tuples/s, where some Shukla pairs pass;
+``--slots-rate-200`` the shipped shukla-* at 200 tuples/s (as ``planner reproduce`` builds them)
+and the micro-DAGs with interpolated task models at 200 tuples/s, under slot_usage='rate'.
 
 Everything runs in one process, one solve at a time; CP-SAT uses 2 workers, CBC and HiGHS 1
 thread. The machine is shared, so times are indicative; ratios come from one run.
@@ -116,27 +118,35 @@ def slots(limit: float, dags, rates_, assign: bool = True, interpolate: bool = F
     print(f"{n} instances solved by both: brute force {tot_bf:.2f} s, CP-SAT {tot_cp:.2f} s, ratio {tot_bf / tot_cp:.1f}")
 
 
-def slots_rate(limit: float, dags, rates_, shipped: bool = True) -> None:
-    """Under ``params.slot_usage = "rate"``: the shipped shukla-* instances and the micro-DAGs
-    (8 VMs x 4 slots, modelled rows only) with each back end; the peak-usage optimum each run
-    started from (its seed); the Shukla pairs (fewest slots among passing plans)."""
+def slots_rate(limit: float, dags, rates_, shipped: bool = True, shipped_rate: float | None = None,
+               interpolate: bool = False) -> None:
+    """Under ``params.slot_usage = "rate"``: the shipped shukla-* instances (at their own input
+    rate, or at ``shipped_rate`` built as ``planner reproduce``'s Shukla study builds them) and
+    the micro-DAGs (8 VMs x 4 slots; modelled rows only unless ``interpolate``) with each back
+    end; the peak-usage optimum each run started from (its seed); the Shukla pairs (fewest
+    slots among passing plans)."""
+    from planner.reproduce import _shukla_instance
+
     print(f"\n### slots under slot_usage='rate' (time limit {limit:g} s, model building and the peak seed included)\n")
     print("| instance | " + " | ".join(f"{m}: time status, slots / bound" for m in SOLVERS)
           + " | peak seed (slots) | Shukla pairs: best passing (passing / 5) | fewest slots of any pair (passes?) |")
     print("|---|" + "---|" * (len(SOLVERS) + 3))
     names = ("shukla-linear", "shukla-diamond", "shukla-star") if shipped else ()
-    cases = [(name, planner.load_instance(name)) for name in names]
+    if shipped_rate is None:
+        cases = [(name, planner.load_instance(name)) for name in names]
+    else:  # exactly the instances of docs/results.md's Shukla study (input_rate replaced)
+        cases = [(f"{name} at {shipped_rate:g}", _shukla_instance(name.removeprefix("shukla-"), shipped_rate)) for name in names]
     for dag in dags:
         for rate in rates_:
-            inst = shukla_micro_dag(dag, rate, nodes=8)
+            inst = shukla_micro_dag(dag, rate, nodes=8, interpolate=interpolate)
             inst["params"] = {"slot_usage": "rate"}
-            cases.append((f"micro {dag} {rate}", inst))
+            cases.append((f"micro {dag} {rate}" + (" interpolated" if interpolate else ""), inst))
     for name, inst in cases:
         rs = [planner.solve(inst, "slots", m, time_limit=limit) for m in SOLVERS]
         for r in rs:
             assert r.plan is None or r.metrics["feasible"], (name, r.method, r.metrics["violations"])
         cells = [f"{cell(r)}, {r.objective if r.objective is not None else '-'} / {r.bound if r.bound is not None else '-'}" for r in rs]
-        seed = rs[0].details.get("peak_seed", {}).get("slots", "-")
+        seed = rs[0].details.get("peak_seed", {}).get("slots", "-")  # "-": proven before the peak seed ran
         hs = [planner.solve(inst, "slots", p) for p in PAIRS]
         hs = [h for h in hs if h.plan is not None]
         passing = [h for h in hs if h.metrics["feasible"]]
@@ -175,6 +185,9 @@ def main() -> None:
                     help="only the slots table with interpolated task models (the shipped instances' setting)")
     ap.add_argument("--slots-rate", action="store_true",
                     help="only the slots table under slot_usage='rate' (shipped shukla-* and micro-DAGs, up to 13 minutes)")
+    ap.add_argument("--slots-rate-200", action="store_true",
+                    help="under slot_usage='rate' at 200 tuples/s: the shipped shukla-* as planner reproduce's Shukla "
+                         "study builds them, and the micro-DAGs with interpolated task models")
     ap.add_argument("--slots-rate-low", action="store_true",
                     help="the micro-DAGs under slot_usage='rate' at 10 and 25 tuples/s, where Shukla pairs' plans pass")
     a = ap.parse_args()
@@ -186,7 +199,9 @@ def main() -> None:
         print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
     dags = ["linear", "diamond", "star"]
-    if a.slots_rate_low:
+    if a.slots_rate_200:
+        with_load(slots_rate, 20, dags, [200], shipped_rate=200, interpolate=True)
+    elif a.slots_rate_low:
         with_load(slots_rate, 20, dags, [10, 25], shipped=False)
     elif a.slots_rate:
         with_load(slots_rate, 20, dags, [50, 100, 200])

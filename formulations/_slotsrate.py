@@ -585,6 +585,23 @@ def _dp_sets(R, c, L: int, weights):
     return out, top
 
 
+def _counts_within(dp, L: int, budget: dict, deadline: float | None = None):
+    """The thread counts Q_c whose least usage with at most L groups (``_dp_sets``' tables
+    ``dp``) is within ``budget`` for every weight, in increasing order: (Q_c, the rows allowed
+    at Q_c, the tables, the budget's caps at Q_c). Stops (returns) once ``deadline`` passes,
+    checked per threshold; the caller tells the two endings apart by the clock."""
+    weights = list(budget)
+    sets, top = dp
+    for j, (th, sel, tabs) in enumerate(sets):
+        if deadline is not None and time.monotonic() > deadline:
+            return
+        hi = sets[j + 1][0] - 1 if j + 1 < len(sets) else top
+        for Q in range(th, hi + 1):
+            caps = [budget[w] * Q * (1 + 1e-9) for w in weights]
+            if all(tabs[i][L, Q] <= caps[i] for i in range(len(weights))):
+                yield Q, sel, tabs, caps
+
+
 def distributions(R, c: int, L: int, budget: dict, deadline: float | None, limit: int = 3000,
                   max_nodes: int | None = None, dp=None):
     """Every way component c (all rows scaled) can have at most L groups whose total usage for
@@ -593,39 +610,33 @@ def distributions(R, c: int, L: int, budget: dict, deadline: float | None, limit
     allowed at Q_c (Q_c >= thr_q, see ``least_usage``). ``dp``: ``_dp_sets(R, c, L, list(budget))``
     when the caller has it already (it depends on the budget's weights, not its values)."""
     weights = list(budget)
-    sets, top = dp if dp is not None else _dp_sets(R, c, L, weights)
     out = []
     nodes = 0
-    for j, (th, sel, tabs) in enumerate(sets):
-        hi = sets[j + 1][0] - 1 if j + 1 < len(sets) else top
+    for Q, sel, tabs, caps in _counts_within(dp if dp is not None else _dp_sets(R, c, L, weights), L, budget):
         sel = sorted(sel, key=lambda r: -r.q)
         wa = [[wc * r.a_cpu + wm * r.a_mem for r in sel] for wc, wm in weights]
-        for Q in range(th, hi + 1):
-            caps = [budget[w] * Q * (1 + 1e-9) for w in weights]
-            if any(tabs[i][L, Q] > caps[i] for i in range(len(weights))):
-                continue
-            stack = [(0, Q, L, [0.0] * len(weights), ())]
-            while stack:
-                nodes += 1
-                if nodes % 4096 == 0 and ((deadline is not None and time.monotonic() > deadline)
-                                          or (max_nodes is not None and nodes > max_nodes)):
+        stack = [(0, Q, L, [0.0] * len(weights), ())]
+        while stack:
+            nodes += 1
+            if nodes % 4096 == 0 and ((deadline is not None and time.monotonic() > deadline)
+                                      or (max_nodes is not None and nodes > max_nodes)):
+                return None
+            i, t, k, acc, chosen = stack.pop()
+            if t == 0:
+                out.append((Q, chosen))
+                if len(out) > limit:
                     return None
-                i, t, k, acc, chosen = stack.pop()
-                if t == 0:
-                    out.append((Q, chosen))
-                    if len(out) > limit:
-                        return None
+                continue
+            if i == len(sel) or k == 0:
+                continue
+            r = sel[i]
+            for n in range(min(k, t // r.q), -1, -1):
+                acc2 = [a + n * wa[w][i] for w, a in enumerate(acc)]
+                t2, k2 = t - n * r.q, k - n
+                # the rest from any allowed rows (a lower bound on what rows i+1.. can do)
+                if any(acc2[w] + tabs[w][k2, t2] > caps[w] for w in range(len(weights))):
                     continue
-                if i == len(sel) or k == 0:
-                    continue
-                r = sel[i]
-                for n in range(min(k, t // r.q), -1, -1):
-                    acc2 = [a + n * wa[w][i] for w, a in enumerate(acc)]
-                    t2, k2 = t - n * r.q, k - n
-                    # the rest from any allowed rows (a lower bound on what rows i+1.. can do)
-                    if any(acc2[w] + tabs[w][k2, t2] > caps[w] for w in range(len(weights))):
-                        continue
-                    stack.append((i + 1, t2, k2, acc2, chosen + (((r.q, n),) if n else ())))
+                stack.append((i + 1, t2, k2, acc2, chosen + (((r.q, n),) if n else ())))
     return out
 
 
@@ -670,21 +681,18 @@ def thread_counts(R, c: int, L: int, budget: dict, dp, deadline: float | None = 
     within the budget). A list of (Q_c, least CPU %, least memory %, rows), or None past
     ``deadline``."""
     weights = list(budget)
-    sets, top = dp
     ic, im = weights.index((1.0, 0.0)), weights.index((0.0, 1.0))
     out = []
-    for j, (th, sel, tabs) in enumerate(sets):
-        if deadline is not None and time.monotonic() > deadline:
-            return None
-        hi = sets[j + 1][0] - 1 if j + 1 < len(sets) else top
-        for Q in range(th, hi + 1):
-            caps = [budget[w] * Q * (1 + 1e-9) for w in weights]
-            if any(tabs[i][L, Q] > caps[i] for i in range(len(weights))):
-                continue
-            used = [r for r in sel if r.q <= Q and all(
-                tabs[x][L - 1, Q - r.q] + wc * r.a_cpu + wm * r.a_mem <= caps[x] for x, (wc, wm) in enumerate(weights))]
-            out.append((Q, tabs[ic][L, Q] / Q, tabs[im][L, Q] / Q, used))
+    for Q, sel, tabs, caps in _counts_within(dp, L, budget, deadline):
+        used = [r for r in sel if r.q <= Q and all(
+            tabs[x][L - 1, Q - r.q] + wc * r.a_cpu + wm * r.a_mem <= caps[x] for x, (wc, wm) in enumerate(weights))]
+        out.append((Q, tabs[ic][L, Q] / Q, tabs[im][L, Q] / Q, used))
+    if deadline is not None and time.monotonic() > deadline:
+        return None
     return out
+
+
+LIST_COUNTS = 100  # a component with more thread counts in its budget is not listed (``packing_check``)
 
 
 def packing_check(d, R, tables: dict, L: int, deadline: float | None):
@@ -763,14 +771,16 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     lists, by_count = {}, {}
     for c in scaled:
         budget = {w: tables[w][c][L] + room[w] for w in EVEN_WEIGHTS}
-        ds = distributions(R, c, L, budget, listing, limit=3000, max_nodes=100_000, dp=dp[c])
-        if ds is not None:
-            lists[c] = ds
-            continue
-        tc = thread_counts(R, c, L, budget, dp[c], listing)
+        tc = thread_counts(R, c, L, budget, dp[c], listing)  # milliseconds
         if tc is None:  # the listing's time is spent: look for a plan only, its listings by a
             return cut_search(part(0.4), deadline)  # fresh 40 % of the time left
-        by_count[c] = tc
+        # past LIST_COUNTS thread counts the listing has always run into its limits (about
+        # 1-3 s lost per component): such a component is described by thread count at once
+        ds = None if len(tc) > LIST_COUNTS else distributions(R, c, L, budget, listing, limit=3000, max_nodes=100_000, dp=dp[c])
+        if ds is not None:
+            lists[c] = ds
+        else:
+            by_count[c] = tc
     comps = gather(lists, by_count)
     if comps is None:
         return "unknown", None
@@ -808,7 +818,14 @@ def _sizer(R, C: int):
 
 def _pack(d, R, tables, L, comps, by_count, deadline):
     """``packing_check``'s CP-SAT model over the listed distributions ``comps`` (None for a
-    component described by thread count, ``by_count[c]``: see ``thread_counts``)."""
+    component described by thread count, ``by_count[c]``: see ``thread_counts``), solved
+    until ``deadline``."""
+    return _pack_model(d, R, tables, L, comps, by_count)(deadline)
+
+
+def _pack_model(d, R, tables, L, comps, by_count):
+    """``_pack``'s model, built once: a function of the deadline that solves it (so that
+    ``_pack_split`` can solve a count's model again with more time without building it again)."""
     from ortools.sat.python import cp_model
 
     size = _sizer(R, d.C)
@@ -892,6 +909,11 @@ def _pack(d, R, tables, L, comps, by_count, deadline):
             m.AddAtMostOne(here)
         for t in types:
             m.Add(sum(x[(c, b, t)] for b in range(L)) == sum(n * y[i] for i, dd in enumerate(ds) for q, Q, n in dd if (q, Q) == t))
+    at = {}  # (c, slot) -> the literals saying c is there (one per group type, or its presence)
+    for (c, b, _), v in x.items():
+        at.setdefault((c, b), []).append(v)
+    for cb, z in pres.items():
+        at.setdefault(cb, []).append(z)
     cl = []
     for b in range(L):
         m.Add(sum(load_c[b]) <= capu)
@@ -900,8 +922,7 @@ def _pack(d, R, tables, L, comps, by_count, deadline):
         m.Add(lb == sum(load_c[b]))
         cl.append(lb)
         for c1, c2 in d.incompatible:
-            m.Add(sum(v for (c, bb, _), v in x.items() if bb == b and c in (c1, c2))
-                  + sum(z for (c, bb), z in pres.items() if bb == b and c in (c1, c2)) <= 1)
+            m.Add(sum(v for c in (c1, c2) for v in at.get((c, b), ())) <= 1)
     for b in range(L - 1):  # the slots are interchangeable: order them by CPU load
         m.Add(cl[b] >= cl[b + 1])
     if fluid:
@@ -944,8 +965,11 @@ def _pack(d, R, tables, L, comps, by_count, deadline):
                 return "rejected", None
         return ("feasible", q) if valid(d, R, q) else ("rejected", None)
 
-    tl = None if deadline is None else deadline - time.monotonic()
-    return ("unknown", None) if tl is not None and tl <= 0.05 else solve(m, tl)
+    def run(deadline):
+        tl = None if deadline is None else deadline - time.monotonic()
+        return ("unknown", None) if tl is not None and tl <= 0.05 else solve(m, tl)
+
+    return run
 
 
 def _pack_split(d, R, tables, L, comps, by_count, deadline):
@@ -965,6 +989,11 @@ def _pack_split(d, R, tables, L, comps, by_count, deadline):
     pending = sorted(by_count[c0], key=lambda e: e[1])
     step = 0.25
     rejected = False  # a count whose model's solution failed ``valid``: it is neither a plan nor refuted
+    # a count's model, built in its first round and solved again in the later ones; kept only
+    # for up to 64 counts (each model holds every by-count component's size tables, up to a
+    # few MB at 400 counts)
+    built = {}
+    keep = len(pending) <= 64
     while pending:
         undecided = []
         for entry in pending:
@@ -973,7 +1002,10 @@ def _pack_split(d, R, tables, L, comps, by_count, deadline):
                 return "unknown", None
             # the last undecided count gets all the time left (no restarts)
             end = deadline if len(pending) == 1 else now + step if deadline is None else min(deadline, now + step)
-            st, q = _pack(d, R, tables, L, comps, by_count | {c0: [entry]}, end)
+            run = built.get(entry[0]) or _pack_model(d, R, tables, L, comps, by_count | {c0: [entry]})
+            if keep:
+                built[entry[0]] = run
+            st, q = run(end)
             if st == "feasible":
                 return st, q
             if st == "unknown":
@@ -1013,13 +1045,70 @@ def _fill(tc, res, L: int):
     return None
 
 
+def _fill2(outer, inner, res, L: int):
+    """Groups of two components described by thread count, for one thread count of each
+    (``thread_counts`` entries ``outer`` and ``inner``), in the free room ``res`` (as ``_fill``):
+    ({slot: threads}, {slot: threads}) or None. A dynamic programme over the slots on the outer
+    component's thread sum keeps, per sum, the most inner threads the room left could hold (in
+    each slot the inner component's largest row that fits there); when that reaches the inner
+    count, the outer groups are walked back and ``_fill`` places the inner ones (it may still
+    fail when the inner rows that fit are not every size up to the largest). A plan search
+    only: a None proves nothing."""
+    import numpy as np
+
+    Qo, _, _, rws_o = outer
+    Qi, _, _, rws_i = inner
+    ri = sorted(rws_i, key=lambda r: r.q)
+    ic = np.array([r.a_cpu / Qi for r in ri])
+    im = np.array([r.a_mem / Qi for r in ri])
+    iq = np.array([r.q for r in ri])
+
+    def most(rc, rm) -> int:  # the inner component's largest row fitting room (rc, rm)
+        ok = (ic <= rc) & (im <= rm)
+        return int(iq[ok].max()) if ok.any() else 0
+
+    NEG = -(10 ** 9)
+    V = np.full(Qo + 1, NEG, dtype=np.int64)
+    V[0] = 0
+    Vs, steps = [V], []  # Vs[b]: the best inner capacity per outer sum over slots < b
+    for b in range(L):
+        if res[b] is None:
+            opts = [(0, 0)]
+        else:
+            rc, rm = res[b]
+            opts = [(0, most(rc, rm))] + [(r.q, most(rc - r.a_cpu / Qo, rm - r.a_mem / Qo)) for r in rws_o
+                                          if r.q <= Qo and r.a_cpu / Qo <= rc and r.a_mem / Qo <= rm]
+        new = np.full(Qo + 1, NEG, dtype=np.int64)
+        for g, h in opts:
+            new[g:] = np.maximum(new[g:], Vs[-1][:Qo + 1 - g] + h)
+        steps.append(opts)
+        Vs.append(new)
+    if Vs[L][Qo] < Qi:
+        return None
+    by_q = {r.q: r for r in rws_o}
+    go, t = {}, Qo
+    for b in range(L - 1, -1, -1):
+        want = Vs[b + 1][t]
+        g = next(g for g, h in steps[b] if g <= t and Vs[b][t - g] + h == want)
+        if g:
+            go[b] = g
+        t -= g
+    room = [None if res[b] is None else (res[b][0] - (by_q[go[b]].a_cpu / Qo if b in go else 0.0),
+                                          res[b][1] - (by_q[go[b]].a_mem / Qo if b in go else 0.0))
+            for b in range(L)]
+    gi = _fill([inner], room, L)
+    return None if gi is None else (go, gi)
+
+
 def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries: int | None = None):
     """A randomised search for a plan on L interchangeable slots (``packing_check``'s data:
     ``comps`` the listed distributions, None for a component in ``by_count``, described by
     thread count): each listed component takes one of its distributions (least usage most
     likely), the groups go largest first into a fitting slot (per attempt: the fullest, the
-    emptiest or any, with noise), then each component described by thread count fills the
-    room left (``_fill``).
+    emptiest or any, with noise), then the components described by thread count fill the
+    room left: the two with the largest usage together (``_fill2``, a few pairs of their
+    counts, least usage most likely) unless they may not share a slot, the others one after
+    another (``_fill``).
     Returns the first allocation that passes ``valid``, or None at ``deadline`` or after
     ``tries`` attempts. Finds plans only; proves nothing."""
     import random
@@ -1040,6 +1129,9 @@ def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries
     last = [(c, sorted(by_count[c], key=lambda e: e[1])) for c in sorted(by_count, key=lambda c: -max(e[1] for e in by_count[c]))]
     clash = {c: {b for a, b in d.incompatible if a == c} | {a for a, b in d.incompatible if b == c} for c in range(d.C)}
     cap = 100 * (1 + CHECK_TOL)
+    # the two largest filled together (``_fill2``), unless they may not share a slot (then one
+    # after the other, as the rest)
+    pair = len(last) >= 2 and last[1][0] not in clash[last[0][0]]
     while time.monotonic() < deadline and (tries is None or tries > 0):
         tries = None if tries is None else tries - 1
         items = []
@@ -1063,7 +1155,29 @@ def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries
             here[b].add(c)
             q[(c, b)] = qq
         else:
-            for c, tc in last:
+            rest = last
+            if pair:
+                # the two largest by thread count together (``_fill2``): a few pairs of their
+                # thread counts, each drawn least usage most likely
+                (co, tco), (ci, tci) = last[:2]
+                res = [None if (clash[co] | clash[ci]) & here[b] else (cap - load[b][0], cap - load[b][1]) for b in range(L)]
+                for _ in range(4):
+                    eo = tco[min(len(tco) - 1, int(rnd.expovariate(1 / 3)))]
+                    ei = tci[min(len(tci) - 1, int(rnd.expovariate(1 / 3)))]
+                    f2 = _fill2(eo, ei, res, L)
+                    if f2 is not None:
+                        break
+                else:
+                    continue
+                for c, f in ((co, f2[0]), (ci, f2[1])):
+                    for b, g in f.items():
+                        sc, sm = size(c, g, sum(f.values()))
+                        load[b][0] += sc
+                        load[b][1] += sm
+                        here[b].add(c)
+                        q[(c, b)] = g
+                rest = last[2:]
+            for c, tc in rest:
                 res = [None if clash[c] & here[b] else (cap - load[b][0], cap - load[b][1]) for b in range(L)]
                 f = _fill(tc, res, L)
                 if f is None:
