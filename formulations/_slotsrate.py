@@ -698,7 +698,8 @@ LIST_COUNTS = 100  # a component with more thread counts in its budget is not li
 def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     """Is there a plan on exactly L interchangeable slots? ("infeasible", None) when none
     exists, ("feasible", q) with a plan q on d's first L slots (checked by ``valid``), or
-    ("unknown", None). Every component's total usage in such a plan is at most L slots less
+    ("unknown", None), or ("n/a", None) when the check does not handle the instance (a
+    component with rows of mixed kinds, pins or max_per_node: at every L alike). Every component's total usage in such a plan is at most L slots less
     the others' least usages (``usage_tables``), so only its distributions within that budget
     are listed (``distributions``); a component with too many of them is described by its
     possible thread counts instead (``thread_counts``). A CP-SAT model then chooses one
@@ -709,8 +710,9 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     only: there "infeasible" says "unknown") look for a plan first; when the thread counts
     cannot be listed in the time, only the latter runs."""
     cap = CAP
-    if (tables is None or L < 1 or L > d.S or L >= len(tables[EVEN_WEIGHTS[0]][0])
-            or any(x is not None for x in d.max_per_node) or not all(all(a) for a in d.allowed)):
+    if tables is None or any(x is not None for x in d.max_per_node) or not all(all(a) for a in d.allowed):
+        return "n/a", None
+    if L < 1 or L > d.S or L >= len(tables[EVEN_WEIGHTS[0]][0]):
         return "unknown", None
     tot = {w: sum(U[L] for U in tables[w]) for w in EVEN_WEIGHTS}
     if any(tot[w] > cap * L * (1 + 1e-9) for w in EVEN_WEIGHTS):
@@ -783,7 +785,7 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
             by_count[c] = tc
     comps = gather(lists, by_count)
     if comps is None:
-        return "unknown", None
+        return "n/a", None
     if not comps:
         return "infeasible", None
     if not by_count:
@@ -1132,6 +1134,17 @@ def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries
     # the two largest filled together (``_fill2``), unless they may not share a slot (then one
     # after the other, as the rest)
     pair = len(last) >= 2 and last[1][0] not in clash[last[0][0]]
+
+    def place(c, f):
+        """Component c's groups by slot (``f``, from ``_fill``/``_fill2``) into this attempt's plan."""
+        Q = sum(f.values())
+        for b, g in f.items():
+            sc, sm = size(c, g, Q)
+            load[b][0] += sc
+            load[b][1] += sm
+            here[b].add(c)
+            q[(c, b)] = g
+
     while time.monotonic() < deadline and (tries is None or tries > 0):
         tries = None if tries is None else tries - 1
         items = []
@@ -1169,25 +1182,15 @@ def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries
                         break
                 else:
                     continue
-                for c, f in ((co, f2[0]), (ci, f2[1])):
-                    for b, g in f.items():
-                        sc, sm = size(c, g, sum(f.values()))
-                        load[b][0] += sc
-                        load[b][1] += sm
-                        here[b].add(c)
-                        q[(c, b)] = g
+                place(co, f2[0])
+                place(ci, f2[1])
                 rest = last[2:]
             for c, tc in rest:
                 res = [None if clash[c] & here[b] else (cap - load[b][0], cap - load[b][1]) for b in range(L)]
                 f = _fill(tc, res, L)
                 if f is None:
                     break
-                for b, g in f.items():
-                    sc, sm = size(c, g, sum(f.values()))
-                    load[b][0] += sc
-                    load[b][1] += sm
-                    here[b].add(c)
-                    q[(c, b)] = g
+                place(c, f)
             else:
                 if valid(d, R, q):
                     return q

@@ -451,13 +451,16 @@ def _solve_patterns(instance: Instance, d: SlotsData, backend: str, method: str,
 def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed, hint, model: str,
                 started: float) -> Result:
     """Exact driver under ``params.slot_usage = "rate"`` (``_slotsrate``; docs/formulations.md,
-    "Slots", "Rate usage"). Seeds: the hint (checked under rate usage), a greedy plan
-    (``_slotsrate.greedy``) and the peak-usage optimum (rate-feasible: its scale is <= 1),
-    found with 40 % of the time. Then the
-    relaxation (a bound valid for every plan the evaluator accepts); its plan is kept when the
-    evaluator's rule accepts it, otherwise the restriction looks for a plan in the time left.
-    With interchangeable slots, a slot-count search up from the bound then proves the slot
-    count (relaxation on fewer slots infeasible) and takes the cheapest nodes for that count."""
+    "Slots", "Rate usage"). Seeds: the hint (checked under rate usage) and a greedy plan
+    (``_slotsrate.greedy``). Then the even-routing bound; with interchangeable slots the
+    packing check climbs from it (each "infeasible" raises the bound; after an "unknown" the
+    counts above are searched for a plan only). Where those have not settled the count, the
+    peak-usage optimum (rate-feasible: its scale is <= 1, 40 % of the time left) joins the
+    seeds. Then the relaxation (a bound valid for every plan the evaluator accepts); its plan
+    is kept when the evaluator's rule accepts it, otherwise the restriction looks for a plan
+    in the time left. With interchangeable slots, a slot-count search up from the bound then
+    proves the slot count (relaxation on fewer slots infeasible) and takes the cheapest nodes
+    for that count."""
     d = prepare(instance, peak_usage_filter=False)
     R = _sr.rows(d)
     for c, cid in enumerate(d.comps):
@@ -542,7 +545,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
             return res
     # the packing check from the bound up (before the full model: where the bound is tight it
     # proves the count, or finds a plan on exactly that many slots, in seconds)
-    packed = set()  # slot counts the packing check has tried
+    packed = {}  # slot count -> the packing check's answer there
     if interchangeable and n0 is not None and eb is not None:
         L = eb
         undecided = None  # the first count the check left undecided: the bound stays there
@@ -550,11 +553,14 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
             t_pk = time.monotonic()
             share = 0.75 if undecided is None else 0.25
             pk, qk = _sr.packing_check(d, R, tables, L, None if deadline is None else t_pk + left(share))
-            packed.add(L)
+            packed[L] = pk
             details.setdefault("packing", []).append({"slots": L, "status": pk, "seconds": round(time.monotonic() - t_pk, 3)})
             if pk == "feasible":
                 if obj(qk) < obj(best):
                     best = qk
+                break
+            if pk == "n/a":  # the check does not handle this instance: the same at every count
+                undecided = L if undecided is None else undecided
                 break
             if pk == "unknown" and undecided is None:
                 undecided = L
@@ -563,12 +569,13 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
             # time left each), which may improve the incumbent but proves nothing
             L += 1
         eb = L if undecided is None else undecided  # no plan has fewer slots
+        details["climb_bound"] = eb
         n1 = len({s for (_, s) in best})
         if eb >= n1:
             res = settle(n1)
             if res is not None:
                 return res
-    if "peak_seed" not in details:
+    if "peak_seed" not in details and (deadline is None or left() > 1.0):
         # after the bound and the packing check (where those prove the count, the peak
         # model's time, up to 40 % of the limit, was lost: about 8 s of 20 on the
         # interpolated micro-DAGs at 200 tuples/s, which it did not solve)
@@ -623,8 +630,10 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
             # first the packing check (near-optimal distributions per component, then CP-SAT):
             # quick where the bound is tight; the relaxation on floor_ slots gets what is left
             t_pk = time.monotonic()
-            pk, qk = ("unknown", None) if floor_ in packed else _sr.packing_check(
-                d, R, tables, floor_, None if deadline is None else t_pk + left(0.6))
+            # a count the climb checked keeps its answer: "infeasible" is a proof here too
+            # (every count below floor_ is excluded), "unknown" is not asked again
+            pk, qk = (packed[floor_] if packed[floor_] == "infeasible" else "unknown", None) if floor_ in packed \
+                else _sr.packing_check(d, R, tables, floor_, None if deadline is None else t_pk + left(0.6))
             if floor_ not in packed:
                 descent["steps"].append({"slots": floor_, "packing": pk, "seconds": round(time.monotonic() - t_pk, 3)})
             if pk == "infeasible":

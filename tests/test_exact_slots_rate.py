@@ -347,7 +347,7 @@ def _packing_against_bruteforce(cases) -> dict:
     from formulations.slots import make_plan
     from planner.model import parse_instance
 
-    seen = {"infeasible": 0, "feasible": 0, "unknown": 0}
+    seen = {"infeasible": 0, "feasible": 0, "unknown": 0, "n/a": 0}
     for seed, inst, ref, d, R in cases:
         n = int(ref.objective) if ref.status == Status.OPTIMAL else d.S + 1
         tables = sr.usage_tables(d, R, d.S)
@@ -853,6 +853,7 @@ def test_climb_searches_above_an_undecided_count(monkeypatch):
     assert steps[0] == steps[0] | {"slots": 6, "status": "unknown"}
     assert steps[1]["slots"] == 7 and steps[1]["status"] == "feasible"
     assert r.objective == 7 and r.bound in (6.0, 7.0), (r.status, r.objective, r.bound)
+    assert r.details["climb_bound"] == 6, r.details
     assert r.metrics["feasible"], r.metrics["violations"]
 
 
@@ -861,5 +862,19 @@ def test_infeasible_above_an_undecided_count_raises_no_bound(monkeypatch):
     the check undecided at 6 and (falsely) infeasible at 7, the bound must not pass 7, the
     optimum (a bound of 8 would mean the climb took it as a proof)."""
     r = _star_100_with_check(monkeypatch, {6: "unknown", 7: "infeasible"})
+    assert r.details["climb_bound"] == 6, r.details
     assert r.bound is not None and r.bound <= 7, (r.status, r.objective, r.bound, r.details)
     assert r.metrics["feasible"], r.metrics["violations"]
+
+
+def test_packing_check_says_na_where_it_does_not_apply():
+    """Without usage tables (or with pins / max_per_node) the check does not apply at any slot
+    count: "n/a", which ends the climb at once instead of asking again at every count."""
+    from formulations import _slotsrate as sr
+
+    inst = shukla_micro_dag("star", 50, nodes=4)
+    inst["params"] = {"slot_usage": "rate"}
+    d, R = _prepared(inst)
+    assert sr.packing_check(d, R, None, 2, None) == ("n/a", None)
+    tables = sr.usage_tables(d, R, d.S)
+    assert sr.packing_check(d, R, tables, 0, None) == ("unknown", None)
