@@ -698,7 +698,7 @@ def _case_200(name: str):
     return planner.load_instance(inst)
 
 
-def test_packing_check_finds_the_200_plans_at_the_bound():
+def test_packing_check_finds_the_200_plans_at_the_bound(monkeypatch):
     """At 200 tuples/s the shipped shukla-star and the interpolated micro-DAGs have plans on
     exactly their even-routing bound (12, 10, 15, 12 slots; the exact methods stopped at 15,
     14, 19 and 15 in 20 s before): blob and table are both described by thread count, filled
@@ -708,14 +708,19 @@ def test_packing_check_finds_the_200_plans_at_the_bound():
     from formulations import _slotsrate as sr
     from formulations.slots import make_plan, prepare
 
+    filled = []  # _fill2's answers: the joint fill must be what places blob and table
+    fill2 = sr._fill2
+    monkeypatch.setattr(sr, "_fill2", lambda *a: (lambda f: filled.append(f is not None) or f)(fill2(*a)))
     for name, want in CASES_200:
         inst = _case_200(name)
         d = prepare(inst, peak_usage_filter=False)
         R = sr.rows(d)
         tables = sr.usage_tables(d, R, want)
         assert sr.even_bound(d, R, want, tables=tables) == want, name
+        filled.clear()
         st, q = sr.packing_check(d, R, tables, want, time.monotonic() + 60)
         assert st == "feasible" and len({s for (_, s) in q}) == want, (name, st)
+        assert any(filled), (name, "the joint fill of the two components by thread count never succeeded")
         ev = planner.evaluate(inst, make_plan(d, q), "slots")
         assert ev["feasible"], (name, ev["violations"])
 
