@@ -936,12 +936,15 @@ def _bisect(d: TPData, check, hint_n, deadline: float | None, search: Search) ->
     """Bisection on R with jumps to the exact rate of each placement found. ``check(R, hint,
     time_left)`` -> (status, n). Returns False when stopped by the deadline."""
     lo = max(search.best_rate, 0.0)
+    gallop = TOL / 2 if search.best_n is not None and search.best_rate > 0 else None
     while True:
         if search.best_n is not None and search.hi <= search.best_rate * (1 + TOL):
             return True
         if search.hi <= lo * (1 + TOL / 10):
             return True  # the probes are exhausted; the rounding slack decides the rest
         R = (lo + search.hi) / 2 if math.isfinite(search.hi) else max(2 * lo, 1.0)
+        if gallop is not None:  # probe just above the incumbent first: it is often optimal
+            R = min(R, max(search.best_rate, lo) * (1 + gallop))
         if search.best_n is not None:
             R = max(R, search.best_rate * (1 + TOL / 2))
         left = None if deadline is None else deadline - time.monotonic()
@@ -954,8 +957,11 @@ def _bisect(d: TPData, check, hint_n, deadline: float | None, search: Search) ->
             if r > search.best_rate:
                 search.best_rate, search.best_n = r, n
             lo = max(lo, R, r)
+            if gallop is not None:
+                gallop *= 4
         elif st == "infeasible":
             search.hi = R
+            gallop = None
         else:
             return False
 
