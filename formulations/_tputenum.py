@@ -125,6 +125,29 @@ class CountLP:
             fill = best_fill(w, u, d.cap[j], d.K, near=1e-4, budget=2000)
             self.h.changeRowBounds(r, -highspy.kHighsInf, len(self.types[t]) * (fill * (1 + SLACK) + SLACK))
 
+    def fill_feasible(self, N: list[int]) -> bool:
+        """:func:`fill_feasible` on this model, for a complete vector N already fixed by
+        :meth:`fix` (the same LP: y_cN_c = 1; each type's capacity replaced by its best fill by
+        whole instances of the classes N, the other rows as they are); the capacities are
+        restored afterwards. False proves that no placement with counts N sustains R."""
+        import highspy
+
+        d, R = self.d, self.R
+        if any((c, N[c]) not in self.caps for c in range(d.C)):
+            return False
+        for t, r in self.load_row.items():
+            j = self.types[t][0]
+            here = [c for c in range(d.C) if self.caps[(c, N[c])][j] > 0]
+            fill = best_fill([_weight(d, R, c, N[c], j) for c in here], [self.caps[(c, N[c])][j] for c in here],
+                             d.cap[j], d.K)
+            self.h.changeRowBounds(r, -highspy.kHighsInf, len(self.types[t]) * (fill * (1 + SLACK) + SLACK))
+        try:
+            return self.feasible()
+        finally:
+            for t, r in self.load_row.items():
+                j = self.types[t][0]
+                self.h.changeRowBounds(r, -highspy.kHighsInf, len(self.types[t]) * (d.cap[j] * (1 + SLACK) + SLACK))
+
     def feasible(self) -> bool:
         """False only when HiGHS proves the LP infeasible (anything else keeps the node)."""
         t = time.perf_counter()
@@ -147,6 +170,9 @@ def best_fill(weights: list[float], counts: list[int], cap: float, K: int, near:
     limit = cap * (1 + SLACK) + SLACK
     best = 0.0
     spent = 0
+    rest = [0.0] * (len(w) + 1)  # rest[i]: the most the pieces i.. can add (all of them)
+    for i in reversed(range(len(w))):
+        rest[i] = rest[i + 1] + u[i] * w[i]
 
     def rec(i: int, load: float, left: int) -> bool:
         nonlocal best, spent
@@ -159,7 +185,7 @@ def best_fill(weights: list[float], counts: list[int], cap: float, K: int, near:
         if budget is not None and spent > budget:
             best = cap
             return True
-        if i == len(w) or left == 0:
+        if i == len(w) or left == 0 or load + rest[i] <= best:
             return False
         for x in range(min(u[i], left, int((limit - load) // w[i]) if w[i] > 0 else left), -1, -1):
             if rec(i + 1, load + x * w[i], left - x):
@@ -277,9 +303,40 @@ class _Stop(Exception):
     pass
 
 
+def dive_estimate(lp: CountLP, ks: dict[int, list[int]], order: list[int], dives: int, seed: int = 0,
+                  deadline: float | None = None, stop_above: float | None = None) -> float:
+    """Knuth's estimate of how many CountLPs the search below solves (the children tried at
+    every node not cut, summed over the depths), from ``dives`` random dives on ``lp`` (left
+    with no component fixed). Cheap: no leaf tests. With ``stop_above``, the dives stop after
+    a quarter of them once the running estimate passes 4 x ``stop_above`` (a size gate only)."""
+    rng = random.Random(seed)
+    total, done = 0.0, 0
+    while done < dives and (deadline is None or time.monotonic() < deadline):
+        if stop_above is not None and done >= max(1, dives // 4) and total / done > 4 * stop_above:
+            break
+        done += 1
+        prod = 1.0
+        for c in order:
+            total += prod * len(ks[c])
+            kids = []
+            for k in ks[c]:
+                lp.fix(c, k)
+                if lp.feasible():
+                    kids.append(k)
+            prod *= len(kids)
+            if not kids:
+                break
+            lp.fix(c, rng.choice(kids))
+        for c in order:
+            lp.fix(c, None)
+    return total / max(done, 1)
+
+
 def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | None = None, step: float = 1e-5,
            order: list[int] | None = None, probe_limit: float | None = None, stats: dict | None = None,
-           partial_fill: bool = False):
+           partial_fill: bool = False, max_lps: float | None = None, dives: int = 8,
+           caps: dict[tuple[int, int], list[int]] | None = None, budget: float | None = None,
+           cost: float = 2.5):
     """The count-vector search itself, as an optimiser: depth-first over N (components in
     ``order``, default fewest classes first), at the probe rate R = best x (1 + step). A
     partial vector is cut when its CountLP is infeasible; a complete one when
@@ -289,7 +346,11 @@ def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | 
     loads only grow with R); it is refuted when that search ends on an infeasible probe.
     Returns (best rate, n, proven): ``proven`` means every count vector was cut or refuted at
     the final R, i.e. no placement sustains best x (1 + step). A deadline, or a probe stopped
-    by ``probe_limit``, leaves it unproven."""
+    by ``probe_limit``, leaves it unproven. ``max_lps``: first estimate the LPs the search
+    needs (:func:`dive_estimate`, ``dives`` dives) and give up at once, unproven, when the
+    estimate is larger, or (with ``budget`` seconds) when estimate x (seconds per LP in the
+    dives) x ``cost`` is larger than the budget (``stats["estimate"]``, ``stats["skipped"]``).
+    ``caps``: the classes of :func:`search_classes` at rate x (1 + step), if already known."""
     from .throughput import best_for_counts
 
     stats = {} if stats is None else stats
@@ -297,13 +358,26 @@ def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | 
         stats.setdefault(key, 0)
     state = {"best": rate, "n": n, "undecided": 0}
     R = rate * (1 + step)
-    caps = search_classes(d, R)
+    caps = search_classes(d, R) if caps is None else caps
     ks = {c: sorted(k for (cc, k) in caps if cc == c) for c in range(d.C)}
     if classless(d.C, caps):
         return rate, n, True
     order = sorted(range(d.C), key=lambda c: len(ks[c])) if order is None else order
     box = {"R": R, "caps": caps, "lp": CountLP(d, R, caps)}
     N = [0] * d.C
+    if max_lps is not None:
+        lp0 = box["lp"]
+        gate = max_lps
+        if budget is not None and lp0.lps == 0:
+            lp0.feasible()  # one LP to time
+            gate = min(gate, budget / max(lp0.seconds * cost, 1e-9))
+        stats["estimate"] = dive_estimate(lp0, ks, order, dives, deadline=deadline, stop_above=gate)
+        per_lp = lp0.seconds / max(lp0.lps, 1)
+        stats["lps"] = stats.get("lps", 0) + lp0.lps
+        lp0.lps, lp0.seconds = 0, 0.0
+        if stats["estimate"] > max_lps or (budget is not None and stats["estimate"] * per_lp * cost > budget):
+            stats["skipped"] = True
+            return rate, n, False
 
     def raise_rate(r: float, m, pos: int) -> None:
         """A better placement: new incumbent, new R, the LP rebuilt with the path's fixings."""
@@ -337,7 +411,7 @@ def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | 
                 dfs(pos + 1)
                 continue
             stats["leaves"] += 1
-            if not fill_feasible(d, N, box["R"], box["caps"]):
+            if not box["lp"].fill_feasible(N):
                 stats["fill_cut"] += 1
                 continue
             best_before = state["best"]
