@@ -307,12 +307,12 @@ def dive_estimate(lp: CountLP, ks: dict[int, list[int]], order: list[int], dives
                   deadline: float | None = None, stop_above: float | None = None) -> float:
     """Knuth's estimate of how many CountLPs the search below solves (the children tried at
     every node not cut, summed over the depths), from ``dives`` random dives on ``lp`` (left
-    with no component fixed). Cheap: no leaf tests. With ``stop_above``, the dives stop after
-    a quarter of them once the running estimate passes 4 x ``stop_above`` (a size gate only)."""
+    with no component fixed); returns (estimate, dives done). Cheap: no leaf tests. With ``stop_above``, the dives stop after
+    an eighth of them once the running estimate passes 4 x ``stop_above`` (a size gate only)."""
     rng = random.Random(seed)
     total, done = 0.0, 0
     while done < dives and (deadline is None or time.monotonic() < deadline):
-        if stop_above is not None and done >= max(1, dives // 4) and total / done > 4 * stop_above:
+        if stop_above is not None and done >= max(1, dives // 8) and total / done > 4 * stop_above:
             break
         done += 1
         prod = 1.0
@@ -329,14 +329,14 @@ def dive_estimate(lp: CountLP, ks: dict[int, list[int]], order: list[int], dives
             lp.fix(c, rng.choice(kids))
         for c in order:
             lp.fix(c, None)
-    return total / max(done, 1)
+    return total / max(done, 1), done
 
 
 def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | None = None, step: float = 1e-5,
            order: list[int] | None = None, probe_limit: float | None = None, stats: dict | None = None,
            partial_fill: bool = False, max_lps: float | None = None, dives: int = 8,
            caps: dict[tuple[int, int], list[int]] | None = None, budget: float | None = None,
-           cost: float = 2.5):
+           cost: float = 2.5, max_range: float | None = None):
     """The count-vector search itself, as an optimiser: depth-first over N (components in
     ``order``, default fewest classes first), at the probe rate R = best x (1 + step). A
     partial vector is cut when its CountLP is infeasible; a complete one when
@@ -350,7 +350,9 @@ def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | 
     needs (:func:`dive_estimate`, ``dives`` dives) and give up at once, unproven, when the
     estimate is larger, or (with ``budget`` seconds) when estimate x (seconds per LP in the
     dives) x ``cost`` is larger than the budget (``stats["estimate"]``, ``stats["skipped"]``).
-    ``caps``: the classes of :func:`search_classes` at rate x (1 + step), if already known."""
+    ``caps``: the classes of :func:`search_classes` at rate x (1 + step), if already known.
+    ``max_range``: give up at once when the product of the count ranges left passes it (before
+    any dive); the dives get at most 15 % of ``budget``, and too few dives in that time give up."""
     from .throughput import best_for_counts
 
     stats = {} if stats is None else stats
@@ -363,6 +365,10 @@ def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | 
     if classless(d.C, caps):
         return rate, n, True
     order = sorted(range(d.C), key=lambda c: len(ks[c])) if order is None else order
+    stats["range"] = float(math.prod(len(v) for v in ks.values()))
+    if max_range is not None and stats["range"] > max_range:
+        stats["skipped"] = True
+        return rate, n, False
     box = {"R": R, "caps": caps, "lp": CountLP(d, R, caps)}
     N = [0] * d.C
     if max_lps is not None:
@@ -371,11 +377,16 @@ def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | 
         if budget is not None and lp0.lps == 0:
             lp0.feasible()  # one LP to time
             gate = min(gate, budget / max(lp0.seconds * cost, 1e-9))
-        stats["estimate"] = dive_estimate(lp0, ks, order, dives, deadline=deadline, stop_above=gate)
+        dive_stop = deadline if budget is None else time.monotonic() + 0.15 * budget
+        if deadline is not None:
+            dive_stop = min(dive_stop, deadline)
+        stats["estimate"], done = dive_estimate(lp0, ks, order, dives, deadline=dive_stop, stop_above=gate)
+        stats["dives"] = done
         per_lp = lp0.seconds / max(lp0.lps, 1)
         stats["lps"] = stats.get("lps", 0) + lp0.lps
         lp0.lps, lp0.seconds = 0, 0.0
-        if stats["estimate"] > max_lps or (budget is not None and stats["estimate"] * per_lp * cost > budget):
+        if done < max(1, dives // 8) or stats["estimate"] > max_lps \
+                or (budget is not None and stats["estimate"] * per_lp * cost > budget):
             stats["skipped"] = True
             return rate, n, False
 

@@ -59,6 +59,7 @@ COUNT_SEARCH_SHARE = 0.7  # even routing: the count-vector search's share of the
 COUNT_SEARCH_MAX = 60.0  # ... or its seconds without a time limit
 COUNT_SEARCH_DIVES = 32  # random dives that estimate its size first
 COUNT_SEARCH_LPS = 10**6  # never tried when the estimate says more LPs than this
+COUNT_SEARCH_RANGE = 1e9  # nor when the count ranges left multiply to more than this (no dives)
 COUNT_SEARCH_COST = 2.0  # predicted seconds = estimated LPs x (seconds per LP in the dives) x this
 SOURCE = "Nasiri et al., J Big Data 2023 (problem statement); exact models in docs/formulations.md"
 
@@ -1154,7 +1155,7 @@ def _count_search_stage(d: TPData, search: Search, deadline: float | None, detai
     stats: dict = {}
     best, n, proven = _tputenum.search(d, search.best_rate, search.best_n, t0 + budget, step=TOL, stats=stats,
                                        max_lps=COUNT_SEARCH_LPS, dives=COUNT_SEARCH_DIVES, budget=budget,
-                                       cost=COUNT_SEARCH_COST)
+                                       cost=COUNT_SEARCH_COST, max_range=COUNT_SEARCH_RANGE)
     if n is not None and best > search.best_rate:
         search.best_rate, search.best_n = best, canonical(d, n)
     if proven:
