@@ -11,6 +11,12 @@ polish (branch tput-exact; -1 when the method ran without it).
 One solve at a time; CP-SAT uses 2 workers, CBC and HiGHS 1 thread. Default run: 10 solves
 (CBC and HiGHS) of at most about a minute each (under 10 minutes).
 
+    PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --nasiri 3,6 --limit 10
+        [--routings even,weighted] [--solvers exact.cpsat,exact.milp-cbc,exact.milp-highs]
+
+(branch tput-six) the Nasiri reproduction's instances (docs/results.md section 2, `planner
+reproduce --quick`'s tp-small and tp-medium) with every exact method at the reproduction's 10 s.
+
     PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --relaxations [--limit 60]
         [--probe-limit 90] [--bp-limit 240]
 
@@ -195,6 +201,44 @@ def count_search(cases: list[str], limit: float, start_bp: float | None = None) 
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
 
 
+def nasiri(nodes: list[int], routings: list[str], limit: float, solvers: list[str]) -> None:
+    """(branch tput-six) The Nasiri reproduction's instances (`planner reproduce --quick`, docs/results.md
+    section 2: micro, seed 2, 3 instances, heterogeneous machines, one slot each) solved by each
+    exact method within ``limit``, one solve at a time: status, rate, bound, seconds, and the
+    stages' figures (polish, count-vector search) when the method reports them."""
+    from planner.generate import generate
+    from planner.reproduce import _with_routing
+
+    t0 = time.time()
+    print(f"load average at start: {os.getloadavg()[0]:.2f}\n")
+    print("| instance | machines | method | status | rate | bound | seconds | load | polish (rate, vectors, screened, s) "
+          "| count search (range, estimate, LPs, proven, s) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for n in nodes:
+        base = generate("micro", 3, 2, clusters="heterogeneous", nodes=n, slots=1, racks=1)
+        for routing in routings:
+            for inst in _with_routing(base, routing):
+                for m in solvers:
+                    t = time.time()
+                    r = planner.solve(inst, "throughput", m, time_limit=limit)
+                    sec = time.time() - t
+                    po = r.details.get("polish")
+                    pol = (f"{po['rate']:.2f}, {po.get('count_vectors', 0)}, {po.get('screened', '-')}, {po['seconds']:.1f}"
+                           if po else "-")
+                    cs = r.details.get("count_search")
+                    if cs:
+                        est = f"{cs['estimate']:.3g}" if cs.get("estimate") is not None else "-"
+                        csx = (f"{cs.get('range', float('nan')):.3g}, {est}, {cs.get('lps', 0) + cs.get('nodes', 0)}, "
+                               f"{'skipped' if cs.get('skipped') else cs['proven']}, {cs['seconds']:.1f}")
+                    else:
+                        csx = "-"
+                    obj = f"{r.objective:.2f}" if r.objective is not None else "-"
+                    bd = f"{r.bound:.2f}" if r.bound is not None else "-"
+                    print(f"| {inst.name} | {n} | {m} | {r.status.value} | {obj} | {bd} | {sec:.1f} | "
+                          f"{os.getloadavg()[0]:.1f} | {pol} | {csx} |", flush=True)
+    print(f"\nload average at end: {os.getloadavg()[0]:.2f}; total wall time {time.time() - t0:.0f} s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=float, default=60.0)
@@ -214,7 +258,13 @@ def main() -> None:
     ap.add_argument("--search", default="", help="run the count-vector search on these cases (tiny5, hetero5, hetero6, hetero8)")
     ap.add_argument("--search-limit", type=float, default=600.0, help="--search: seconds per instance")
     ap.add_argument("--start-bp", type=float, default=None, help="--search: start from bp_probe's placement at this rate")
+    ap.add_argument("--nasiri", default="", help="the Nasiri reproduction's micro instances on these machine counts (3,6)")
+    ap.add_argument("--routings", default="even,weighted", help="--nasiri: routings")
     a = ap.parse_args()
+    if a.nasiri:
+        nasiri([int(x) for x in a.nasiri.split(",") if x], [x for x in a.routings.split(",") if x], a.limit,
+               [m for m in (a.solvers if a.solvers != ",".join(SOLVERS) else "exact.cpsat,exact.milp-cbc,exact.milp-highs").split(",") if m])
+        return
     if a.search:
         names = [x for x in a.search.split(",") if x]
         if set(names) - set(SHAPES):
