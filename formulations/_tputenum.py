@@ -125,6 +125,35 @@ class CountLP:
             fill = best_fill(w, u, d.cap[j], d.K, near=1e-4, budget=2000)
             self.h.changeRowBounds(r, -highspy.kHighsInf, len(self.types[t]) * (fill * (1 + SLACK) + SLACK))
 
+    def consistent_fill_caps(self, fixed: dict[int, int], near: float = 1e-4, budget: int = 20000) -> list[float]:
+        """As :meth:`fill_caps`, but a free component puts pieces of one class only on a machine
+        (as in any placement: N_c is one number), :func:`best_fill_groups`; still a valid upper
+        bound on a machine's load by whole instances at R. Returns the fills (per type)."""
+        import highspy
+
+        d, R = self.d, self.R
+        fills = []
+        for t, r in self.load_row.items():
+            j = self.types[t][0]
+            groups = []
+            for c in range(d.C):
+                opts = [(_weight(d, R, c, k, j), self.caps[(c, k)][j]) for (cc, k) in self.by_comp[c]
+                        if fixed.get(c, k) == k and self.caps[(c, k)][j] > 0]
+                if opts:
+                    groups.append(opts)
+            fill = best_fill_groups(groups, d.cap[j], d.K, near=near, budget=budget)
+            fills.append(fill)
+            self.h.changeRowBounds(r, -highspy.kHighsInf, len(self.types[t]) * (fill * (1 + SLACK) + SLACK))
+        return fills
+
+    def plain_caps(self) -> None:
+        """The capacities cap_t again (after a fill)."""
+        import highspy
+
+        for t, r in self.load_row.items():
+            j = self.types[t][0]
+            self.h.changeRowBounds(r, -highspy.kHighsInf, len(self.types[t]) * (self.d.cap[j] * (1 + SLACK) + SLACK))
+
     def fill_feasible(self, N: list[int]) -> bool:
         """:func:`fill_feasible` on this model, for a complete vector N already fixed by
         :meth:`fix` (the same LP: y_cN_c = 1; each type's capacity replaced by its best fill by
@@ -191,6 +220,41 @@ def best_fill(weights: list[float], counts: list[int], cap: float, K: int, near:
             if rec(i + 1, load + x * w[i], left - x):
                 return True
         return False
+
+    rec(0, 0.0, K)
+    return min(best, cap)
+
+
+def best_fill_groups(groups: list[list[tuple[float, int]]], cap: float, K: int, near: float = 0.0,
+                     budget: int | None = None) -> float:
+    """The largest load <= cap from pieces where each group (a component) uses at most one of its
+    options (weight w, at most u pieces), at most K pieces in all; ``near`` and ``budget`` as in
+    :func:`best_fill` (then ``cap``, an upper bound). Depth-first, groups by largest weight."""
+    groups = sorted(groups, key=lambda g: -max(w for w, _ in g))
+    limit = cap * (1 + SLACK) + SLACK
+    rest = [0.0] * (len(groups) + 1)
+    for i in reversed(range(len(groups))):
+        rest[i] = rest[i + 1] + max(w * u for w, u in groups[i])
+    best, spent = 0.0, 0
+
+    def rec(i: int, load: float, left: int) -> bool:
+        nonlocal best, spent
+        spent += 1
+        if load > best:
+            best = load
+            if best >= cap * (1 - near):
+                best = cap
+                return True
+        if budget is not None and spent > budget:
+            best = cap
+            return True
+        if i == len(groups) or left == 0 or load + rest[i] <= best:
+            return False
+        for w, u in sorted(groups[i], key=lambda o: -o[0]):
+            for x in range(min(u, left, int((limit - load) // w) if w > 0 else left), 0, -1):
+                if rec(i + 1, load + x * w, left - x):
+                    return True
+        return rec(i + 1, load, left)
 
     rec(0, 0.0, K)
     return min(best, cap)

@@ -557,3 +557,20 @@ def test_nasiri_micro_3_machines_proven_by_every_back_end():
                                            ("weighted", 2)])
 def test_nasiri_micro_3_machines_all_cells(routing, index):
     _proven_by_all(_micro3(routing)[index])
+
+
+def test_best_fill_groups_matches_enumeration():
+    """The class-consistent fill (one option per group) is the enumerated maximum."""
+    import itertools
+
+    from formulations._tputenum import best_fill_groups
+
+    rnd = random.Random(1)
+    for _ in range(200):
+        g = [[(round(rnd.uniform(3, 60), 3), rnd.randint(1, 3)) for _ in range(rnd.randint(1, 3))]
+             for _ in range(rnd.randint(1, 3))]
+        cap, K = rnd.choice([50, 100, 200]), rnd.randint(1, 6)
+        opts = [[(0.0, 0)] + [(w, x) for w, u in gr for x in range(1, u + 1)] for gr in g]
+        ref = max((sum(w * x for w, x in ch) for ch in itertools.product(*opts)
+                   if sum(x for _, x in ch) <= K and sum(w * x for w, x in ch) <= cap), default=0)
+        assert best_fill_groups(g, cap, K) == pytest.approx(ref, rel=1e-12, abs=1e-12)
