@@ -55,6 +55,7 @@ POLISH_PROBE = 1.0  # seconds: one fixed-count probe in the start polish
 POLISH_SHARE = 0.2  # at most this share of the time left goes to the polish
 POLISH_MAX = 30.0  # seconds of polish when there is no time limit
 WEIGHTED_SHARE = 0.3  # at most this share of the time left goes to the weighted-routing bound
+GALLOP_SHARE = 0.3  # CP-SAT, even routing: a galloping probe's share of the time left
 COUNT_SEARCH_SHARE = 0.7  # even routing: the count-vector search's share of the time left ...
 COUNT_SEARCH_MAX = 60.0  # ... or its seconds without a time limit
 COUNT_SEARCH_DIVES = 32  # random dives that estimate its size first
@@ -965,7 +966,9 @@ def _bisect(d: TPData, check, hint_n, deadline: float | None, search: Search, ga
     time_left)`` -> (status, n). Returns False when stopped by the deadline. ``gallop_first``:
     probe at best x (1 + TOL / 2) first and grow the step 4-fold while probes are feasible,
     bisecting after the first infeasible one (for a start that is often optimal: the polished
-    even-routing incumbent; from weighted routing's greedy start it cost CP-SAT, measured)."""
+    even-routing incumbent; from weighted routing's greedy start it cost CP-SAT, measured). A
+    galloping probe gets at most ``GALLOP_SHARE`` of the time left; one that runs out of it
+    switches to bisection (the midpoint probes are easier and bring the bound down)."""
     lo = max(search.best_rate, 0.0)
     gallop = TOL / 2 if gallop_first and search.best_n is not None and search.best_rate > 0 else None
     while True:
@@ -981,8 +984,12 @@ def _bisect(d: TPData, check, hint_n, deadline: float | None, search: Search, ga
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0.01:
             return False
-        st, n = check(R, search.best_n or hint_n, left)
+        capped = gallop is not None and left is not None
+        st, n = check(R, search.best_n or hint_n, GALLOP_SHARE * left if capped else left)
         search.steps.append({"R": R, "status": st})
+        if st not in ("feasible", "infeasible") and capped:
+            gallop = None  # a galloping probe out of its share: bisect instead (its probes are easier)
+            continue
         if st == "feasible":
             r = rate_of(d, n)
             if r > search.best_rate:
