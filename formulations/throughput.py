@@ -61,7 +61,7 @@ COUNT_SEARCH_MAX = 60.0  # ... or its seconds without a time limit
 COUNT_SEARCH_DIVES = 32  # random dives that estimate its size first
 COUNT_SEARCH_LPS = 10**6  # never tried when the estimate says more LPs than this
 COUNT_SEARCH_RANGE = 1e9  # nor when the count ranges left multiply to more than this (no dives)
-COUNT_SEARCH_COST = 1.5  # predicted seconds = estimated LPs x (seconds per LP in the dives) x this
+COUNT_SEARCH_COST = 0.75  # predicted seconds = estimated LPs x (seconds per LP in the dives) x this
 SOURCE = "Nasiri et al., J Big Data 2023 (problem statement); exact models in docs/formulations.md"
 
 
