@@ -1,8 +1,10 @@
 """Search over instance-count vectors for even-routing throughput at a fixed probe rate R:
 the bounds such a search would prune with, and an estimate of how large the search is.
 
-A measured prototype (branch tput-enum), used by no method; ``bench_throughput_scaling.py
---enumeration`` and ``--search`` run it. The search (:func:`search`): fix N_c component by
+Measured on branch tput-enum; since branch tput-six every exact method's even-routing solve
+runs :func:`search` first as a proof when its estimated size fits the time left
+(``throughput._count_search_stage``, gated by :func:`dive_estimate`); ``bench_throughput_scaling.py
+--enumeration``, ``--search`` and ``--partial-cuts`` measure it. The search (:func:`search`): fix N_c component by
 component; cut a partial vector when a valid relaxation at R is infeasible; decide each complete
 vector left by the fixed-count integer program (``throughput.fixed_n_probe``). If every complete
 vector is refuted at R = best x (1 + 1e-5), the best rate is proven. Whether that can finish in
@@ -10,8 +12,8 @@ a time limit depends on how many vectors survive the relaxations, which :func:`e
 measures (Knuth's estimator) without running the search. docs/formulations.md (throughput,
 "Search over the count vector") has the figures: it proves hetero 6 x 6 in 10-15 minutes,
 not within 60 s, and cannot finish on hetero 8 x 10 (over 1e8 LPs); where the MILPs finish
-(5 x 5) its proof alone takes 1-2.5 times their whole solve, hence not wired into the exact
-methods.
+(5 x 5) its proof alone took 1-2.5 times their whole solve (tput-enum); on the 3-machine Nasiri
+instances it is the fastest proof (tput-six), hence the size gate.
 
 Relaxations (each is satisfied by every placement whose counts are in the node and which
 sustains R, so an infeasible answer cuts the node):

@@ -28,6 +28,10 @@ is then polished (option ``polish``, default on): a descent over the instance-co
 which each N is re-optimised by a small fixed-count integer program (``polish_counts`` over
 ``best_for_counts``, whose probes are ``fixed_n_probe``).
 
+Then (option ``count_search``, default on) the count-vector search of ``_tputenum`` tries to
+prove the incumbent when random dives estimate that it fits in the time left; if it does, the
+back end's own model is not run. CP-SAT's bisection probes just above the incumbent first.
+
 ``max_instances`` (default 10, Nasiri's example) caps the instances on one machine, which makes
 the even-routing search space finite: N_c <= sum of the caps of c's machines.
 docs/formulations.md gives the mathematics.
