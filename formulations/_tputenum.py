@@ -42,13 +42,9 @@ import time
 
 import numpy as np
 
+from .throughput import CAP_SLACK as SLACK
 from .throughput import TPData, class_caps, classless, fixed_n_probe, lp_filter, machine_groups
-
-SLACK = 1e-9  # relative slack on capacities, as class_caps and fixed_n_probe
-
-
-def _weight(d: TPData, R: float, c: int, k: int, j: int) -> float:
-    return R * d.a[c][j] * d.gain[c] / k + d.met[c][j]
+from .throughput import piece_weight as _weight
 
 
 def search_classes(d: TPData, R: float) -> dict[tuple[int, int], list[int]]:

@@ -349,6 +349,14 @@ def class_caps(d: TPData, R: float) -> dict[tuple[int, int], list[int]]:
     return out
 
 
+CAP_SLACK = 1e-9  # relative slack on capacities in the fixed-rate tests (_tputbp, _tputenum)
+
+
+def piece_weight(d: TPData, R: float, c: int, k: int, j: int) -> float:
+    """The load at rate R of one instance of c on machine j when N_c = k: R a_cj g_c / k + MET_cj."""
+    return R * d.a[c][j] * d.gain[c] / k + d.met[c][j]
+
+
 def classless(C: int, classes) -> bool:
     """Some component c < C has no count class (c, k) among ``classes``: no placement exists."""
     have = {c for c, _ in classes}
