@@ -85,7 +85,7 @@ def test_nasiri_search_space_cpsat_cbc():
     bf = planner.solve(inst, "throughput", "exact.bruteforce")
     for m in ["exact.cpsat", "exact.milp-cbc"]:
         r = planner.solve(inst, "throughput", m)
-        assert r.status == Status.OPTIMAL and r.metrics["feasible"], m
+        assert r.status == Status.OPTIMAL and r.metrics["feasible"], (m, r.message, r.details.get("traceback"))
         assert r.objective == pytest.approx(bf.objective, rel=REL), m
 
 
