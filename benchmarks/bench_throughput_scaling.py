@@ -11,6 +11,15 @@ polish (branch tput-exact; -1 when the method ran without it).
 One solve at a time; CP-SAT uses 2 workers, CBC and HiGHS 1 thread. Default run: 10 solves
 (CBC and HiGHS) of at most about a minute each (under 10 minutes).
 
+    PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --nasiri 3,6 --limit 10
+        [--routings even,weighted] [--solvers exact.cpsat,exact.milp-cbc,exact.milp-highs]
+
+    PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --partial-cuts hetero6 [--dives 40]
+        [--rate R] [--seed 0] [--fill-budget 20000]
+
+(branch tput-six) the Nasiri reproduction's instances (docs/results.md section 2, `planner
+reproduce --quick`'s tp-small and tp-medium) with every exact method at the reproduction's 10 s.
+
     PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --relaxations [--limit 60]
         [--probe-limit 90] [--bp-limit 240]
 
@@ -195,6 +204,116 @@ def count_search(cases: list[str], limit: float, start_bp: float | None = None) 
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
 
 
+def nasiri(nodes: list[int], routings: list[str], limit: float, solvers: list[str]) -> None:
+    """(branch tput-six) The Nasiri reproduction's instances (`planner reproduce --quick`, docs/results.md
+    section 2: micro, seed 2, 3 instances, heterogeneous machines, one slot each) solved by each
+    exact method within ``limit``, one solve at a time: status, rate, bound, seconds, and the
+    stages' figures (polish, count-vector search) when the method reports them."""
+    from planner.generate import generate
+    from planner.reproduce import _with_routing
+
+    t0 = time.time()
+    print(f"load average at start: {os.getloadavg()[0]:.2f}\n")
+    print("| instance | machines | method | status | rate | bound | seconds | load | polish (rate, vectors, screened, s) "
+          "| count search (range, estimate, LPs, proven, s) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for n in nodes:
+        base = generate("micro", 3, 2, clusters="heterogeneous", nodes=n, slots=1, racks=1)
+        for routing in routings:
+            for inst in _with_routing(base, routing):
+                for m in solvers:
+                    t = time.time()
+                    r = planner.solve(inst, "throughput", m, time_limit=limit)
+                    sec = time.time() - t
+                    po = r.details.get("polish")
+                    pol = (f"{po['rate']:.2f}, {po.get('count_vectors', 0)}, {po.get('screened', '-')}, {po['seconds']:.1f}"
+                           if po else "-")
+                    cs = r.details.get("count_search")
+                    if cs:
+                        est = f"{cs['estimate']:.3g}" if cs.get("estimate") is not None else "-"
+                        csx = (f"{cs.get('range', float('nan')):.3g}, {est}, {cs.get('lps', 0) + cs.get('nodes', 0)}, "
+                               f"{'skipped' if cs.get('skipped') else cs['proven']}, {cs['seconds']:.1f}")
+                    else:
+                        csx = "-"
+                    obj = f"{r.objective:.2f}" if r.objective is not None else "-"
+                    bd = f"{r.bound:.2f}" if r.bound is not None else "-"
+                    print(f"| {inst.name} | {n} | {m} | {r.status.value} | {obj} | {bd} | {sec:.1f} | "
+                          f"{os.getloadavg()[0]:.1f} | {pol} | {csx} |", flush=True)
+    print(f"\nload average at end: {os.getloadavg()[0]:.2f}; total wall time {time.time() - t0:.0f} s")
+
+
+def partial_cuts(case: str, R: float, dives: int, seed: int, budget: int) -> None:
+    """(branch tput-six) Class-consistent fill capacities at partial count vectors
+    (``CountLP.consistent_fill_caps``): random dives down the CountLP's tree at R (components
+    fewest classes first, descending into a random child the CountLP keeps); at each node, every
+    child is tested by the CountLP and, if kept, by the same LP with each type's capacity
+    replaced by its class-consistent fill; prints per depth the children tested, kept by the
+    CountLP, and kept by both, and Knuth's estimates of the nodes each keeps; and the root fills."""
+    import random as _random
+
+    from formulations import _tputenum as EN
+    from formulations.throughput import classless, prepare
+
+    d = prepare(planner.load_instance(instance(*SHAPES[case])))
+    caps = EN.search_classes(d, R)
+    ks = {c: sorted(k for (cc, k) in caps if cc == c) for c in range(d.C)}
+    if classless(d.C, caps):
+        print("no classes at R")
+        return
+    order = sorted(range(d.C), key=lambda c: len(ks[c]))
+    lp = EN.CountLP(d, R, caps)
+    t0 = time.time()
+    fills = lp.consistent_fill_caps({}, budget=budget)
+    caps_t = [d.cap[g[0]] for g in lp.types]
+    root_ok = lp.feasible()
+    lp.plain_caps()
+    print(f"load average at start: {os.getloadavg()[0]:.2f}; {case} at R = {R:.2f}; classes {len(caps)}; "
+          f"root fills / caps per type: {[f'{f:.2f}/{c:.0f}' for f, c in zip(fills, caps_t)]}; root LP with them "
+          f"{'feasible' if root_ok else 'INFEASIBLE'} ({time.time() - t0:.2f} s)")
+    rng = _random.Random(seed)
+    tested = [0] * d.C
+    kept_lp = [0] * d.C
+    kept_both = [0] * d.C
+    est_lp = [0.0] * d.C
+    est_both = [0.0] * d.C
+    fill_s = 0.0
+    for _ in range(dives):
+        prod = 1.0
+        N: dict[int, int] = {}
+        for pos, c in enumerate(order):
+            kids, both = [], 0
+            for k in ks[c]:
+                lp.fix(c, k)
+                tested[pos] += 1
+                if not lp.feasible():
+                    continue
+                kids.append(k)
+                kept_lp[pos] += 1
+                t = time.perf_counter()
+                lp.consistent_fill_caps({**N, c: k}, budget=budget)
+                ok = lp.feasible()
+                lp.plain_caps()
+                fill_s += time.perf_counter() - t
+                both += ok
+            kept_both[pos] += both
+            est_both[pos] += prod * both
+            prod *= len(kids)
+            est_lp[pos] += prod
+            if not kids:
+                break
+            N[c] = rng.choice(kids)
+            lp.fix(c, N[c])
+        for c in order:
+            lp.fix(c, None)
+    print("\n| depth | children tested | kept by the CountLP | kept also by consistent fill | est. nodes kept by the LP | est. kept by both |")
+    print("|---|---|---|---|---|---|")
+    for pos in range(d.C):
+        print(f"| {pos + 1} | {tested[pos]} | {kept_lp[pos]} | {kept_both[pos]} | {est_lp[pos] / dives:.3g} | "
+              f"{est_both[pos] / dives:.3g} |")
+    print(f"\n{dives} dives, {time.time() - t0:.0f} s ({fill_s:.0f} s in the fills and their LPs); load average "
+          f"at end {os.getloadavg()[0]:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=float, default=60.0)
@@ -214,7 +333,22 @@ def main() -> None:
     ap.add_argument("--search", default="", help="run the count-vector search on these cases (tiny5, hetero5, hetero6, hetero8)")
     ap.add_argument("--search-limit", type=float, default=600.0, help="--search: seconds per instance")
     ap.add_argument("--start-bp", type=float, default=None, help="--search: start from bp_probe's placement at this rate")
+    ap.add_argument("--nasiri", default="", help="the Nasiri reproduction's micro instances on these machine counts (3,6)")
+    ap.add_argument("--routings", default="even,weighted", help="--nasiri: routings")
+    ap.add_argument("--partial-cuts", default="", help="class-consistent fills at partial vectors (tput-six): a case")
+    ap.add_argument("--rate", type=float, default=None, help="--partial-cuts: probe rate (default: the case's best x (1 + 1e-5))")
+    ap.add_argument("--seed", type=int, default=0, help="--partial-cuts: dives' seed")
+    ap.add_argument("--fill-budget", type=int, default=20000, help="--partial-cuts: search nodes per fill")
     a = ap.parse_args()
+    if a.partial_cuts:
+        best = {"hetero6": a.rate6, "hetero8": a.rate8, "tiny5": a.rate5}
+        R = a.rate if a.rate is not None else best[a.partial_cuts] * (1 + 1e-5)
+        partial_cuts(a.partial_cuts, R, a.dives, a.seed, a.fill_budget)
+        return
+    if a.nasiri:
+        nasiri([int(x) for x in a.nasiri.split(",") if x], [x for x in a.routings.split(",") if x], a.limit,
+               [m for m in (a.solvers if a.solvers != ",".join(SOLVERS) else "exact.cpsat,exact.milp-cbc,exact.milp-highs").split(",") if m])
+        return
     if a.search:
         names = [x for x in a.search.split(",") if x]
         if set(names) - set(SHAPES):

@@ -37,9 +37,9 @@ import time
 
 import numpy as np
 
-from .throughput import TPData, class_caps, classless, machine_groups
+from .throughput import CAP_SLACK, TPData, class_caps, classless, machine_groups, piece_weight
 
-SLACK = 1e-9
+SLACK = CAP_SLACK
 DP_OPTIONS = 40  # pricing by the Pareto DP up to this many (class, n) options, else by MILP
 
 
@@ -76,8 +76,7 @@ class ConfigLP:
     # weights of class i on type t's representative machine
     def _w(self, t: int, i: int) -> float:
         c, k = self.classes[i]
-        j = self.types[t][0]
-        return self.R * self.d.a[c][j] * self.d.gain[c] / k + self.d.met[c][j]
+        return piece_weight(self.d, self.R, c, k, self.types[t][0])
 
     def price(self, t: int, pi: np.ndarray):
         """max sum_i (pi_i - rho_ti) n_i - nu_ti [n_i > 0] over configurations of type t:
@@ -283,7 +282,7 @@ def compact_lp_feasible(d: TPData, R: float, caps: dict | None = None) -> tuple[
         c, k = classes[i]
         a_eq[C + i, q] = 1
         a_ub[q, q] = 1; a_ub[q, nZ + i] = -caps[(c, k)][j]
-        a_ub[nZ + j, q] = R * d.a[c][j] * d.gain[c] / k + d.met[c][j]
+        a_ub[nZ + j, q] = piece_weight(d, R, c, k, j)
         a_ub[nZ + J + j, q] = 1
     for j in range(J):
         b_ub[nZ + j] = d.cap[j] * (1 + SLACK) + SLACK

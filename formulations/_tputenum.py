@@ -1,8 +1,10 @@
 """Search over instance-count vectors for even-routing throughput at a fixed probe rate R:
 the bounds such a search would prune with, and an estimate of how large the search is.
 
-A measured prototype (branch tput-enum), used by no method; ``bench_throughput_scaling.py
---enumeration`` and ``--search`` run it. The search (:func:`search`): fix N_c component by
+Measured on branch tput-enum; since branch tput-six every exact method's even-routing solve
+runs :func:`search` first as a proof when its estimated size fits the time left
+(``throughput._count_search_stage``, gated by :func:`dive_estimate`); ``bench_throughput_scaling.py
+--enumeration``, ``--search`` and ``--partial-cuts`` measure it. The search (:func:`search`): fix N_c component by
 component; cut a partial vector when a valid relaxation at R is infeasible; decide each complete
 vector left by the fixed-count integer program (``throughput.fixed_n_probe``). If every complete
 vector is refuted at R = best x (1 + 1e-5), the best rate is proven. Whether that can finish in
@@ -10,8 +12,8 @@ a time limit depends on how many vectors survive the relaxations, which :func:`e
 measures (Knuth's estimator) without running the search. docs/formulations.md (throughput,
 "Search over the count vector") has the figures: it proves hetero 6 x 6 in 10-15 minutes,
 not within 60 s, and cannot finish on hetero 8 x 10 (over 1e8 LPs); where the MILPs finish
-(5 x 5) its proof alone takes 1-2.5 times their whole solve, hence not wired into the exact
-methods.
+(5 x 5) its proof alone took 1-2.5 times their whole solve (tput-enum); on the 3-machine Nasiri
+instances it is the fastest proof (tput-six), hence the size gate.
 
 Relaxations (each is satisfied by every placement whose counts are in the node and which
 sustains R, so an infeasible answer cuts the node):
@@ -40,13 +42,9 @@ import time
 
 import numpy as np
 
+from .throughput import CAP_SLACK as SLACK
 from .throughput import TPData, class_caps, classless, fixed_n_probe, lp_filter, machine_groups
-
-SLACK = 1e-9  # relative slack on capacities, as class_caps and fixed_n_probe
-
-
-def _weight(d: TPData, R: float, c: int, k: int, j: int) -> float:
-    return R * d.a[c][j] * d.gain[c] / k + d.met[c][j]
+from .throughput import piece_weight as _weight
 
 
 def search_classes(d: TPData, R: float) -> dict[tuple[int, int], list[int]]:
@@ -125,6 +123,58 @@ class CountLP:
             fill = best_fill(w, u, d.cap[j], d.K, near=1e-4, budget=2000)
             self.h.changeRowBounds(r, -highspy.kHighsInf, len(self.types[t]) * (fill * (1 + SLACK) + SLACK))
 
+    def consistent_fill_caps(self, fixed: dict[int, int], near: float = 1e-4, budget: int = 20000) -> list[float]:
+        """As :meth:`fill_caps`, but a free component puts pieces of one class only on a machine
+        (as in any placement: N_c is one number), :func:`best_fill_groups`; still a valid upper
+        bound on a machine's load by whole instances at R. Returns the fills (per type)."""
+        import highspy
+
+        d, R = self.d, self.R
+        fills = []
+        for t, r in self.load_row.items():
+            j = self.types[t][0]
+            groups = []
+            for c in range(d.C):
+                opts = [(_weight(d, R, c, k, j), self.caps[(c, k)][j]) for (cc, k) in self.by_comp[c]
+                        if fixed.get(c, k) == k and self.caps[(c, k)][j] > 0]
+                if opts:
+                    groups.append(opts)
+            fill = best_fill_groups(groups, d.cap[j], d.K, near=near, budget=budget)
+            fills.append(fill)
+            self.h.changeRowBounds(r, -highspy.kHighsInf, len(self.types[t]) * (fill * (1 + SLACK) + SLACK))
+        return fills
+
+    def plain_caps(self) -> None:
+        """The capacities cap_t again (after a fill)."""
+        import highspy
+
+        for t, r in self.load_row.items():
+            j = self.types[t][0]
+            self.h.changeRowBounds(r, -highspy.kHighsInf, len(self.types[t]) * (self.d.cap[j] * (1 + SLACK) + SLACK))
+
+    def fill_feasible(self, N: list[int]) -> bool:
+        """:func:`fill_feasible` on this model, for a complete vector N already fixed by
+        :meth:`fix` (the same LP: y_cN_c = 1; each type's capacity replaced by its best fill by
+        whole instances of the classes N, the other rows as they are); the capacities are
+        restored afterwards. False proves that no placement with counts N sustains R."""
+        import highspy
+
+        d, R = self.d, self.R
+        if any((c, N[c]) not in self.caps for c in range(d.C)):
+            return False
+        for t, r in self.load_row.items():
+            j = self.types[t][0]
+            here = [c for c in range(d.C) if self.caps[(c, N[c])][j] > 0]
+            fill = best_fill([_weight(d, R, c, N[c], j) for c in here], [self.caps[(c, N[c])][j] for c in here],
+                             d.cap[j], d.K)
+            self.h.changeRowBounds(r, -highspy.kHighsInf, len(self.types[t]) * (fill * (1 + SLACK) + SLACK))
+        try:
+            return self.feasible()
+        finally:
+            for t, r in self.load_row.items():
+                j = self.types[t][0]
+                self.h.changeRowBounds(r, -highspy.kHighsInf, len(self.types[t]) * (d.cap[j] * (1 + SLACK) + SLACK))
+
     def feasible(self) -> bool:
         """False only when HiGHS proves the LP infeasible (anything else keeps the node)."""
         t = time.perf_counter()
@@ -147,6 +197,9 @@ def best_fill(weights: list[float], counts: list[int], cap: float, K: int, near:
     limit = cap * (1 + SLACK) + SLACK
     best = 0.0
     spent = 0
+    rest = [0.0] * (len(w) + 1)  # rest[i]: the most the pieces i.. can add (all of them)
+    for i in reversed(range(len(w))):
+        rest[i] = rest[i + 1] + u[i] * w[i]
 
     def rec(i: int, load: float, left: int) -> bool:
         nonlocal best, spent
@@ -159,12 +212,47 @@ def best_fill(weights: list[float], counts: list[int], cap: float, K: int, near:
         if budget is not None and spent > budget:
             best = cap
             return True
-        if i == len(w) or left == 0:
+        if i == len(w) or left == 0 or load + rest[i] <= best:
             return False
         for x in range(min(u[i], left, int((limit - load) // w[i]) if w[i] > 0 else left), -1, -1):
             if rec(i + 1, load + x * w[i], left - x):
                 return True
         return False
+
+    rec(0, 0.0, K)
+    return min(best, cap)
+
+
+def best_fill_groups(groups: list[list[tuple[float, int]]], cap: float, K: int, near: float = 0.0,
+                     budget: int | None = None) -> float:
+    """The largest load <= cap from pieces where each group (a component) uses at most one of its
+    options (weight w, at most u pieces), at most K pieces in all; ``near`` and ``budget`` as in
+    :func:`best_fill` (then ``cap``, an upper bound). Depth-first, groups by largest weight."""
+    groups = sorted(groups, key=lambda g: -max(w for w, _ in g))
+    limit = cap * (1 + SLACK) + SLACK
+    rest = [0.0] * (len(groups) + 1)
+    for i in reversed(range(len(groups))):
+        rest[i] = rest[i + 1] + max(w * u for w, u in groups[i])
+    best, spent = 0.0, 0
+
+    def rec(i: int, load: float, left: int) -> bool:
+        nonlocal best, spent
+        spent += 1
+        if load > best:
+            best = load
+            if best >= cap * (1 - near):
+                best = cap
+                return True
+        if budget is not None and spent > budget:
+            best = cap
+            return True
+        if i == len(groups) or left == 0 or load + rest[i] <= best:
+            return False
+        for w, u in sorted(groups[i], key=lambda o: -o[0]):
+            for x in range(min(u, left, int((limit - load) // w) if w > 0 else left), 0, -1):
+                if rec(i + 1, load + x * w, left - x):
+                    return True
+        return rec(i + 1, load, left)
 
     rec(0, 0.0, K)
     return min(best, cap)
@@ -277,9 +365,40 @@ class _Stop(Exception):
     pass
 
 
+def dive_estimate(lp: CountLP, ks: dict[int, list[int]], order: list[int], dives: int, seed: int = 0,
+                  deadline: float | None = None, stop_above: float | None = None) -> float:
+    """Knuth's estimate of how many CountLPs the search below solves (the children tried at
+    every node not cut, summed over the depths), from ``dives`` random dives on ``lp`` (left
+    with no component fixed); returns (estimate, dives done). Cheap: no leaf tests. With ``stop_above``, the dives stop after
+    an eighth of them once the running estimate passes 4 x ``stop_above`` (a size gate only)."""
+    rng = random.Random(seed)
+    total, done = 0.0, 0
+    while done < dives and (deadline is None or time.monotonic() < deadline):
+        if stop_above is not None and done >= max(1, dives // 8) and total / done > 4 * stop_above:
+            break
+        done += 1
+        prod = 1.0
+        for c in order:
+            total += prod * len(ks[c])
+            kids = []
+            for k in ks[c]:
+                lp.fix(c, k)
+                if lp.feasible():
+                    kids.append(k)
+            prod *= len(kids)
+            if not kids:
+                break
+            lp.fix(c, rng.choice(kids))
+        for c in order:
+            lp.fix(c, None)
+    return total / max(done, 1), done
+
+
 def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | None = None, step: float = 1e-5,
            order: list[int] | None = None, probe_limit: float | None = None, stats: dict | None = None,
-           partial_fill: bool = False):
+           partial_fill: bool = False, max_lps: float | None = None, dives: int = 8,
+           caps: dict[tuple[int, int], list[int]] | None = None, budget: float | None = None,
+           cost: float = 2.5, max_range: float | None = None):
     """The count-vector search itself, as an optimiser: depth-first over N (components in
     ``order``, default fewest classes first), at the probe rate R = best x (1 + step). A
     partial vector is cut when its CountLP is infeasible; a complete one when
@@ -289,7 +408,13 @@ def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | 
     loads only grow with R); it is refuted when that search ends on an infeasible probe.
     Returns (best rate, n, proven): ``proven`` means every count vector was cut or refuted at
     the final R, i.e. no placement sustains best x (1 + step). A deadline, or a probe stopped
-    by ``probe_limit``, leaves it unproven."""
+    by ``probe_limit``, leaves it unproven. ``max_lps``: first estimate the LPs the search
+    needs (:func:`dive_estimate`, ``dives`` dives) and give up at once, unproven, when the
+    estimate is larger, or (with ``budget`` seconds) when estimate x (seconds per LP in the
+    dives) x ``cost`` is larger than the budget (``stats["estimate"]``, ``stats["skipped"]``).
+    ``caps``: the classes of :func:`search_classes` at rate x (1 + step), if already known.
+    ``max_range``: give up at once when the product of the count ranges left passes it (before
+    any dive); the dives get at most 15 % of ``budget``, and too few dives in that time give up."""
     from .throughput import best_for_counts
 
     stats = {} if stats is None else stats
@@ -297,13 +422,35 @@ def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | 
         stats.setdefault(key, 0)
     state = {"best": rate, "n": n, "undecided": 0}
     R = rate * (1 + step)
-    caps = search_classes(d, R)
+    caps = search_classes(d, R) if caps is None else caps
     ks = {c: sorted(k for (cc, k) in caps if cc == c) for c in range(d.C)}
     if classless(d.C, caps):
         return rate, n, True
     order = sorted(range(d.C), key=lambda c: len(ks[c])) if order is None else order
+    stats["range"] = float(math.prod(len(v) for v in ks.values()))
+    if max_range is not None and stats["range"] > max_range:
+        stats["skipped"] = True
+        return rate, n, False
     box = {"R": R, "caps": caps, "lp": CountLP(d, R, caps)}
     N = [0] * d.C
+    if max_lps is not None:
+        lp0 = box["lp"]
+        gate = max_lps
+        if budget is not None and lp0.lps == 0:
+            lp0.feasible()  # one LP to time
+            gate = min(gate, budget / max(lp0.seconds * cost, 1e-9))
+        dive_stop = deadline if budget is None else time.monotonic() + 0.15 * budget
+        if deadline is not None:
+            dive_stop = min(dive_stop, deadline)
+        stats["estimate"], done = dive_estimate(lp0, ks, order, dives, deadline=dive_stop, stop_above=gate)
+        stats["dives"] = done
+        per_lp = lp0.seconds / max(lp0.lps, 1)
+        stats["lps"] = stats.get("lps", 0) + lp0.lps
+        lp0.lps, lp0.seconds = 0, 0.0
+        if done < max(1, dives // 8) or stats["estimate"] > max_lps \
+                or (budget is not None and stats["estimate"] * per_lp * cost > budget):
+            stats["skipped"] = True
+            return rate, n, False
 
     def raise_rate(r: float, m, pos: int) -> None:
         """A better placement: new incumbent, new R, the LP rebuilt with the path's fixings."""
@@ -337,7 +484,7 @@ def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | 
                 dfs(pos + 1)
                 continue
             stats["leaves"] += 1
-            if not fill_feasible(d, N, box["R"], box["caps"]):
+            if not box["lp"].fill_feasible(N):
                 stats["fill_cut"] += 1
                 continue
             best_before = state["best"]

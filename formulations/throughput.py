@@ -28,6 +28,10 @@ is then polished (option ``polish``, default on): a descent over the instance-co
 which each N is re-optimised by a small fixed-count integer program (``polish_counts`` over
 ``best_for_counts``, whose probes are ``fixed_n_probe``).
 
+Then (option ``count_search``, default on) the count-vector search of ``_tputenum`` tries to
+prove the incumbent when random dives estimate that it fits in the time left; if it does, the
+back end's own model is not run. CP-SAT's bisection probes just above the incumbent first.
+
 ``max_instances`` (default 10, Nasiri's example) caps the instances on one machine, which makes
 the even-routing search space finite: N_c <= sum of the caps of c's machines.
 docs/formulations.md gives the mathematics.
@@ -50,11 +54,18 @@ from . import gap as core
 TOL = 1e-5  # relative: optimal means best rate >= bound / (1 + TOL)
 MILP_SYM_MAX = 10**5  # largest weight in the MILPs' symmetry-breaking key (numerics)
 SHARE_UNITS = 10**6  # CP-SAT weighted routing: flows in 1/D of a component's rate
-OPTIONS = {"hint": None, "max_instances": 10, "weighted_start": True, "polish": True}
+OPTIONS = {"hint": None, "max_instances": 10, "weighted_start": True, "polish": True, "count_search": True}
 POLISH_PROBE = 1.0  # seconds: one fixed-count probe in the start polish
 POLISH_SHARE = 0.2  # at most this share of the time left goes to the polish
 POLISH_MAX = 30.0  # seconds of polish when there is no time limit
 WEIGHTED_SHARE = 0.3  # at most this share of the time left goes to the weighted-routing bound
+GALLOP_SHARE = 0.3  # CP-SAT, even routing: a galloping probe's share of the time left
+COUNT_SEARCH_SHARE = 0.7  # even routing: the count-vector search's share of the time left ...
+COUNT_SEARCH_MAX = 60.0  # ... or its seconds without a time limit
+COUNT_SEARCH_DIVES = 32  # random dives that estimate its size first
+COUNT_SEARCH_LPS = 10**6  # never tried when the estimate says more LPs than this
+COUNT_SEARCH_RANGE = 1e9  # nor when the count ranges left multiply to more than this (no dives)
+COUNT_SEARCH_COST = 0.75  # predicted seconds = estimated LPs x (seconds per LP in the dives) x this
 SOURCE = "Nasiri et al., J Big Data 2023 (problem statement); exact models in docs/formulations.md"
 
 
@@ -336,6 +347,14 @@ def class_caps(d: TPData, R: float) -> dict[tuple[int, int], list[int]]:
             if sum(u) >= k:
                 out[(c, k)] = u
     return out
+
+
+CAP_SLACK = 1e-9  # relative slack on capacities in the fixed-rate tests (_tputbp, _tputenum)
+
+
+def piece_weight(d: TPData, R: float, c: int, k: int, j: int) -> float:
+    """The load at rate R of one instance of c on machine j when N_c = k: R a_cj g_c / k + MET_cj."""
+    return R * d.a[c][j] * d.gain[c] / k + d.met[c][j]
 
 
 def classless(C: int, classes) -> bool:
@@ -882,12 +901,30 @@ def polish_counts(d: TPData, n: list[list[int]], deadline: float | None, stats: 
     nearest first), then one component's count up by one and another's down by one; move to the
     first neighbour that rates better and start again, until none does or the deadline passes.
     A heuristic (it improves the start); the exact search proves the rest."""
+    from ._tputenum import CountLP
+
     best = even_rate(d, n)
     N = [sum(row) for row in n]
     seen = {tuple(N)}
     r, m, _ = best_for_counts(d, N, best, deadline, probe_limit=POLISH_PROBE)
     if m is not None and r > best:
         best, n = r, m
+    screen: dict = {}
+
+    def hopeless(N2: list[int]) -> bool:
+        """No placement with counts N2 sustains best x (1 + 1e-4), the first probe of
+        best_for_counts, by the fill-capped fixed-count LP (_tputenum, the count-vector
+        search's leaf test): that probe would be infeasible, so it is skipped."""
+        R = best * (1 + 1e-4)
+        if screen.get("R") != R:
+            caps = class_caps(d, R)
+            screen.update(R=R, caps=caps, lp=CountLP(d, R, caps) if not classless(d.C, caps) else None)
+        lp, caps = screen["lp"], screen["caps"]
+        if lp is None or any((c, N2[c]) not in caps for c in range(d.C)):
+            return True
+        for c in range(d.C):
+            lp.fix(c, N2[c])
+        return not lp.fill_feasible(N2)
 
     def neighbours():
         caps = class_caps(d, best)
@@ -913,9 +950,13 @@ def polish_counts(d: TPData, n: list[list[int]], deadline: float | None, stats: 
             if any(N2[c] > d.nmax(c) for c in range(d.C)) or tuple(N2) in seen:
                 continue
             seen.add(tuple(N2))
-            r, m, _ = best_for_counts(d, N2, best, deadline, probe_limit=POLISH_PROBE)
             if stats is not None:
                 stats["vectors"] = stats.get("vectors", 0) + 1
+            if hopeless(N2):
+                if stats is not None:
+                    stats["screened"] = stats.get("screened", 0) + 1
+                continue
+            r, m, _ = best_for_counts(d, N2, best, deadline, probe_limit=POLISH_PROBE)
             if m is not None and r > best:
                 best, n, N, improved = r, m, N2, True
                 break
@@ -932,37 +973,52 @@ class Search:
     steps: list[dict] = field(default_factory=list)
 
 
-def _bisect(d: TPData, check, hint_n, deadline: float | None, search: Search) -> bool:
+def _bisect(d: TPData, check, hint_n, deadline: float | None, search: Search, gallop_first: bool = False) -> bool:
     """Bisection on R with jumps to the exact rate of each placement found. ``check(R, hint,
-    time_left)`` -> (status, n). Returns False when stopped by the deadline."""
+    time_left)`` -> (status, n). Returns False when stopped by the deadline. ``gallop_first``:
+    probe at best x (1 + TOL / 2) first and grow the step 4-fold while probes are feasible,
+    bisecting after the first infeasible one (for a start that is often optimal: the polished
+    even-routing incumbent; from weighted routing's greedy start it cost CP-SAT, measured). A
+    galloping probe gets at most ``GALLOP_SHARE`` of the time left; one that runs out of it
+    switches to bisection (the midpoint probes are easier and bring the bound down)."""
     lo = max(search.best_rate, 0.0)
+    gallop = TOL / 2 if gallop_first and search.best_n is not None and search.best_rate > 0 else None
     while True:
         if search.best_n is not None and search.hi <= search.best_rate * (1 + TOL):
             return True
         if search.hi <= lo * (1 + TOL / 10):
             return True  # the probes are exhausted; the rounding slack decides the rest
         R = (lo + search.hi) / 2 if math.isfinite(search.hi) else max(2 * lo, 1.0)
+        if gallop is not None:  # probe just above the incumbent first: it is often optimal
+            R = min(R, max(search.best_rate, lo) * (1 + gallop))
         if search.best_n is not None:
             R = max(R, search.best_rate * (1 + TOL / 2))
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0.01:
             return False
-        st, n = check(R, search.best_n or hint_n, left)
+        capped = gallop is not None and left is not None
+        st, n = check(R, search.best_n or hint_n, GALLOP_SHARE * left if capped else left)
         search.steps.append({"R": R, "status": st})
+        if st not in ("feasible", "infeasible") and capped:
+            gallop = None  # a galloping probe out of its share: bisect instead (its probes are easier)
+            continue
         if st == "feasible":
             r = rate_of(d, n)
             if r > search.best_rate:
                 search.best_rate, search.best_n = r, n
             lo = max(lo, R, r)
+            if gallop is not None:
+                gallop *= 4
         elif st == "infeasible":
             search.hi = R
+            gallop = None
         else:
             return False
 
 
 def solve_throughput(instance: Instance, backend: str, method: str, time_limit=None, seed=0,
                      hint: str | None = None, max_instances: int = 10, weighted_start: bool = True,
-                     polish: bool = True) -> Result:
+                     polish: bool = True, count_search: bool = True) -> Result:
     """Shared driver of exact.cpsat / exact.milp-cbc / exact.milp-highs for ``throughput``."""
     d = prepare(instance, max_instances)
     deadline = None if time_limit is None else time.monotonic() + time_limit
@@ -1010,9 +1066,13 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
         if r > search.best_rate:
             search.best_rate, search.best_n = r, canonical(d, n)
         details["polish"] = {"rate": r, "count_vectors": pstats.get("vectors", 0),
-                             "seconds": round(time.monotonic() - t1, 3)}
+                             "screened": pstats.get("screened", 0), "seconds": round(time.monotonic() - t1, 3)}
     finished = True
-    if d.routing == "weighted" and backend != "cpsat":
+    if d.routing == "even" and count_search and search.best_n is not None and 0 < search.best_rate < math.inf:
+        _count_search_stage(d, search, deadline, details)
+    if search.best_n is not None and search.hi <= search.best_rate * (1 + TOL):
+        pass  # proven by the count-vector search: the back end's model has nothing left to do
+    elif d.routing == "weighted" and backend != "cpsat":
         left = None if deadline is None else max(0.05, deadline - time.monotonic())
         out, b = _weighted_milp(d, search.best_n, max(search.best_rate, 0.0), left, backend)
         if b is not None:
@@ -1086,7 +1146,7 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
                 return Result(problem="throughput", method=method, status=Status.UNKNOWN,
                               message="time limit reached before any placement was found", details=details)
             search.best_rate, search.best_n = rate_of(d, n), n
-        finished = _bisect(d, check, hint_n, deadline, search)
+        finished = _bisect(d, check, hint_n, deadline, search, gallop_first=d.routing == "even")
     details["steps"] = len(search.steps)
     if search.best_n is None:
         return Result(problem="throughput", method=method, status=Status.UNKNOWN, bound=search.hi if math.isfinite(search.hi) else None,
@@ -1100,6 +1160,30 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
     msg = "" if proven else "stopped by the time limit: best placement so far, with the proven upper bound on the rate"
     return Result(problem="throughput", method=method, status=status, plan=make_plan(d, search.best_n, search.best_rate),
                   bound=bound, message=msg, details=details)
+
+
+def _count_search_stage(d: TPData, search: Search, deadline: float | None, details: dict) -> None:
+    """Even routing, all back ends: try to prove the incumbent by the count-vector search
+    (``_tputenum.search`` at best x (1 + TOL)) when its size, estimated by random dives, fits
+    in ``COUNT_SEARCH_SHARE`` of the time left (``COUNT_SEARCH_MAX`` s without a time limit).
+    It may raise the incumbent; a proof sets ``search.hi`` to best x (1 + TOL). Otherwise the
+    back end's own model goes on with the time left."""
+    from . import _tputenum
+
+    t0 = time.monotonic()
+    budget = COUNT_SEARCH_MAX if deadline is None else max(0.0, COUNT_SEARCH_SHARE * (deadline - t0))
+    if budget <= 0.05:
+        return
+    stats: dict = {}
+    best, n, proven = _tputenum.search(d, search.best_rate, search.best_n, t0 + budget, step=TOL, stats=stats,
+                                       max_lps=COUNT_SEARCH_LPS, dives=COUNT_SEARCH_DIVES, budget=budget,
+                                       cost=COUNT_SEARCH_COST, max_range=COUNT_SEARCH_RANGE)
+    if n is not None and best > search.best_rate:
+        search.best_rate, search.best_n = best, canonical(d, n)
+    if proven:
+        search.hi = min(search.hi, search.best_rate * (1 + TOL))
+    stats.update(proven=proven, seconds=round(time.monotonic() - t0, 3))
+    details["count_search"] = stats
 
 
 def _greedy_start(d: TPData) -> list[list[int]] | None:
@@ -1328,9 +1412,9 @@ def _bf_even(d: TPData, deadline) -> Result:
 
 def _make(backend: str, name: str):
     def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10,
-               weighted_start=True, polish=True, **_other):
+               weighted_start=True, polish=True, count_search=True, **_other):
         return solve_throughput(instance, backend, name, time_limit, seed, hint, max_instances, bool(weighted_start),
-                                bool(polish))
+                                bool(polish), bool(count_search))
 
     method.__name__ = f"throughput_{backend}"
     method.__doc__ = f"Exact throughput (Nasiri et al.) with {backend}: see the module docstring."

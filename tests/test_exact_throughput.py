@@ -32,12 +32,12 @@ def tiny(seed: int, routing: str = "even", comps: int = 3, machines: int = 3, pe
             "cluster": {"racks": [{"id": "r", "nodes": nodes}]}, "machine_profiles": profs}
 
 
-def agree(inst: dict, methods=EXACT) -> float:
+def agree(inst: dict, methods=EXACT, **options) -> float:
     ref = planner.solve(inst, "throughput", "exact.bruteforce")
     assert ref.status == Status.OPTIMAL, ref.message
     assert ref.metrics["feasible"]
     for m in methods:
-        r = planner.solve(inst, "throughput", m)
+        r = planner.solve(inst, "throughput", m, **options)
         assert r.status == Status.OPTIMAL, (m, r.message)
         assert r.metrics["feasible"], (m, r.metrics["violations"])
         assert r.objective == pytest.approx(ref.objective, rel=REL), m
@@ -85,7 +85,7 @@ def test_nasiri_search_space_cpsat_cbc():
     bf = planner.solve(inst, "throughput", "exact.bruteforce")
     for m in ["exact.cpsat", "exact.milp-cbc"]:
         r = planner.solve(inst, "throughput", m)
-        assert r.status == Status.OPTIMAL and r.metrics["feasible"], m
+        assert r.status == Status.OPTIMAL and r.metrics["feasible"], (m, r.message, r.details.get("traceback"))
         assert r.objective == pytest.approx(bf.objective, rel=REL), m
 
 
@@ -471,3 +471,106 @@ def test_count_search_at_tiny_5x5():
     assert proven and best == pytest.approx(ref.objective, rel=REL)
     ev = planner.api.evaluate(inst, T.make_plan(d, n, best), "throughput")
     assert ev["feasible"], ev["violations"]
+
+
+# --- the count-vector search as every back end's first proof (branch tput-six) ----------------
+
+@pytest.mark.parametrize("seed", range(4))
+def test_back_ends_own_proofs_agree_without_count_search(seed):
+    """With the count-vector search off, each back end proves the optimum by its own model
+    (CP-SAT's bisection probing just above the incumbent first, the direct MILPs)."""
+    agree(tiny(seed, "even"), count_search=False)
+    agree(twins(seed, "even"), count_search=False)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_count_search_stage_agrees_with_bruteforce(seed):
+    """On small instances the stage runs (its size estimate fits), proves the brute-force
+    optimum, and the method's status and plan follow."""
+    inst = _enum_case(seed)
+    ref = planner.solve(inst, "throughput", "exact.bruteforce")
+    for m in EXACT:
+        r = planner.solve(inst, "throughput", m, time_limit=60)
+        cs = r.details["count_search"]
+        assert not cs.get("skipped") and cs["proven"], (m, cs)
+        assert r.status == Status.OPTIMAL and r.metrics["feasible"], (m, r.message)
+        assert r.objective == pytest.approx(ref.objective, rel=REL)
+        assert ref.objective <= r.bound * (1 + 1e-9)
+
+
+def test_count_lp_fill_test_matches_the_scipy_one():
+    """CountLP.fill_feasible (the search's leaf test on its HiGHS model) answers as the SciPy
+    fill_feasible it replaced, on random complete vectors at rates around the optimum."""
+    from formulations import _tputenum as EN
+    from formulations import throughput as T
+
+    rnd = random.Random(3)
+    checked = cut = 0
+    for seed in range(5):
+        parsed = parse_instance(_enum_case(seed))
+        d = T.prepare(parsed)
+        opt = T.bruteforce_throughput(parsed).details["rate"]
+        for f in (0.9, 1.0, 1.02, 1.1):
+            R = opt * f
+            caps = EN.search_classes(d, R)
+            if T.classless(d.C, caps):
+                continue
+            lp = EN.CountLP(d, R, caps)
+            ks = {c: sorted(k for (cc, k) in caps if cc == c) for c in range(d.C)}
+            for _ in range(15):
+                N = [rnd.choice(ks[c]) for c in range(d.C)]
+                for c in range(d.C):
+                    lp.fix(c, N[c])
+                a = lp.fill_feasible(N)
+                assert a == EN.fill_feasible(d, N, R, caps), (seed, f, N)
+                checked += 1
+                cut += not a
+    assert checked > 100 and 0 < cut < checked
+
+
+def _micro3(routing: str):
+    from planner.generate import generate
+    from planner.reproduce import _with_routing
+
+    return _with_routing(generate("micro", 3, 2, clusters="heterogeneous", nodes=3, slots=1, racks=1), routing)
+
+
+def _proven_by_all(inst) -> None:
+    rates = []
+    for m in EXACT:
+        r = planner.solve(inst, "throughput", m, time_limit=60)
+        assert r.status == Status.OPTIMAL, (m, r.message)
+        assert r.metrics["feasible"], (m, r.metrics["violations"])
+        assert r.bound <= r.objective * (1 + 10 * REL)
+        rates.append(r.objective)
+    assert max(rates) <= min(rates) * (1 + 10 * REL)
+
+
+def test_nasiri_micro_3_machines_proven_by_every_back_end():
+    """docs/results.md's smallest Nasiri cell (micro, 3 machines x 7 components, even routing,
+    `planner reproduce --quick`'s tp-small, third instance): every back end proves it."""
+    _proven_by_all(_micro3("even")[2])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("routing,index", [("even", 0), ("even", 1), ("weighted", 0), ("weighted", 1),
+                                           ("weighted", 2)])
+def test_nasiri_micro_3_machines_all_cells(routing, index):
+    _proven_by_all(_micro3(routing)[index])
+
+
+def test_best_fill_groups_matches_enumeration():
+    """The class-consistent fill (one option per group) is the enumerated maximum."""
+    import itertools
+
+    from formulations._tputenum import best_fill_groups
+
+    rnd = random.Random(1)
+    for _ in range(200):
+        g = [[(round(rnd.uniform(3, 60), 3), rnd.randint(1, 3)) for _ in range(rnd.randint(1, 3))]
+             for _ in range(rnd.randint(1, 3))]
+        cap, K = rnd.choice([50, 100, 200]), rnd.randint(1, 6)
+        opts = [[(0.0, 0)] + [(w, x) for w, u in gr for x in range(1, u + 1)] for gr in g]
+        ref = max((sum(w * x for w, x in ch) for ch in itertools.product(*opts)
+                   if sum(x for _, x in ch) <= K and sum(w * x for w, x in ch) <= cap), default=0)
+        assert best_fill_groups(g, cap, K) == pytest.approx(ref, rel=1e-12, abs=1e-12)
