@@ -82,71 +82,123 @@ def _count_vectors(pm, ni: int) -> int:
     return int(ways.sum())
 
 
-class _Fam:
-    """One class of identical nodes: its table of contents and worker-count ranges."""
+# The memory the node tables of B&P may take (bytes): the phase-1 tables, plus room for a
+# one-worker table that is a strict subset of one (``_one_worker_plan``). Checked before
+# anything is built, from the counted rows x ``_Fam.row_bytes`` (measured: docs/benchmarks.md,
+# "traffic: tables by memory").
+TABLE_BYTES = 2.0e9
+# Seconds a table row costs to build (``_node_vectors`` and ``_Fam``'s arrays), measured on
+# this machine at 100x12x10 (6.3 million rows): about 0.45 us a row at load 1, 0.7 at load 4
+# (docs/benchmarks.md, "traffic: tables by memory"); a margin over the loaded figure.
+BUILD_RATE = 1.0e-6
+BUILD_SHARE = 0.3  # of the time left that building the tables may take
 
-    def __init__(self, pm, cls: list[int], pairs, limit: int, one_worker: bool = False,
+
+class _Fam:
+    """One class of identical nodes: its table of contents and worker-count ranges.
+
+    Arrays (N rows): ``YT`` the counts, groups x rows, as bytes (uint8 when every count is
+    below 256; ``Y`` is its transposed view, rows x groups: sum rows of it only widened);
+    ``Z`` the counts as floats, rows x groups (made once, for the pricing's product);
+    ``V`` the intra-node value; ``lo``/``hi`` the worker-count range per topology (int16)."""
+
+    @staticmethod
+    def row_bytes(K: int, T: int) -> int:
+        """Bytes a table row may hold at the peak: its arrays (Z 8 K, YT K, V 8, lo and hi 4 T)
+        twice, for a one-worker table that keeps a strict subset of the rows (a copy; when it
+        keeps every row it shares them), and the filter's totals and mask (8 T + 1). The
+        builder's transient rows (``_node_vectors``' narrow counts and int64 CPU use, twice
+        while an axis is appended: 2 (K + 8)) are freed before Z is made, and fewer."""
+        return 2 * (9 * K + 8 + 4 * T) + 8 * T + 1
+
+    def __init__(self, pm, cls: list[int], pairs, budget: float = TABLE_BYTES, one_worker: bool = False,
                  deadline: float | None = None, full: "_Fam | None" = None):
         self.cls = cls
         self.count = len(cls)
         self.one_worker = one_worker
+        G = pm.groups
+        K = len(G)
+        tis = [ti for ti, _ in pm.topos]
+        slots = len(pm.nodes[cls[0]].slots)
         if full is not None:
             # the one-worker table from the full table of the same class (phase 1's), not built
             # again: every row one worker per topology can hold is a row of the full table
             # (ceil(tot_t / M_t) = min(tot_t, 1) there), so filtering its rows below gives the
-            # same table, in the same order
-            Y = full.Y
+            # same table, in the same order; its arrays are shared when every row is kept
+            YT = full.YT
         else:
             n = _count_vectors(pm, cls[0])
-            if n > limit:  # counted first: building a table to drop it costs seconds
+            if n * self.row_bytes(K, len(tis)) > budget:  # counted first: building a table to drop it costs seconds
                 raise _TooBig
-            if deadline is not None and n * 3e-6 > 0.3 * (deadline - time.monotonic()):
-                raise _TooBig  # building (about 1-3 s per million rows here) would eat the time limit
-            out = _node_vectors(pm, cls[0], limit)
+            if deadline is not None and n * BUILD_RATE > BUILD_SHARE * (deadline - time.monotonic()):
+                raise _TooBig  # building would eat the time limit
+            top = max([pm.node_cap(g, cls[0]) for g in G], default=0)
+            dt = np.uint8 if top < 256 else np.int16
+            rows = int(budget // self.row_bytes(K, len(tis)))  # n is 0 when not counted
+            out = _node_vectors(pm, cls[0], rows, dtype=dt,
+                                deadline=None if deadline is None else time.monotonic() + BUILD_SHARE * (deadline - time.monotonic()))
             if out is None:
                 raise _TooBig
-            Y = out[0].astype(np.int64)
-        G = pm.groups
-        tis = [ti for ti, _ in pm.topos]
-        slots = len(pm.nodes[cls[0]].slots)
-        # executors per topology: one product with the group -> topology incidence (indexing
-        # the columns per topology copied the table: 0.53 s against 0.03 s at 1.8 M rows)
-        tot = Y @ np.array([[g.ti == ti for ti in tis] for g in G], dtype=np.int64).reshape(len(G), len(tis))
+            YT = np.ascontiguousarray(out[0].T)
+            del out
+        # executors per topology: sums of the topology's group rows, widened (the counts are bytes)
+        tot = np.stack([YT[[k for k, g in enumerate(G) if g.ti == ti]].sum(axis=0, dtype=np.int64)
+                        for ti in tis], axis=1).reshape(YT.shape[1], len(tis))
         M = np.array([pm.M[ti] for ti in tis], dtype=np.int64)
         lo = -(-tot // M)
         hi = np.minimum(tot, slots)
-        ok = np.ones(len(Y), dtype=bool)
+        ok = np.ones(len(tot), dtype=bool)
         if one_worker:  # at most one worker per topology: inter-worker = inter-node traffic
             ok = (tot <= M).all(axis=1)  # a topology over M_t executors on the node needs two
             lo = hi = np.minimum(tot, 1)
         ok &= (lo.sum(axis=1) <= slots) & (lo <= hi).all(axis=1)
-        self.Y, self.lo, self.hi = Y[ok], lo[ok], hi[ok]
-        self.cap = self.Y.max(axis=0) if len(self.Y) else np.zeros(len(G), dtype=np.int64)
-        # for the pricing's matrix-vector product: [y | lo | hi] (worker bounds of one topology)
-        self.Z = np.hstack([self.Y, self.lo, self.hi]).astype(float) if len(tis) == 1 else self.Y.astype(float)
-        # per-group columns for the penalty look-ups, as small integers (counts fit a byte here):
-        # every sub-table copies them, and the sub-tables alive are capped in bytes
-        self.YT = np.ascontiguousarray(self.Y.T.astype(_small(self.Y)))
+        every = bool(ok.all())
+        wk = np.int16 if slots < 32768 else np.int64  # signed: o is summed and subtracted
+        self.lo, self.hi = lo[ok].astype(wk), hi[ok].astype(wk)
+        del tot, lo, hi
         self.slots = slots
-        V = np.zeros(len(self.Y))
-        for (a, b), r in pairs.items():
-            V += r * self.Y[:, a] * self.Y[:, b]
-        self.V = V
-        self.radix = np.cumprod([1] + [int(c) + 1 for c in self.Y.max(axis=0)[:-1]]) if len(self.Y) else np.ones(len(G))
-        self.codes = self.Y @ self.radix
-        self.order = np.argsort(self.codes)
+        if full is not None and every:
+            self.YT, self.Z, self.V = full.YT, full.Z, full.V
+        elif full is not None:
+            self.YT = np.ascontiguousarray(YT[:, ok])
+            self.Z, self.V = full.Z[ok], full.V[ok]
+        else:
+            self.YT = YT if every else np.ascontiguousarray(YT[:, ok])
+            del YT
+            # the floats for the pricing's product, made once, rows x groups
+            self.Z = np.empty((self.YT.shape[1], K))
+            for k in range(K):
+                self.Z[:, k] = self.YT[k]
+            V = np.zeros(len(self.Z))
+            for (a, b), r in pairs.items():
+                V += r * self.Z[:, a] * self.Z[:, b]
+            self.V = V
+        self.Y = self.YT.T
+        self.cap = self.YT.max(axis=1).astype(np.int64) if self.YT.shape[1] else np.zeros(K, dtype=np.int64)
+        self._codes = None
+
+    def nbytes(self) -> int:
+        """Bytes of this table's own arrays (shared ones counted where they were made)."""
+        return sum(a.nbytes for a in (self.YT, self.Z, self.V, self.lo, self.hi))
 
     def find(self, y) -> int | None:
-        """Table row of count vector y, or None."""
+        """Table row of count vector y, or None (the sorted codes are made at the first call)."""
         y = np.asarray(y, dtype=np.int64)
-        if len(self.Y) == 0 or (y > self.Y.max(axis=0)).any() or (y < 0).any():
+        if len(self.V) == 0 or (y > self.cap).any() or (y < 0).any():
             return None
-        c = int(y @ self.radix)
-        j = np.searchsorted(self.codes, c, sorter=self.order)
-        if j < len(self.order) and self.codes[self.order[j]] == c:
-            return int(self.order[j])
+        if self._codes is None:
+            self._radix = np.cumprod([1] + [int(c) + 1 for c in self.cap[:-1]]).astype(np.int64)
+            codes = np.zeros(len(self.V), dtype=np.int64)
+            for k in range(len(self.cap)):
+                codes += self._radix[k] * self.YT[k]
+            order = np.argsort(codes, kind="stable")
+            self._codes = (codes[order], order)
+        codes, order = self._codes
+        c = int(y @ self._radix)
+        j = int(np.searchsorted(codes, c))
+        if j < len(codes) and codes[j] == c:
+            return int(order[j])
         return None
-
 
 
 def _best_o(lo: np.ndarray, hi: np.ndarray, slots: int, pw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -211,7 +263,7 @@ class _View:
 class TrafficBP:
     """Best-first branch and price over the configuration master (module docstring)."""
 
-    def __init__(self, pm, pairs, deadline: float | None, limit: int = 3_000_000, strong: int = 4, screen: int = 32,
+    def __init__(self, pm, pairs, deadline: float | None, budget: float = TABLE_BYTES, strong: int = 4, screen: int = 32,
                  fixing: bool = True, one_worker: bool = False, cutoff: float | None = None,
                  enum_all: bool = False, fams: list[_Fam] | None = None):
         self.pm = pm
@@ -228,14 +280,15 @@ class TrafficBP:
         self.S = np.array([pm.S[ti] for ti in self.tis], dtype=float)
         if fams and one_worker and not fams[0].one_worker:  # filtered from the full tables
             self.classes = [fm.cls for fm in fams]
-            self.fams = [_Fam(pm, fm.cls, pairs, limit, True, deadline, full=fm) for fm in fams]
+            self.fams = [_Fam(pm, fm.cls, pairs, budget, True, deadline, full=fm) for fm in fams]
         elif fams is not None:  # another search's tables (same instance, same one_worker): read-only
             if fams and fams[0].one_worker != one_worker:
                 raise ValueError("full tables cannot be made from one-worker tables")
             self.classes, self.fams = [fm.cls for fm in fams], fams
         else:
             self.classes = node_classes(pm, with_rack=False)
-            self.fams = [_Fam(pm, cls, pairs, limit, one_worker, deadline) for cls in self.classes]
+            self.fams = [_Fam(pm, cls, pairs, budget / max(1, len(self.classes)), one_worker, deadline)
+                         for cls in self.classes]
         # column pool: (family, table row, worker counts)
         self.pool: list[tuple[int, int, tuple[int, ...]]] = []
         self.seen: set = set()
@@ -381,10 +434,10 @@ class TrafficBP:
                 maxrc.append(-math.inf)
                 rcs.append(np.zeros(0))
                 continue
-            if T == 1:  # one product: value - pc.y - pw o, o = lo or hi
+            if T == 1:  # value - pc.y - pw o, o = lo or hi
                 o = vw.lo if pw[0] >= 0 else vw.hi
-                w = np.concatenate([-pc, [-pw[0], 0.0] if pw[0] >= 0 else [0.0, -pw[0]]])
-                rc = vw.Z @ w
+                rc = vw.Z @ -pc
+                rc -= pw[0] * o[:, 0]
             else:
                 o, og = _best_o(vw.lo, vw.hi, fm.slots, pw)  # the view's rows only
                 rc = og - vw.Z @ pc
@@ -487,7 +540,7 @@ class TrafficBP:
             agg: dict = {}
             for j, x in used:
                 f, i, _ = self.pool[j]
-                y = self.fams[f].Y[i]
+                y = [int(q) for q in self.fams[f].Y[i]]
                 nz = [g for g in range(self.K) if y[g] > 0]
                 if kind == "single":
                     keys = [(f, g, k) for g in nz for k in range(1, y[g] + 1)]
@@ -540,14 +593,14 @@ class TrafficBP:
     def mask_at(self, mid: int, idx: np.ndarray | None) -> np.ndarray:
         """The property of branch row mid (1.0 / 0.0) at table rows idx (None: every row)."""
         f, _, key = self.masks[mid]
-        Y = self.fams[f].Y
+        YT = self.fams[f].YT
         rows = slice(None) if idx is None else idx
         if key[1] == "y":
-            at = np.arange(len(Y)) if idx is None else idx
+            at = np.arange(YT.shape[1]) if idx is None else idx
             return (at == key[2]).astype(float)
         if len(key) == 3:
-            return (Y[rows, key[1]] >= key[2]).astype(float)
-        return ((Y[rows, key[1]] >= key[2]) & (Y[rows, key[3]] >= key[4])).astype(float)
+            return (YT[key[1], rows] >= key[2]).astype(float)
+        return ((YT[key[1], rows] >= key[2]) & (YT[key[3], rows] >= key[4])).astype(float)
 
     def _integral_plan(self, lam: np.ndarray):
         """The node contents of an LP solution whose content counts are integral, with worker
@@ -566,7 +619,7 @@ class TrafficBP:
         for f, fm in enumerate(self.fams):  # the LP may have used artificials: check the rows
             if sum(1 for g, _ in out if g == f) != fm.count:
                 return None
-        if out and not np.array_equal(sum(self.fams[f].Y[i] for f, i in out), self.s.astype(np.int64)):
+        if out and not np.array_equal(sum(self.fams[f].Y[i].astype(np.int64) for f, i in out), self.s.astype(np.int64)):
             return None
         T = len(self.tis)
         o = np.array([self.fams[f].lo[i] for f, i in out], dtype=np.int64).reshape(len(out), T)
@@ -721,7 +774,7 @@ class BPTable:
         bp, fm = self.bp, self.bp.fams[self.f]
         pc = np.array([duals.get(("cover", k), 0.0) for k in range(bp.K)])
         pw = duals.get(("workers", bp.tis[0]), 0.0)
-        base = fm.V - fm.Y @ pc - duals.get(("conv", "node", fm.cls[0]), 0.0)
+        base = fm.V - fm.Z @ pc - duals.get(("conv", "node", fm.cls[0]), 0.0)
         out: list[Column] = []
         for o in range(int(fm.lo.min(initial=0)), int(fm.hi.max(initial=0)) + 1):
             sel = np.nonzero((fm.lo[:, 0] <= o) & (o <= fm.hi[:, 0]) & (base - pw * o >= threshold))[0]
