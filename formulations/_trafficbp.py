@@ -111,7 +111,7 @@ class _Fam:
         while an axis is appended: 2 (K + 8)) are freed before Z is made, and fewer."""
         return 2 * (9 * K + 8 + 4 * T) + 8 * T + 1
 
-    def __init__(self, pm, cls: list[int], pairs, budget: float = TABLE_BYTES, one_worker: bool = False,
+    def __init__(self, pm, cls: list[int], pairs, budget: float | None = None, one_worker: bool = False,
                  deadline: float | None = None, full: "_Fam | None" = None):
         self.cls = cls
         self.count = len(cls)
@@ -120,6 +120,7 @@ class _Fam:
         K = len(G)
         tis = [ti for ti, _ in pm.topos]
         slots = len(pm.nodes[cls[0]].slots)
+        budget = TABLE_BYTES if budget is None else budget
         if full is not None:
             # the one-worker table from the full table of the same class (phase 1's), not built
             # again: every row one worker per topology can hold is a row of the full table
@@ -263,7 +264,7 @@ class _View:
 class TrafficBP:
     """Best-first branch and price over the configuration master (module docstring)."""
 
-    def __init__(self, pm, pairs, deadline: float | None, budget: float = TABLE_BYTES, strong: int = 4, screen: int = 32,
+    def __init__(self, pm, pairs, deadline: float | None, budget: float | None = None, strong: int = 4, screen: int = 32,
                  fixing: bool = True, one_worker: bool = False, cutoff: float | None = None,
                  enum_all: bool = False, fams: list[_Fam] | None = None):
         self.pm = pm
@@ -280,14 +281,16 @@ class TrafficBP:
         self.S = np.array([pm.S[ti] for ti in self.tis], dtype=float)
         if fams and one_worker and not fams[0].one_worker:  # filtered from the full tables
             self.classes = [fm.cls for fm in fams]
-            self.fams = [_Fam(pm, fm.cls, pairs, budget, True, deadline, full=fm) for fm in fams]
+            self.fams = [_Fam(pm, fm.cls, pairs, None, True, deadline, full=fm) for fm in fams]
         elif fams is not None:  # another search's tables (same instance, same one_worker): read-only
             if fams and fams[0].one_worker != one_worker:
                 raise ValueError("full tables cannot be made from one-worker tables")
             self.classes, self.fams = [fm.cls for fm in fams], fams
         else:
             self.classes = node_classes(pm, with_rack=False)
-            self.fams = [_Fam(pm, cls, pairs, budget / max(1, len(self.classes)), one_worker, deadline)
+            # the budget (None: TABLE_BYTES, read at the call) shared evenly by the classes
+            share = (TABLE_BYTES if budget is None else budget) / max(1, len(self.classes))
+            self.fams = [_Fam(pm, cls, pairs, share, one_worker, deadline)
                          for cls in self.classes]
         # column pool: (family, table row, worker counts)
         self.pool: list[tuple[int, int, tuple[int, ...]]] = []
