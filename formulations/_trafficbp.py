@@ -82,10 +82,12 @@ def _count_vectors(pm, ni: int) -> int:
     return int(ways.sum())
 
 
-# The memory the node tables of B&P may take (bytes): the phase-1 tables, plus room for a
-# one-worker table that is a strict subset of one (``_one_worker_plan``). Checked before
-# anything is built, from the counted rows x ``_Fam.row_bytes`` (measured: docs/benchmarks.md,
-# "traffic: tables by memory").
+# The memory the node tables of B&P may take (bytes), shared evenly by the node classes:
+# checked before anything is built, from the counted rows x ``_Fam.row_bytes``. A one-worker
+# table filtered from phase 1's (``_one_worker_plan``, ``TrafficBP(fams=...)``) shares its
+# arrays when it keeps every row, else its copy must fit what phase 1's tables left of it
+# (else that search is refused, and phase 2 goes on without it). docs/benchmarks.md, "traffic:
+# tables by memory", has the measured peaks.
 TABLE_BYTES = 2.0e9
 # Seconds a table row costs to build (``_node_vectors`` and ``_Fam``'s arrays), measured on
 # this machine at 100x12x10 (6.3 million rows): about 0.45 us a row at load 1, 0.7 at load 4
@@ -104,12 +106,12 @@ class _Fam:
 
     @staticmethod
     def row_bytes(K: int, T: int) -> int:
-        """Bytes a table row may hold at the peak: its arrays (Z 8 K, YT K, V 8, lo and hi 4 T)
-        twice, for a one-worker table that keeps a strict subset of the rows (a copy; when it
-        keeps every row it shares them), and the filter's totals and mask (8 T + 1). The
-        builder's transient rows (``_node_vectors``' narrow counts and int64 CPU use, twice
-        while an axis is appended: 2 (K + 8)) are freed before Z is made, and fewer."""
-        return 2 * (9 * K + 8 + 4 * T) + 8 * T + 1
+        """Bytes a table row takes at the build's peak: its arrays (Z 8 K, YT K, V 8, lo and hi
+        4 T) and the filter's int64 totals and ranges and its mask (24 T + 1), alive while the
+        arrays are made. The builder's rows before them (``_node_vectors``' narrow counts and
+        int64 CPU use, twice while an axis is appended: 2 (K + 8), then the transposed copy K)
+        are freed before Z is made, and take less from 4 groups on."""
+        return 9 * K + 8 + 4 * T + 24 * T + 1
 
     def __init__(self, pm, cls: list[int], pairs, budget: float | None = None, one_worker: bool = False,
                  deadline: float | None = None, full: "_Fam | None" = None):
@@ -161,6 +163,9 @@ class _Fam:
         if full is not None and every:
             self.YT, self.Z, self.V = full.YT, full.Z, full.V
         elif full is not None:
+            # a copy of the kept rows, next to phase 1's tables: within what they left of the budget
+            if int(ok.sum()) * (9 * K + 8 + 4 * len(tis)) > budget:
+                raise _TooBig
             self.YT = np.ascontiguousarray(YT[:, ok])
             self.Z, self.V = full.Z[ok], full.V[ok]
         else:
@@ -281,7 +286,9 @@ class TrafficBP:
         self.S = np.array([pm.S[ti] for ti in self.tis], dtype=float)
         if fams and one_worker and not fams[0].one_worker:  # filtered from the full tables
             self.classes = [fm.cls for fm in fams]
-            self.fams = [_Fam(pm, fm.cls, pairs, None, True, deadline, full=fm) for fm in fams]
+            # a one-worker table that copies rows gets what phase 1's tables left of the budget
+            left = (TABLE_BYTES if budget is None else budget) - sum(fm.nbytes() for fm in fams)
+            self.fams = [_Fam(pm, fm.cls, pairs, left / len(fams), True, deadline, full=fm) for fm in fams]
         elif fams is not None:  # another search's tables (same instance, same one_worker): read-only
             if fams and fams[0].one_worker != one_worker:
                 raise ValueError("full tables cannot be made from one-worker tables")
