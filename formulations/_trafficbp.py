@@ -90,9 +90,10 @@ def _count_vectors(pm, ni: int) -> int:
 # tables by memory", has the measured peaks.
 TABLE_BYTES = 2.0e9
 # Seconds a table row costs to build (``_node_vectors`` and ``_Fam``'s arrays), measured on
-# this machine at 100x12x10 (6.3 million rows): about 0.45 us a row at load 1, 0.7 at load 4
-# (docs/benchmarks.md, "traffic: tables by memory"); a margin over the loaded figure.
-BUILD_RATE = 1.0e-6
+# this machine under load 5 (2 cores): 0.5-0.9 us a row at 100x10x10 / 100x12x10 (1.8, 6.3 and
+# 9.3 million rows; 1.2-1.3 us before Z was converted from the row-major counts), so 1.5 us
+# leaves a margin for a busier machine (docs/benchmarks.md, "traffic: tables by memory").
+BUILD_RATE = 1.5e-6
 BUILD_SHARE = 0.3  # of the time left that building the tables may take
 
 
@@ -106,12 +107,15 @@ class _Fam:
 
     @staticmethod
     def row_bytes(K: int, T: int) -> int:
-        """Bytes a table row takes at the build's peak: its arrays (Z 8 K, YT K, V 8, lo and hi
-        4 T) and the filter's int64 totals and ranges and its mask (24 T + 1), alive while the
-        arrays are made. The builder's rows before them (``_node_vectors``' narrow counts and
-        int64 CPU use, twice while an axis is appended: 2 (K + 8), then the transposed copy K)
-        are freed before Z is made, and take less from 4 groups on."""
-        return 9 * K + 8 + 4 * T + 24 * T + 1
+        """Bytes a table row takes at the peak: its arrays (Z 8 K, YT K, V 8, lo and hi 4 T),
+        the filter's int64 totals and ranges and its mask (24 T + 1, while the arrays are
+        made), and the pricing's float temporaries over the whole table (rc and its terms, 4 x
+        8). The builder's rows before the arrays (``_node_vectors``' narrow counts and int64 CPU
+        use, twice while an axis is appended: 2 (K + 8), then the transposed copy K) are freed
+        before Z is made, and take less. Measured: 100x12x10 peaks at 1.31 GB (6.3 million
+        rows, 1.12 GB by this count) and 1.8 GB (instance seed 1, 9.3 million, 1.64 GB), the
+        rest being the interpreter and the solvers (docs/benchmarks.md)."""
+        return 9 * K + 8 + 4 * T + 24 * T + 1 + 32
 
     def __init__(self, pm, cls: list[int], pairs, budget: float | None = None, one_worker: bool = False,
                  deadline: float | None = None, full: "_Fam | None" = None):
@@ -123,6 +127,7 @@ class _Fam:
         tis = [ti for ti, _ in pm.topos]
         slots = len(pm.nodes[cls[0]].slots)
         budget = TABLE_BYTES if budget is None else budget
+        Yrows = None  # the rows x groups counts while building (Z is converted from them)
         if full is not None:
             # the one-worker table from the full table of the same class (phase 1's), not built
             # again: every row one worker per topology can hold is a row of the full table
@@ -142,11 +147,13 @@ class _Fam:
                                 deadline=None if deadline is None else time.monotonic() + BUILD_SHARE * (deadline - time.monotonic()))
             if out is None:
                 raise _TooBig
-            YT = np.ascontiguousarray(out[0].T)
+            Yrows = out[0]
             del out
+            YT = np.ascontiguousarray(Yrows.T)
         # executors per topology: sums of the topology's group rows, widened (the counts are bytes)
-        tot = np.stack([YT[[k for k, g in enumerate(G) if g.ti == ti]].sum(axis=0, dtype=np.int64)
-                        for ti in tis], axis=1).reshape(YT.shape[1], len(tis))
+        sel = [[k for k, g in enumerate(G) if g.ti == ti] for ti in tis]
+        tot = np.stack([(YT if len(ks) == K else YT[ks]).sum(axis=0, dtype=np.int64) for ks in sel],
+                       axis=1).reshape(YT.shape[1], len(tis))
         M = np.array([pm.M[ti] for ti in tis], dtype=np.int64)
         lo = -(-tot // M)
         hi = np.minimum(tot, slots)
@@ -171,13 +178,17 @@ class _Fam:
         else:
             self.YT = YT if every else np.ascontiguousarray(YT[:, ok])
             del YT
-            # the floats for the pricing's product, made once, rows x groups
-            self.Z = np.empty((self.YT.shape[1], K))
-            for k in range(K):
-                self.Z[:, k] = self.YT[k]
+            # the floats for the pricing's product, made once, rows x groups, converted from the
+            # row-major counts (from the transposed ones it took 2.5-4.4 s at 6.3 million rows)
+            self.Z = (Yrows if every else Yrows[ok]).astype(np.float64)
+            del Yrows
+            # V = sum r_ab y_a y_b, each term as (r y_a) y_b over the contiguous count rows
             V = np.zeros(len(self.Z))
+            tmp = np.empty(len(self.Z))
             for (a, b), r in pairs.items():
-                V += r * self.Z[:, a] * self.Z[:, b]
+                np.multiply(self.YT[a], r, out=tmp)
+                tmp *= self.YT[b]
+                V += tmp
             self.V = V
         self.Y = self.YT.T
         self.cap = self.YT.max(axis=1).astype(np.int64) if self.YT.shape[1] else np.zeros(K, dtype=np.int64)
