@@ -141,7 +141,7 @@ class _Fam:
             if deadline is not None and n * BUILD_RATE > BUILD_SHARE * (deadline - time.monotonic()):
                 raise _TooBig  # building would eat the time limit
             top = max([pm.node_cap(g, cls[0]) for g in G], default=0)
-            dt = np.uint8 if top < 256 else np.int16
+            dt = np.uint8 if top < 256 else (np.int16 if top < 32768 else np.int64)
             rows = int(budget // self.row_bytes(K, len(tis)))  # n is 0 when not counted
             out = _node_vectors(pm, cls[0], rows, dtype=dt,
                                 deadline=None if deadline is None else time.monotonic() + BUILD_SHARE * (deadline - time.monotonic()))
@@ -232,12 +232,6 @@ def _best_o(lo: np.ndarray, hi: np.ndarray, slots: int, pw: np.ndarray) -> tuple
     return o, -(o @ pw)
 
 
-def _small(a: np.ndarray):
-    """The narrowest of uint8 / int16 / int64 holding the non-negative counts ``a``."""
-    top = int(a.max(initial=0))
-    return np.uint8 if top < 256 else (np.int16 if top < 32768 else np.int64)
-
-
 class _TooBig(Exception):
     pass
 
@@ -282,8 +276,9 @@ class TrafficBP:
 
     def __init__(self, pm, pairs, deadline: float | None, budget: float | None = None, strong: int = 4, screen: int = 32,
                  fixing: bool = True, one_worker: bool = False, cutoff: float | None = None,
-                 enum_all: bool = False, fams: list[_Fam] | None = None):
+                 enum_all: bool = False, fams: list[_Fam] | None = None, convolve: bool = True):
         self.pm = pm
+        self.convolve = convolve  # try the root's proof by convolution (``_convolve``)
         self.fixing = fixing
         self._bytes = [0.0]  # bytes of the sub-tables alive (a list: released by their finalizers)
         self.strong = strong
@@ -657,6 +652,155 @@ class TrafficBP:
                 return None
         return [(f, tuple(int(v) for v in self.fams[f].Y[i]), tuple(int(v) for v in o[n])) for n, (f, i) in enumerate(out)]
 
+    # --- the root's proof by convolution (few groups) --------------------------------------------
+    def _convolve(self, pair_cap: int = 8_000_000) -> tuple | str | None:
+        """Exact search of the plans within the root's Lagrangian margin, by a dynamic programme
+        over the nodes (one topology, no branch rows; docs/formulations.md, "Traffic: branch
+        and price", *Root convolution*).
+
+        With the root's duals pi (``root_lag``), a plan (every equality row met, one table row
+        per node, empty nodes included, worker counts o_n in [lo_n, hi_n] summing to S) is worth
+        L(pi) - sum_n l(y_n, o_n), l(y, o) = maxrc_f - rc(y, o) = a(y) + pw o >= 0 with
+        a(y) = maxrc_f - v(y) + pc . y + pconv_f. Since sum_n o_n = S, its loss is
+        sum_n a(y_n) + pw S whatever the o_n: only sum lo_n <= S <= sum hi_n matters. A plan
+        worth more than the incumbent (or cut-off) z has loss below delta = L - z, and every
+        prefix of its nodes has loss at least sum a + min(pw Lo, pw Hi) over the prefix (the
+        other nodes' losses are >= 0), so that is within delta too. The rows are combined node
+        by node over the states (sum y, Lo = sum lo, Hi = min(sum hi, S)), keeping the least
+        sum a per state (the nodes left only see the state), pruning by that bound; both halves
+        of the node sequence are expanded and joined where the y sums make s and Lo <= S <= Hi.
+        The least loss found is L - (the best plan's value) when it is within delta; none means
+        no plan beats z.
+
+        Returns (loss, [(family, row, o)]) for the best plan, "none", or None when not
+        applicable (several topologies, sums too wide for 62 bits) or stopped (over
+        ``pair_cap`` pairs at a level, or past the deadline)."""
+        if len(self.tis) != 1 or self.root_lag is None or self.inc_value == -math.inf:
+            return None
+        lag, pi, maxrc = self.root_lag
+        K = self.K
+        pc, pw, pconv = pi[:K], float(pi[K]), pi[K + 1:]
+        s = self.s.astype(np.int64)
+        S = int(self.S[0])
+        scale = max(1.0, abs(lag))
+        delta = lag - self.inc_value + 1e-9 * scale
+        if delta < 0:
+            return "none"
+        tops = np.concatenate([s, [S]])
+        bits = int(tops.max(initial=1)).bit_length() + 1
+        if (K + 1) * bits > 62:
+            return None
+        # fields: the K group sums and Lo; guard bits keep every field's sum within (s, S)
+        shift = np.array([1 << (bits * k) for k in range(K + 1)], dtype=np.int64)
+        guard = int(sum(1 << (bits * k + bits - 1) for k in range(K + 1)))
+        tg = int(tops @ shift) | guard  # tg - w keeps every guard bit iff w <= (s, S) field by field
+        ys = int(s @ shift[:K])
+        lomask = ((1 << bits) - 1) << (bits * K)
+        opts = []  # per family: (encoded (y, lo), a, its pruning bound, hi, row), by bound
+        for f, fm in enumerate(self.fams):
+            a = maxrc[f] - fm.V + fm.Z @ pc + pconv[f]
+            lo, hi = fm.lo[:, 0].astype(np.int64), fm.hi[:, 0].astype(np.int64)
+            lb = a + np.minimum(pw * lo, pw * hi)  # the row's least loss, >= 0 up to rounding
+            rows = np.flatnonzero(lb <= delta)
+            rows = rows[np.argsort(lb[rows], kind="stable")]
+            enc = fm.Y[rows].astype(np.int64) @ shift[:K] + lo[rows] * int(shift[K])
+            opts.append((enc, a[rows], np.maximum(lb[rows], 0.0), hi[rows], rows))
+        seq = [f for f, fm in enumerate(self.fams) for _ in range(fm.count)]
+
+        def expand(part):
+            """States after the nodes of ``part``: (encoded sums, Hi, least sum a, back-pointers)."""
+            enc, his, acc = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1)
+            backs = []
+            for f in part:
+                oe, oa, ol, oh = opts[f][:4]
+                # the state's bound: sum a + min(pw Lo, pw Hi) (Lo is the top field)
+                los = (enc & lomask) >> (bits * K)
+                bnd = acc + np.minimum(pw * los, pw * his)
+                order = np.argsort(bnd, kind="stable")
+                enc, his, acc, bnd = enc[order], his[order], acc[order], bnd[order]
+                if backs:
+                    backs[-1] = (backs[-1][0][order], backs[-1][1][order])
+                prev, pick, total = [], [], 0
+                for j in range(len(oe)):
+                    if j % 64 == 0 and self.left() <= 0:
+                        return None
+                    # bound of state + row >= bound of state + the row's least loss: a
+                    # prefilter; the exact bound is checked on the pairs below
+                    n = int(np.searchsorted(bnd, delta - ol[j], side="right"))
+                    if n == 0:
+                        break  # rows sorted by their least loss: no later one fits either
+                    hit = np.flatnonzero(((tg - (enc[:n] + oe[j])) & guard) == guard)
+                    if len(hit):
+                        prev.append(hit)
+                        pick.append(np.full(len(hit), j))
+                        total += len(hit)
+                        if total > pair_cap:
+                            self.stats["bp_conv"] = "over the pair cap"
+                            return None
+                if not prev:
+                    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), backs
+                prev, pick = np.concatenate(prev), np.concatenate(pick)
+                ne, nh, na = enc[prev] + oe[pick], np.minimum(his[prev] + oh[pick], S), acc[prev] + oa[pick]
+                nlo = (ne & lomask) >> (bits * K)
+                ok = na + np.minimum(pw * nlo, pw * nh) <= delta
+                prev, pick, ne, nh, na = prev[ok], pick[ok], ne[ok], nh[ok], na[ok]
+                o = np.lexsort((na, nh, ne))
+                first = np.ones(len(o), dtype=bool)
+                first[1:] = (ne[o][1:] != ne[o][:-1]) | (nh[o][1:] != nh[o][:-1])
+                keep = o[first]
+                backs.append((prev[keep], pick[keep]))
+                enc, his, acc = ne[keep], nh[keep], na[keep]
+                self.stats["bp_conv_states"] = max(self.stats.get("bp_conv_states", 0), len(enc))
+            return enc, his, acc, backs
+
+        h = len(seq) // 2
+        A = expand(seq[:h])
+        B = None if A is None else expand(seq[h:])
+        if B is None:
+            return None
+        ea, ha, aa, ba = A
+        eb, hb, ab, bb = B
+        if len(ea) == 0 or len(eb) == 0:
+            return "none"
+        # join on the y sums (y_A + y_B = s); then Lo_A + Lo_B <= S <= Hi_A + Hi_B
+        yb = eb & ~lomask
+        ob = np.argsort(yb, kind="stable")
+        want = ys - (ea & ~lomask)
+        start = np.searchsorted(yb[ob], want, side="left")
+        stop = np.searchsorted(yb[ob], want, side="right")
+        cnt = stop - start
+        if cnt.sum() == 0:
+            return "none"
+        ia = np.repeat(np.arange(len(ea)), cnt)
+        ib = ob[np.repeat(start, cnt) + (np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
+        loa, lob = (ea[ia] & lomask) >> (bits * K), (eb[ib] & lomask) >> (bits * K)
+        ok = (loa + lob <= S) & (ha[ia] + hb[ib] >= S)
+        if not ok.any():
+            return "none"
+        tot = np.where(ok, aa[ia] + ab[ib] + pw * S, np.inf)
+        k = int(np.argmin(tot))
+        if tot[k] > delta:
+            return "none"
+
+        def back(part, backs, i):
+            out = []
+            for lvl in range(len(part) - 1, -1, -1):
+                prev, pick = backs[lvl]
+                f = part[lvl]
+                out.append((f, int(opts[f][4][int(pick[i])])))
+                i = int(prev[i])
+            return out
+
+        nodes = back(seq[:h], ba, int(ia[k])) + back(seq[h:], bb, int(ib[k]))
+        # worker counts: lo each, then up to hi until S (sum lo <= S <= sum hi)
+        o = [int(self.fams[f].lo[i, 0]) for f, i in nodes]
+        need = S - sum(o)
+        for n, (f, i) in enumerate(nodes):
+            add = min(need, int(self.fams[f].hi[i, 0]) - o[n])
+            o[n] += add
+            need -= add
+        return float(tot[k]), [(f, i, (o[n],)) for n, (f, i) in enumerate(nodes)]
+
     # --- search --------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         """Best-first search; returns status, value (intra-node), bound and the incumbent."""
@@ -691,6 +835,26 @@ class TrafficBP:
             if root_bound is None:
                 root_bound = b
                 self.stats["bp_root_bound"] = b
+                if self.convolve and not self.enum_all and lam is not None:
+                    t0 = time.monotonic()
+                    conv = self._convolve()
+                    self.stats["bp_conv_seconds"] = round(time.monotonic() - t0, 3)
+                    if conv is not None:
+                        # proven at the root: the best plan within the margin, or none beats z
+                        self.stats["bp_conv"] = "plan" if conv != "none" else "none within the margin"
+                        if conv != "none":
+                            nodes = [(f, tuple(int(q) for q in self.fams[f].Y[i]), o) for f, i, o in conv[1]]
+                            val = sum(float(self.fams[f].V[i]) for f, i, _ in conv[1])
+                            tot = np.sum([y for _, y, _ in nodes], axis=0)
+                            if (not np.array_equal(tot, self.s) or sum(o[0] for _, _, o in nodes) != int(self.S[0])
+                                    or abs(val - (self.root_lag[0] - conv[0])) > 1e-6 * max(1.0, abs(val))):
+                                conv = None  # not expected: the search goes on as without it
+                                self.stats["bp_conv"] = "inconsistent"
+                            else:
+                                self.set_incumbent(nodes)
+                        if conv is not None:
+                            heap.clear()
+                            break
             if b == -math.inf:  # no plan in this node
                 continue
             if lam is None:  # stopped early: the node stays open with the bound it has
