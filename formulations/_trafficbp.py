@@ -95,6 +95,7 @@ TABLE_BYTES = 2.0e9
 # leaves a margin for a busier machine (docs/benchmarks.md, "traffic: tables by memory").
 BUILD_RATE = 1.5e-6
 BUILD_SHARE = 0.3  # of the time left that building the tables may take
+CONVOLVE = True  # B&P tries the root's proof by convolution (TrafficBP._convolve) by default
 
 
 class _Fam:
@@ -276,9 +277,10 @@ class TrafficBP:
 
     def __init__(self, pm, pairs, deadline: float | None, budget: float | None = None, strong: int = 4, screen: int = 32,
                  fixing: bool = True, one_worker: bool = False, cutoff: float | None = None,
-                 enum_all: bool = False, fams: list[_Fam] | None = None, convolve: bool = True):
+                 enum_all: bool = False, fams: list[_Fam] | None = None, convolve: bool | None = None):
         self.pm = pm
-        self.convolve = convolve  # try the root's proof by convolution (``_convolve``)
+        # try the root's proof by convolution (``_convolve``); None: the module's CONVOLVE
+        self.convolve = CONVOLVE if convolve is None else convolve
         self.fixing = fixing
         self._bytes = [0.0]  # bytes of the sub-tables alive (a list: released by their finalizers)
         self.strong = strong

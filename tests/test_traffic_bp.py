@@ -291,10 +291,15 @@ def test_a_hint_plan_seeds_branch_and_price_and_the_optimum_is_unchanged():
 
 @pytest.mark.parametrize("method", ["exact.cpsat", "exact.milp-cbc", "exact.milp-highs"])
 @pytest.mark.parametrize("size,seed", [("20x5x4", 1), ("30x6x4", 2)])
-def test_phase2_by_search_for_a_free_phase1_optimum(size, seed, method):
+def test_phase2_by_search_for_a_free_phase1_optimum(size, seed, method, monkeypatch):
     """On these instances B&P's own plan is not phase-2 free and a shortcut proves phase 2: a
     phase-1 optimum whose inter-worker traffic equals it (by the evaluator), found by the exact
-    one-worker search (tried first) or the local searches."""
+    one-worker search (tried first) or the local searches. With the root convolution the
+    phase-1 plan of 30x6x4 seed 2 is another optimum, phase-2 free itself, so the tree's plan
+    is kept here (convolution off) to reach the shortcuts."""
+    import formulations._trafficbp as tb
+
+    monkeypatch.setattr(tb, "CONVOLVE", False)
     e, c, n = map(int, size.split("x"))
     inst = parse_instance(layered(e, c, n, seed, problem="traffic"))
     r = planner.solve(inst, "traffic", method, time_limit=60)
@@ -494,3 +499,51 @@ def test_tables_over_the_memory_budget_are_refused_before_they_are_built(monkeyp
     r = planner.solve(inst, "traffic", "exact.cpsat", time_limit=60)
     assert "bp_nodes" not in r.details and "bp_nodes" in ref.details
     assert r.status == ref.status and r.objective == pytest.approx(ref.objective, rel=1e-9)
+
+
+def test_root_convolution_finds_the_best_plan_in_its_margin_and_none_above_the_optimum():
+    # with a low cut-off the margin holds many plans and the convolution must return the best
+    # one (the least loss), i.e. the brute-force optimum, at the root; with a cut-off just above
+    # the optimum it must prove that no plan exists (complete, no plan); the plan passes the
+    # evaluator. Two node classes included.
+    checked = classes = 0
+    cases = [(s, i, b, p, c) for s, i, b, p, c in _bp_cases(40)]
+    for e, c, n, sd in ((20, 5, 4, 0), (24, 6, 4, 1)):
+        inst = _two_classes(e, c, n, sd)
+        cases.append((("two", sd), inst, *_setup(inst)))
+    for seed, inst, base, pairs, const in cases:
+        ref = planner.solve(inst, "traffic", "exact.bruteforce")
+        if ref.status.value != "optimal":
+            continue
+        z = const - ref.objective  # the optimum's intra-node value
+        sc = max(1.0, abs(z))
+        bp = TrafficBP(base, pairs, None, cutoff=z - 0.3 * sc - 1.0)
+        out = bp.run()
+        if bp.stats.get("bp_conv") not in ("plan", "none within the margin"):
+            continue  # not applicable (several topologies, wide sums) or over its cap
+        assert bp.stats["bp_conv"] == "plan" and bp.stats["bp_nodes"] == 1, seed
+        assert out["value"] == pytest.approx(z, rel=TOL, abs=TOL), seed
+        m = evaluate(inst, _plan(bp, base, pairs, out["incumbent"]), "traffic")
+        assert m["feasible"], (seed, m["violations"])
+        assert m["inter_node_traffic"] == pytest.approx(ref.objective, rel=TOL, abs=TOL), seed
+        above = TrafficBP(base, pairs, None, cutoff=z + 1e-6 * sc)
+        res = above.run()
+        assert res["value"] is None and above.complete, seed
+        assert above.stats["bp_conv"] == "none within the margin", seed
+        checked += 1
+        classes += len(bp.fams) > 1
+    assert checked >= 10 and classes >= 1, (checked, classes)
+
+
+def test_root_convolution_and_the_tree_agree_from_the_same_incumbent():
+    # the solver's path (seeded incumbent, then B&P): with and without the convolution the same
+    # optimum, both proven
+    checked = 0
+    for seed in range(6):
+        inst = parse_instance(layered(24 + 2 * seed, 5 + seed % 2, 4, seed, problem="traffic"))
+        a = planner.solve(inst, "traffic", "exact.cpsat", time_limit=60)
+        b = TrafficBP(*_setup(inst)[:2], None, convolve=False).run()
+        assert a.status.value == "optimal" and b["status"] == "optimal", seed
+        assert a.objective == pytest.approx(_setup(inst)[2] - b["value"], rel=TOL, abs=TOL), seed
+        checked += a.details.get("bp_conv") in ("plan", "none within the margin")
+    assert checked >= 3, checked
