@@ -9,7 +9,14 @@ with exact pricing.
 Pricing by table: every count vector y a node of class f can hold (``_nodetable._node_vectors``:
 caps, CPU, max_per_node) is listed once with its intra-node value v(y) = sum_{g<h} r_gh y_g y_h,
 so the reduced cost of every column of the class is one matrix-vector product and the most
-improving column is exact (no solver, no rounding). The worker counts o_t of a column are
+improving column is exact (no solver, no rounding). The tables hold their counts as bytes and
+once as floats, and are built when they fit a memory budget (``TABLE_BYTES``, ``_Fam.row_bytes``)
+and an estimated build time (``BUILD_RATE``); a one-worker table shares phase 1's arrays.
+
+Root convolution (``_convolve``, few groups, one topology): with the root's duals every plan
+is worth L minus the sum of its nodes' losses, so the plans within the margin L - incumbent are
+searched by a dynamic programme over the nodes on their partial sums; when it completes, phase 1
+is decided at the root without a tree. The worker counts o_t of a column are
 chosen in the pricing: ceil(tot_t / M_t) <= o_t <= min(tot_t, slots) (o_t = 0 iff tot_t = 0),
 sum_t o_t <= slots, and the best o for given duals is greedy (one shared capacity, unit weights).
 
