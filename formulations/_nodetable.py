@@ -40,10 +40,14 @@ def lookup(codes: np.ndarray, c: np.ndarray) -> np.ndarray:
     return np.where(codes[pos] == c, pos, -1)
 
 
-def _node_vectors(pm, ni: int, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _node_vectors(pm, ni: int, limit: int, dtype=np.int16,
+                  deadline: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Every count vector y (one column per group) within the node's caps and its CPU, memory
     and resource limits (integer-scaled as in ``_node_limits``), with their uses of those limits
-    and the limits; None if more than ``limit``."""
+    and the limits; None if more than ``limit`` rows or past ``deadline``. The counts are of
+    ``dtype`` (int16; traffic asks for uint8 when every cap is below 256: 6.3 million rows of 12
+    groups are then 76 MB instead of 152). Rows are in the order of the mixed-radix code with
+    the last group most significant (each axis appends its values' copies in order)."""
     G = pm.groups
     n = pm.nodes[ni]
     K = len(G)
@@ -54,16 +58,18 @@ def _node_vectors(pm, ni: int, limit: int) -> tuple[np.ndarray, np.ndarray, np.n
             dims.append((r, [int(round(g.comp.resources.get(r, 0.0) * 1000)) for g in G],
                          int(math.floor(n.resources.get(r, 0.0) * 1000 + 1e-6))))
     caps = [pm.node_cap(g, ni) for g in G]
-    Y = np.zeros((1, K), dtype=np.int16)
+    Y = np.zeros((1, K), dtype=dtype)
     use = np.zeros((1, len(dims)), dtype=np.int64)
     for k in range(K):
         parts_y, parts_u = [], []
         for q in range(caps[k] + 1):
+            if deadline is not None and time.monotonic() > deadline:
+                return None
             u = use + q * np.array([d[1][k] for d in dims], dtype=np.int64)
             ok = (u <= np.array([d[2] for d in dims], dtype=np.int64)).all(axis=1)
             if not ok.any():
                 break
-            yy = Y[ok].copy()
+            yy = Y[ok]  # a copy already (boolean index)
             yy[:, k] = q
             parts_y.append(yy)
             parts_u.append(u[ok])
@@ -78,7 +84,7 @@ def _node_vectors(pm, ni: int, limit: int) -> tuple[np.ndarray, np.ndarray, np.n
     for kk in by_comp.values():
         lim = G[kk[0]].comp.max_per_node
         if lim is not None and len(kk) > 1:
-            keep = Y[:, kk].sum(axis=1) <= lim
+            keep = Y[:, kk].sum(axis=1, dtype=np.int64) <= lim
             Y, use = Y[keep], use[keep]
     return Y, use, np.array([d[2] for d in dims], dtype=np.int64)
 

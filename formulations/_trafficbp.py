@@ -9,7 +9,14 @@ with exact pricing.
 Pricing by table: every count vector y a node of class f can hold (``_nodetable._node_vectors``:
 caps, CPU, max_per_node) is listed once with its intra-node value v(y) = sum_{g<h} r_gh y_g y_h,
 so the reduced cost of every column of the class is one matrix-vector product and the most
-improving column is exact (no solver, no rounding). The worker counts o_t of a column are
+improving column is exact (no solver, no rounding). The tables hold their counts as bytes and
+once as floats, and are built when they fit a memory budget (``TABLE_BYTES``, ``_Fam.row_bytes``)
+and an estimated build time (``BUILD_RATE``); a one-worker table shares phase 1's arrays.
+
+Root convolution (``_convolve``, few groups, one topology): with the root's duals every plan
+is worth L minus the sum of its nodes' losses, so the plans within the margin L - incumbent are
+searched by a dynamic programme over the nodes on their partial sums; when it completes, phase 1
+is decided at the root without a tree. The worker counts o_t of a column are
 chosen in the pricing: ceil(tot_t / M_t) <= o_t <= min(tot_t, slots) (o_t = 0 iff tot_t = 0),
 sum_t o_t <= slots, and the best o for given duals is greedy (one shared capacity, unit weights).
 
@@ -82,71 +89,141 @@ def _count_vectors(pm, ni: int) -> int:
     return int(ways.sum())
 
 
-class _Fam:
-    """One class of identical nodes: its table of contents and worker-count ranges."""
+# The memory the node tables of B&P may take (bytes), shared evenly by the node classes:
+# checked before anything is built, from the counted rows x ``_Fam.row_bytes``. A one-worker
+# table filtered from phase 1's (``_one_worker_plan``, ``TrafficBP(fams=...)``) shares its
+# arrays when it keeps every row, else its copy must fit what phase 1's tables left of it
+# (else that search is refused, and phase 2 goes on without it). docs/benchmarks.md, "traffic:
+# tables by memory", has the measured peaks.
+TABLE_BYTES = 2.0e9
+# Seconds a table row costs to build (``_node_vectors`` and ``_Fam``'s arrays), measured on
+# this machine under load 5 (2 cores): 0.5-0.9 us a row at 100x10x10 / 100x12x10 (1.8, 6.3 and
+# 9.3 million rows; 1.2-1.3 us before Z was converted from the row-major counts), so 1.5 us
+# leaves a margin for a busier machine (docs/benchmarks.md, "traffic: tables by memory").
+BUILD_RATE = 1.5e-6
+BUILD_SHARE = 0.3  # of the time left that building the tables may take
+CONVOLVE = True  # B&P tries the root's proof by convolution (TrafficBP._convolve) by default
 
-    def __init__(self, pm, cls: list[int], pairs, limit: int, one_worker: bool = False,
+
+class _Fam:
+    """One class of identical nodes: its table of contents and worker-count ranges.
+
+    Arrays (N rows): ``YT`` the counts, groups x rows, as bytes (uint8 when every count is
+    below 256; ``Y`` is its transposed view, rows x groups: sum rows of it only widened);
+    ``Z`` the counts as floats, rows x groups (made once, for the pricing's product);
+    ``V`` the intra-node value; ``lo``/``hi`` the worker-count range per topology (int16)."""
+
+    @staticmethod
+    def row_bytes(K: int, T: int) -> int:
+        """Bytes a table row takes at the peak: its arrays (Z 8 K, YT K, V 8, lo and hi 4 T),
+        the filter's int64 totals and ranges and its mask (24 T + 1, while the arrays are
+        made), and the pricing's float temporaries over the whole table (rc and its terms, 4 x
+        8). The builder's rows before the arrays (``_node_vectors``' narrow counts and int64 CPU
+        use, twice while an axis is appended: 2 (K + 8), then the transposed copy K) are freed
+        before Z is made, and take less. Measured: 100x12x10 peaks at 1.31 GB (6.3 million
+        rows, 1.12 GB by this count) and 1.8 GB (instance seed 1, 9.3 million, 1.64 GB), the
+        rest being the interpreter and the solvers (docs/benchmarks.md)."""
+        return 9 * K + 8 + 4 * T + 24 * T + 1 + 32
+
+    def __init__(self, pm, cls: list[int], pairs, budget: float | None = None, one_worker: bool = False,
                  deadline: float | None = None, full: "_Fam | None" = None):
         self.cls = cls
         self.count = len(cls)
         self.one_worker = one_worker
+        G = pm.groups
+        K = len(G)
+        tis = [ti for ti, _ in pm.topos]
+        slots = len(pm.nodes[cls[0]].slots)
+        budget = TABLE_BYTES if budget is None else budget
+        Yrows = None  # the rows x groups counts while building (Z is converted from them)
         if full is not None:
             # the one-worker table from the full table of the same class (phase 1's), not built
             # again: every row one worker per topology can hold is a row of the full table
             # (ceil(tot_t / M_t) = min(tot_t, 1) there), so filtering its rows below gives the
-            # same table, in the same order
-            Y = full.Y
+            # same table, in the same order; its arrays are shared when every row is kept
+            YT = full.YT
         else:
             n = _count_vectors(pm, cls[0])
-            if n > limit:  # counted first: building a table to drop it costs seconds
+            if n * self.row_bytes(K, len(tis)) > budget:  # counted first: building a table to drop it costs seconds
                 raise _TooBig
-            if deadline is not None and n * 3e-6 > 0.3 * (deadline - time.monotonic()):
-                raise _TooBig  # building (about 1-3 s per million rows here) would eat the time limit
-            out = _node_vectors(pm, cls[0], limit)
+            if deadline is not None and n * BUILD_RATE > BUILD_SHARE * (deadline - time.monotonic()):
+                raise _TooBig  # building would eat the time limit
+            top = max([pm.node_cap(g, cls[0]) for g in G], default=0)
+            dt = np.uint8 if top < 256 else (np.int16 if top < 32768 else np.int64)
+            rows = int(budget // self.row_bytes(K, len(tis)))  # n is 0 when not counted
+            out = _node_vectors(pm, cls[0], rows, dtype=dt,
+                                deadline=None if deadline is None else time.monotonic() + BUILD_SHARE * (deadline - time.monotonic()))
             if out is None:
                 raise _TooBig
-            Y = out[0].astype(np.int64)
-        G = pm.groups
-        tis = [ti for ti, _ in pm.topos]
-        slots = len(pm.nodes[cls[0]].slots)
-        # executors per topology: one product with the group -> topology incidence (indexing
-        # the columns per topology copied the table: 0.53 s against 0.03 s at 1.8 M rows)
-        tot = Y @ np.array([[g.ti == ti for ti in tis] for g in G], dtype=np.int64).reshape(len(G), len(tis))
+            Yrows = out[0]
+            del out
+            YT = np.ascontiguousarray(Yrows.T)
+        # executors per topology: sums of the topology's group rows, widened (the counts are bytes)
+        sel = [[k for k, g in enumerate(G) if g.ti == ti] for ti in tis]
+        tot = np.stack([(YT if len(ks) == K else YT[ks]).sum(axis=0, dtype=np.int64) for ks in sel],
+                       axis=1).reshape(YT.shape[1], len(tis))
         M = np.array([pm.M[ti] for ti in tis], dtype=np.int64)
         lo = -(-tot // M)
         hi = np.minimum(tot, slots)
-        ok = np.ones(len(Y), dtype=bool)
+        ok = np.ones(len(tot), dtype=bool)
         if one_worker:  # at most one worker per topology: inter-worker = inter-node traffic
             ok = (tot <= M).all(axis=1)  # a topology over M_t executors on the node needs two
             lo = hi = np.minimum(tot, 1)
         ok &= (lo.sum(axis=1) <= slots) & (lo <= hi).all(axis=1)
-        self.Y, self.lo, self.hi = Y[ok], lo[ok], hi[ok]
-        self.cap = self.Y.max(axis=0) if len(self.Y) else np.zeros(len(G), dtype=np.int64)
-        # for the pricing's matrix-vector product: [y | lo | hi] (worker bounds of one topology)
-        self.Z = np.hstack([self.Y, self.lo, self.hi]).astype(float) if len(tis) == 1 else self.Y.astype(float)
-        # per-group columns for the penalty look-ups, as small integers (counts fit a byte here):
-        # every sub-table copies them, and the sub-tables alive are capped in bytes
-        self.YT = np.ascontiguousarray(self.Y.T.astype(_small(self.Y)))
+        every = bool(ok.all())
+        wk = np.int16 if slots < 32768 else np.int64  # signed: o is summed and subtracted
+        self.lo, self.hi = lo[ok].astype(wk), hi[ok].astype(wk)
+        del tot, lo, hi
         self.slots = slots
-        V = np.zeros(len(self.Y))
-        for (a, b), r in pairs.items():
-            V += r * self.Y[:, a] * self.Y[:, b]
-        self.V = V
-        self.radix = np.cumprod([1] + [int(c) + 1 for c in self.Y.max(axis=0)[:-1]]) if len(self.Y) else np.ones(len(G))
-        self.codes = self.Y @ self.radix
-        self.order = np.argsort(self.codes)
+        if full is not None and every:
+            self.YT, self.Z, self.V = full.YT, full.Z, full.V
+        elif full is not None:
+            # a copy of the kept rows, next to phase 1's tables: within what they left of the budget
+            if int(ok.sum()) * (9 * K + 8 + 4 * len(tis)) > budget:
+                raise _TooBig
+            self.YT = np.ascontiguousarray(YT[:, ok])
+            self.Z, self.V = full.Z[ok], full.V[ok]
+        else:
+            self.YT = YT if every else np.ascontiguousarray(YT[:, ok])
+            del YT
+            # the floats for the pricing's product, made once, rows x groups, converted from the
+            # row-major counts (from the transposed ones it took 2.5-4.4 s at 6.3 million rows)
+            self.Z = (Yrows if every else Yrows[ok]).astype(np.float64)
+            del Yrows
+            # V = sum r_ab y_a y_b, each term as (r y_a) y_b over the contiguous count rows
+            V = np.zeros(len(self.Z))
+            tmp = np.empty(len(self.Z))
+            for (a, b), r in pairs.items():
+                np.multiply(self.YT[a], r, out=tmp)
+                tmp *= self.YT[b]
+                V += tmp
+            self.V = V
+        self.Y = self.YT.T
+        self.cap = self.YT.max(axis=1).astype(np.int64) if self.YT.shape[1] else np.zeros(K, dtype=np.int64)
+        self._codes = None
+
+    def nbytes(self) -> int:
+        """Bytes of this table's own arrays (shared ones counted where they were made)."""
+        return sum(a.nbytes for a in (self.YT, self.Z, self.V, self.lo, self.hi))
 
     def find(self, y) -> int | None:
-        """Table row of count vector y, or None."""
+        """Table row of count vector y, or None (the sorted codes are made at the first call)."""
         y = np.asarray(y, dtype=np.int64)
-        if len(self.Y) == 0 or (y > self.Y.max(axis=0)).any() or (y < 0).any():
+        if len(self.V) == 0 or (y > self.cap).any() or (y < 0).any():
             return None
-        c = int(y @ self.radix)
-        j = np.searchsorted(self.codes, c, sorter=self.order)
-        if j < len(self.order) and self.codes[self.order[j]] == c:
-            return int(self.order[j])
+        if self._codes is None:
+            self._radix = np.cumprod([1] + [int(c) + 1 for c in self.cap[:-1]]).astype(np.int64)
+            codes = np.zeros(len(self.V), dtype=np.int64)
+            for k in range(len(self.cap)):
+                codes += self._radix[k] * self.YT[k]
+            order = np.argsort(codes, kind="stable")
+            self._codes = (codes[order], order)
+        codes, order = self._codes
+        c = int(y @ self._radix)
+        j = int(np.searchsorted(codes, c))
+        if j < len(codes) and codes[j] == c:
+            return int(order[j])
         return None
-
 
 
 def _best_o(lo: np.ndarray, hi: np.ndarray, slots: int, pw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -161,12 +238,6 @@ def _best_o(lo: np.ndarray, hi: np.ndarray, slots: int, pw: np.ndarray) -> tuple
         o[:, t] += add
         cap -= add
     return o, -(o @ pw)
-
-
-def _small(a: np.ndarray):
-    """The narrowest of uint8 / int16 / int64 holding the non-negative counts ``a``."""
-    top = int(a.max(initial=0))
-    return np.uint8 if top < 256 else (np.int16 if top < 32768 else np.int64)
 
 
 class _TooBig(Exception):
@@ -211,10 +282,12 @@ class _View:
 class TrafficBP:
     """Best-first branch and price over the configuration master (module docstring)."""
 
-    def __init__(self, pm, pairs, deadline: float | None, limit: int = 3_000_000, strong: int = 4, screen: int = 32,
+    def __init__(self, pm, pairs, deadline: float | None, budget: float | None = None, strong: int = 4, screen: int = 32,
                  fixing: bool = True, one_worker: bool = False, cutoff: float | None = None,
-                 enum_all: bool = False, fams: list[_Fam] | None = None):
+                 enum_all: bool = False, fams: list[_Fam] | None = None, convolve: bool | None = None):
         self.pm = pm
+        # try the root's proof by convolution (``_convolve``); None: the module's CONVOLVE
+        self.convolve = CONVOLVE if convolve is None else convolve
         self.fixing = fixing
         self._bytes = [0.0]  # bytes of the sub-tables alive (a list: released by their finalizers)
         self.strong = strong
@@ -228,14 +301,19 @@ class TrafficBP:
         self.S = np.array([pm.S[ti] for ti in self.tis], dtype=float)
         if fams and one_worker and not fams[0].one_worker:  # filtered from the full tables
             self.classes = [fm.cls for fm in fams]
-            self.fams = [_Fam(pm, fm.cls, pairs, limit, True, deadline, full=fm) for fm in fams]
+            # a one-worker table that copies rows gets what phase 1's tables left of the budget
+            left = (TABLE_BYTES if budget is None else budget) - sum(fm.nbytes() for fm in fams)
+            self.fams = [_Fam(pm, fm.cls, pairs, left / len(fams), True, deadline, full=fm) for fm in fams]
         elif fams is not None:  # another search's tables (same instance, same one_worker): read-only
             if fams and fams[0].one_worker != one_worker:
                 raise ValueError("full tables cannot be made from one-worker tables")
             self.classes, self.fams = [fm.cls for fm in fams], fams
         else:
             self.classes = node_classes(pm, with_rack=False)
-            self.fams = [_Fam(pm, cls, pairs, limit, one_worker, deadline) for cls in self.classes]
+            # the budget (None: TABLE_BYTES, read at the call) shared evenly by the classes
+            share = (TABLE_BYTES if budget is None else budget) / max(1, len(self.classes))
+            self.fams = [_Fam(pm, cls, pairs, share, one_worker, deadline)
+                         for cls in self.classes]
         # column pool: (family, table row, worker counts)
         self.pool: list[tuple[int, int, tuple[int, ...]]] = []
         self.seen: set = set()
@@ -381,10 +459,10 @@ class TrafficBP:
                 maxrc.append(-math.inf)
                 rcs.append(np.zeros(0))
                 continue
-            if T == 1:  # one product: value - pc.y - pw o, o = lo or hi
+            if T == 1:  # value - pc.y - pw o, o = lo or hi
                 o = vw.lo if pw[0] >= 0 else vw.hi
-                w = np.concatenate([-pc, [-pw[0], 0.0] if pw[0] >= 0 else [0.0, -pw[0]]])
-                rc = vw.Z @ w
+                rc = vw.Z @ -pc
+                rc -= pw[0] * o[:, 0]
             else:
                 o, og = _best_o(vw.lo, vw.hi, fm.slots, pw)  # the view's rows only
                 rc = og - vw.Z @ pc
@@ -487,7 +565,7 @@ class TrafficBP:
             agg: dict = {}
             for j, x in used:
                 f, i, _ = self.pool[j]
-                y = self.fams[f].Y[i]
+                y = [int(q) for q in self.fams[f].Y[i]]
                 nz = [g for g in range(self.K) if y[g] > 0]
                 if kind == "single":
                     keys = [(f, g, k) for g in nz for k in range(1, y[g] + 1)]
@@ -540,14 +618,14 @@ class TrafficBP:
     def mask_at(self, mid: int, idx: np.ndarray | None) -> np.ndarray:
         """The property of branch row mid (1.0 / 0.0) at table rows idx (None: every row)."""
         f, _, key = self.masks[mid]
-        Y = self.fams[f].Y
+        YT = self.fams[f].YT
         rows = slice(None) if idx is None else idx
         if key[1] == "y":
-            at = np.arange(len(Y)) if idx is None else idx
+            at = np.arange(YT.shape[1]) if idx is None else idx
             return (at == key[2]).astype(float)
         if len(key) == 3:
-            return (Y[rows, key[1]] >= key[2]).astype(float)
-        return ((Y[rows, key[1]] >= key[2]) & (Y[rows, key[3]] >= key[4])).astype(float)
+            return (YT[key[1], rows] >= key[2]).astype(float)
+        return ((YT[key[1], rows] >= key[2]) & (YT[key[3], rows] >= key[4])).astype(float)
 
     def _integral_plan(self, lam: np.ndarray):
         """The node contents of an LP solution whose content counts are integral, with worker
@@ -566,7 +644,7 @@ class TrafficBP:
         for f, fm in enumerate(self.fams):  # the LP may have used artificials: check the rows
             if sum(1 for g, _ in out if g == f) != fm.count:
                 return None
-        if out and not np.array_equal(sum(self.fams[f].Y[i] for f, i in out), self.s.astype(np.int64)):
+        if out and not np.array_equal(sum(self.fams[f].Y[i].astype(np.int64) for f, i in out), self.s.astype(np.int64)):
             return None
         T = len(self.tis)
         o = np.array([self.fams[f].lo[i] for f, i in out], dtype=np.int64).reshape(len(out), T)
@@ -582,6 +660,162 @@ class TrafficBP:
             if need != 0:
                 return None
         return [(f, tuple(int(v) for v in self.fams[f].Y[i]), tuple(int(v) for v in o[n])) for n, (f, i) in enumerate(out)]
+
+    # --- the root's proof by convolution (few groups) --------------------------------------------
+    def _convolve(self, pair_cap: int = 8_000_000, row_cap: int = 2_000) -> tuple | str | None:
+        """Exact search of the plans within the root's Lagrangian margin, by a dynamic programme
+        over the nodes (one topology, no branch rows; docs/formulations.md, "Traffic: branch
+        and price", *Root convolution*).
+
+        With the root's duals pi (``root_lag``), a plan (every equality row met, one table row
+        per node, empty nodes included, worker counts o_n in [lo_n, hi_n] summing to S) is worth
+        L(pi) - sum_n l(y_n, o_n), l(y, o) = maxrc_f - rc(y, o) = a(y) + pw o >= 0 with
+        a(y) = maxrc_f - v(y) + pc . y + pconv_f. Since sum_n o_n = S, its loss is
+        sum_n a(y_n) + pw S whatever the o_n: only sum lo_n <= S <= sum hi_n matters. A plan
+        worth more than the incumbent (or cut-off) z has loss below delta = L - z, and every
+        prefix of its nodes has loss at least sum a + min(pw Lo, pw Hi) over the prefix (the
+        other nodes' losses are >= 0), so that is within delta too. The rows are combined node
+        by node over the states (sum y, Lo = sum lo, Hi = min(sum hi, S)), keeping the least
+        sum a per state (the nodes left only see the state), pruning by that bound; both halves
+        of the node sequence are expanded and joined where the y sums make s and Lo <= S <= Hi.
+        The least loss found is L - (the best plan's value) when it is within delta; none means
+        no plan beats z.
+
+        Returns (loss, [(family, row, o)]) for the best plan, "none", or None when not
+        applicable (several topologies, sums too wide for 62 bits, over ``row_cap`` rows within
+        the margin) or stopped (over ``pair_cap`` pairs at a level, or past the deadline). The
+        row cap is measured, not derived: it finished with 29-257 rows in the margin (100x5x10
+        seeds 0 and 2, 46x8x4) and went over the pair cap, after 0.2-3.5 s, with 1,897-27,253
+        (100x5x10 seed 1, 100x6..9x10, 60x8x6)."""
+        if len(self.tis) != 1 or self.root_lag is None or self.inc_value == -math.inf:
+            return None
+        lag, pi, maxrc = self.root_lag
+        K = self.K
+        pc, pw, pconv = pi[:K], float(pi[K]), pi[K + 1:]
+        s = self.s.astype(np.int64)
+        S = int(self.S[0])
+        scale = max(1.0, abs(lag))
+        delta = lag - self.inc_value + 1e-9 * scale
+        if delta < 0:
+            return "none"
+        tops = np.concatenate([s, [S]])
+        bits = int(tops.max(initial=1)).bit_length() + 1
+        if (K + 1) * bits > 62:
+            return None
+        # fields: the K group sums and Lo; guard bits keep every field's sum within (s, S)
+        shift = np.array([1 << (bits * k) for k in range(K + 1)], dtype=np.int64)
+        guard = int(sum(1 << (bits * k + bits - 1) for k in range(K + 1)))
+        tg = int(tops @ shift) | guard  # tg - w keeps every guard bit iff w <= (s, S) field by field
+        ys = int(s @ shift[:K])
+        lomask = ((1 << bits) - 1) << (bits * K)
+        opts = []  # per family: (encoded (y, lo), a, its pruning bound, hi, row), by bound
+        for f, fm in enumerate(self.fams):
+            a = maxrc[f] - fm.V + fm.Z @ pc + pconv[f]
+            lo, hi = fm.lo[:, 0].astype(np.int64), fm.hi[:, 0].astype(np.int64)
+            lb = a + np.minimum(pw * lo, pw * hi)  # the row's least loss, >= 0 up to rounding
+            rows = np.flatnonzero(lb <= delta)
+            rows = rows[np.argsort(lb[rows], kind="stable")]
+            enc = fm.Y[rows].astype(np.int64) @ shift[:K] + lo[rows] * int(shift[K])
+            opts.append((enc, a[rows], np.maximum(lb[rows], 0.0), hi[rows], rows))
+        seq = [f for f, fm in enumerate(self.fams) for _ in range(fm.count)]
+        self.stats["bp_conv_rows"] = sum(len(op[0]) for op in opts)
+        if self.stats["bp_conv_rows"] > row_cap:
+            self.stats["bp_conv"] = "over the row cap"
+            return None
+
+        def expand(part):
+            """States after the nodes of ``part``: (encoded sums, Hi, least sum a, back-pointers)."""
+            enc, his, acc = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1)
+            backs = []
+            for f in part:
+                oe, oa, ol, oh = opts[f][:4]
+                # the state's bound: sum a + min(pw Lo, pw Hi) (Lo is the top field)
+                los = (enc & lomask) >> (bits * K)
+                bnd = acc + np.minimum(pw * los, pw * his)
+                order = np.argsort(bnd, kind="stable")
+                enc, his, acc, bnd = enc[order], his[order], acc[order], bnd[order]
+                if backs:
+                    backs[-1] = (backs[-1][0][order], backs[-1][1][order])
+                prev, pick, total = [], [], 0
+                for j in range(len(oe)):
+                    if j % 64 == 0 and self.left() <= 0:
+                        return None
+                    # bound of state + row >= bound of state + the row's least loss: a
+                    # prefilter; the exact bound is checked on the pairs below
+                    n = int(np.searchsorted(bnd, delta - ol[j], side="right"))
+                    if n == 0:
+                        break  # rows sorted by their least loss: no later one fits either
+                    hit = np.flatnonzero(((tg - (enc[:n] + oe[j])) & guard) == guard)
+                    if len(hit):
+                        prev.append(hit)
+                        pick.append(np.full(len(hit), j))
+                        total += len(hit)
+                        if total > pair_cap:
+                            self.stats["bp_conv"] = "over the pair cap"
+                            return None
+                if not prev:
+                    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), backs
+                prev, pick = np.concatenate(prev), np.concatenate(pick)
+                ne, nh, na = enc[prev] + oe[pick], np.minimum(his[prev] + oh[pick], S), acc[prev] + oa[pick]
+                nlo = (ne & lomask) >> (bits * K)
+                ok = na + np.minimum(pw * nlo, pw * nh) <= delta
+                prev, pick, ne, nh, na = prev[ok], pick[ok], ne[ok], nh[ok], na[ok]
+                o = np.lexsort((na, nh, ne))
+                first = np.ones(len(o), dtype=bool)
+                first[1:] = (ne[o][1:] != ne[o][:-1]) | (nh[o][1:] != nh[o][:-1])
+                keep = o[first]
+                backs.append((prev[keep], pick[keep]))
+                enc, his, acc = ne[keep], nh[keep], na[keep]
+                self.stats["bp_conv_states"] = max(self.stats.get("bp_conv_states", 0), len(enc))
+            return enc, his, acc, backs
+
+        h = len(seq) // 2
+        A = expand(seq[:h])
+        B = None if A is None else expand(seq[h:])
+        if B is None:
+            return None
+        ea, ha, aa, ba = A
+        eb, hb, ab, bb = B
+        if len(ea) == 0 or len(eb) == 0:
+            return "none"
+        # join on the y sums (y_A + y_B = s); then Lo_A + Lo_B <= S <= Hi_A + Hi_B
+        yb = eb & ~lomask
+        ob = np.argsort(yb, kind="stable")
+        want = ys - (ea & ~lomask)
+        start = np.searchsorted(yb[ob], want, side="left")
+        stop = np.searchsorted(yb[ob], want, side="right")
+        cnt = stop - start
+        if cnt.sum() == 0:
+            return "none"
+        ia = np.repeat(np.arange(len(ea)), cnt)
+        ib = ob[np.repeat(start, cnt) + (np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
+        loa, lob = (ea[ia] & lomask) >> (bits * K), (eb[ib] & lomask) >> (bits * K)
+        ok = (loa + lob <= S) & (ha[ia] + hb[ib] >= S)
+        if not ok.any():
+            return "none"
+        tot = np.where(ok, aa[ia] + ab[ib] + pw * S, np.inf)
+        k = int(np.argmin(tot))
+        if tot[k] > delta:
+            return "none"
+
+        def back(part, backs, i):
+            out = []
+            for lvl in range(len(part) - 1, -1, -1):
+                prev, pick = backs[lvl]
+                f = part[lvl]
+                out.append((f, int(opts[f][4][int(pick[i])])))
+                i = int(prev[i])
+            return out
+
+        nodes = back(seq[:h], ba, int(ia[k])) + back(seq[h:], bb, int(ib[k]))
+        # worker counts: lo each, then up to hi until S (sum lo <= S <= sum hi)
+        o = [int(self.fams[f].lo[i, 0]) for f, i in nodes]
+        need = S - sum(o)
+        for n, (f, i) in enumerate(nodes):
+            add = min(need, int(self.fams[f].hi[i, 0]) - o[n])
+            o[n] += add
+            need -= add
+        return float(tot[k]), [(f, i, (o[n],)) for n, (f, i) in enumerate(nodes)]
 
     # --- search --------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -617,6 +851,26 @@ class TrafficBP:
             if root_bound is None:
                 root_bound = b
                 self.stats["bp_root_bound"] = b
+                if self.convolve and not self.enum_all and lam is not None:
+                    t0 = time.monotonic()
+                    conv = self._convolve()
+                    self.stats["bp_conv_seconds"] = round(time.monotonic() - t0, 3)
+                    if conv is not None:
+                        # proven at the root: the best plan within the margin, or none beats z
+                        self.stats["bp_conv"] = "plan" if conv != "none" else "none within the margin"
+                        if conv != "none":
+                            nodes = [(f, tuple(int(q) for q in self.fams[f].Y[i]), o) for f, i, o in conv[1]]
+                            val = sum(float(self.fams[f].V[i]) for f, i, _ in conv[1])
+                            tot = np.sum([y for _, y, _ in nodes], axis=0)
+                            if (not np.array_equal(tot, self.s) or sum(o[0] for _, _, o in nodes) != int(self.S[0])
+                                    or abs(val - (self.root_lag[0] - conv[0])) > 1e-6 * max(1.0, abs(val))):
+                                conv = None  # not expected: the search goes on as without it
+                                self.stats["bp_conv"] = "inconsistent"
+                            else:
+                                self.set_incumbent(nodes)
+                        if conv is not None:
+                            heap.clear()
+                            break
             if b == -math.inf:  # no plan in this node
                 continue
             if lam is None:  # stopped early: the node stays open with the bound it has
@@ -721,7 +975,7 @@ class BPTable:
         bp, fm = self.bp, self.bp.fams[self.f]
         pc = np.array([duals.get(("cover", k), 0.0) for k in range(bp.K)])
         pw = duals.get(("workers", bp.tis[0]), 0.0)
-        base = fm.V - fm.Y @ pc - duals.get(("conv", "node", fm.cls[0]), 0.0)
+        base = fm.V - fm.Z @ pc - duals.get(("conv", "node", fm.cls[0]), 0.0)
         out: list[Column] = []
         for o in range(int(fm.lo.min(initial=0)), int(fm.hi.max(initial=0)) + 1):
             sel = np.nonzero((fm.lo[:, 0] <= o) & (o <= fm.hi[:, 0]) & (base - pw * o >= threshold))[0]

@@ -18,7 +18,9 @@ inter-worker traffic. The reported objective and bound are inter-node (phase 1's
 in the message) when only phase 1 is.
 
 Phase 1 first runs branch and price over node tables (:mod:`formulations._trafficbp`) when
-every node class's table of count vectors has at most 3,000,000 rows, else the configuration
+the node classes' tables of count vectors fit a memory budget (``_trafficbp.TABLE_BYTES``,
+2 GB, from the counted rows x bytes a row) and their estimated build time 30 % of the time
+left, else the configuration
 model of :mod:`formulations._patterns` (a node's group counts and worker count as one column,
 proof by enumeration); both start from the node-level local search of
 :mod:`formulations._trafficls`. After B&P, a non-free phase 2 looks for a free phase-1 optimum
@@ -118,9 +120,10 @@ def _branch_and_price(run: Run, base: PlacementModel, pairs):
     (out, pat, const) in ``run_patterns``' format (``out["bp"]`` the search, whose tables
     phase 2 reuses), ``pat`` the configuration model holding the incumbent's columns (and
     table enumeration for phase 2), ``const`` the total pair traffic; or None when there are no
-    pairs or a node class's table is refused: more than 3,000,000 CPU-feasible count vectors
-    (counted before building, pins and max_per_node left out) or an estimated build time
-    (3e-6 s a vector) over 30 % of the time left."""
+    pairs or a node class's table is refused: its CPU-feasible count vectors (counted before
+    building, pins and max_per_node left out) x ``_Fam.row_bytes`` over its share of
+    ``TABLE_BYTES`` (2 GB), or an estimated build time (``BUILD_RATE`` a vector) over 30 % of
+    the time left."""
     from ._trafficbp import BPTable, TrafficBP, _TooBig, bp_column
 
     if not pairs:

@@ -261,8 +261,9 @@ def test_one_worker_tables_are_the_rows_one_worker_per_topology_can_hold():
         # order, values and worker ranges as built from scratch
         filt = TrafficBP(base, pairs, None, one_worker=True, fams=full.fams)
         for fb, fc in zip(one.fams, filt.fams):
-            for arr in ("Y", "lo", "hi", "V", "Z", "YT", "codes"):
+            for arr in ("Y", "lo", "hi", "V", "Z", "YT"):
                 assert np.array_equal(getattr(fb, arr), getattr(fc, arr)), (seed, arr)
+            assert all(fb.find(y) == fc.find(y) == i for i, y in enumerate(fb.Y)), seed
         with pytest.raises(ValueError):
             TrafficBP(base, pairs, None, fams=one.fams)
         G = base.groups
@@ -290,10 +291,15 @@ def test_a_hint_plan_seeds_branch_and_price_and_the_optimum_is_unchanged():
 
 @pytest.mark.parametrize("method", ["exact.cpsat", "exact.milp-cbc", "exact.milp-highs"])
 @pytest.mark.parametrize("size,seed", [("20x5x4", 1), ("30x6x4", 2)])
-def test_phase2_by_search_for_a_free_phase1_optimum(size, seed, method):
+def test_phase2_by_search_for_a_free_phase1_optimum(size, seed, method, monkeypatch):
     """On these instances B&P's own plan is not phase-2 free and a shortcut proves phase 2: a
     phase-1 optimum whose inter-worker traffic equals it (by the evaluator), found by the exact
-    one-worker search (tried first) or the local searches."""
+    one-worker search (tried first) or the local searches. With the root convolution the
+    phase-1 plan of 30x6x4 seed 2 is another optimum, phase-2 free itself, so the tree's plan
+    is kept here (convolution off) to reach the shortcuts."""
+    import formulations._trafficbp as tb
+
+    monkeypatch.setattr(tb, "CONVOLVE", False)
     e, c, n = map(int, size.split("x"))
     inst = parse_instance(layered(e, c, n, seed, problem="traffic"))
     r = planner.solve(inst, "traffic", method, time_limit=60)
@@ -388,3 +394,156 @@ def test_one_worker_plan_is_a_phase1_optimum_without_inter_worker_excess():
         assert m["inter_node_traffic"] == pytest.approx(const - z1, rel=TOL, abs=TOL), size
         assert m["inter_worker_traffic"] == pytest.approx(m["inter_node_traffic"], rel=TOL, abs=TOL), size
     assert found >= 2, found
+
+
+def _reference_table(base, pairs, ni):
+    """The count vectors of node ni by brute force over the box of its caps, in the table's order
+    (the last group most significant), with the intra-node value and worker-count ranges
+    computed in int64 / float64 from scratch (the pre-traffic-wide table's arithmetic)."""
+    import itertools
+    import math
+
+    import numpy as np
+
+    G = base.groups
+    caps = [base.node_cap(g, ni) for g in G]
+    cpu = [int(round(g.comp.cpu * 1000)) for g in G]
+    lim = int(math.floor(base.nodes[ni].cpu * 1000 + 1e-6))
+    rows = []
+    for rev in itertools.product(*[range(c + 1) for c in reversed(caps)]):
+        y = rev[::-1]
+        if sum(q * c for q, c in zip(y, cpu)) > lim:
+            continue
+        by_comp: dict = {}
+        for k, g in enumerate(G):
+            by_comp.setdefault((g.ti, g.comp.id), []).append(k)
+        if any(G[kk[0]].comp.max_per_node is not None and sum(y[k] for k in kk) > G[kk[0]].comp.max_per_node
+               for kk in by_comp.values()):
+            continue
+        rows.append(y)
+    Y = np.array(rows, dtype=np.int64).reshape(len(rows), len(G))
+    tis = [ti for ti, _ in base.topos]
+    tot = np.stack([Y[:, [k for k, g in enumerate(G) if g.ti == ti]].sum(axis=1) for ti in tis], axis=1)
+    M = np.array([base.M[ti] for ti in tis])
+    slots = len(base.nodes[ni].slots)
+    lo, hi = -(-tot // M), np.minimum(tot, slots)
+    ok = (lo.sum(axis=1) <= slots) & (lo <= hi).all(axis=1)
+    V = np.zeros(len(Y))
+    for (a, b), r in pairs.items():
+        V += r * Y[:, a] * Y[:, b]
+    return Y[ok], V[ok], lo[ok], hi[ok]
+
+
+def test_narrow_tables_are_the_brute_force_table_row_for_row():
+    # the byte-wide table (YT uint8, Y its transposed view, Z floats without the worker columns)
+    # holds exactly the brute-force rows in the same order, with identical values and ranges;
+    # rows are found back by find(), and a vector off the table is not
+    import numpy as np
+
+    checked = 0
+    for seed, inst, base, pairs, _ in _bp_cases(30):
+        bp = TrafficBP(base, pairs, None)
+        for fm in bp.fams:
+            Y, V, lo, hi = _reference_table(base, pairs, fm.cls[0])
+            assert fm.YT.dtype == np.uint8 and fm.YT.flags["C_CONTIGUOUS"]
+            assert np.array_equal(fm.Y, Y), seed
+            assert np.array_equal(fm.V, V), seed  # bit for bit: the same products in the same order
+            assert np.array_equal(fm.lo, lo) and np.array_equal(fm.hi, hi), seed
+            assert np.array_equal(fm.Z, Y.astype(float)) and fm.Z.flags["C_CONTIGUOUS"]
+            for i in np.random.default_rng(seed).choice(len(Y), min(len(Y), 20), replace=False):
+                assert fm.find(Y[i]) == i
+            assert fm.find(fm.cap + 1) is None
+            checked += 1
+    assert checked >= 5
+
+
+def test_one_worker_tables_share_or_subset_phase1_arrays():
+    # a one-worker table filtered from phase 1's shares its arrays when it keeps every row, and
+    # is a copy of the kept rows otherwise (then its rows are the brute-force one-worker rows)
+    import numpy as np
+
+    kinds = set()
+    for seed, inst, base, pairs, _ in _bp_cases(30):
+        full = TrafficBP(base, pairs, None)
+        one = TrafficBP(base, pairs, None, one_worker=True, fams=full.fams)
+        for fa, fb in zip(full.fams, one.fams):
+            if len(fb.V) == len(fa.V):
+                assert fb.Z is fa.Z and fb.YT is fa.YT and fb.V is fa.V
+                kinds.add("shared")
+            else:
+                assert not np.shares_memory(fb.Z, fa.Z) and len(fb.V) < len(fa.V)
+                kinds.add("subset")
+            assert (fb.lo == fb.hi).all() and fb.lo.max(initial=0) <= 1
+            assert np.array_equal(fb.Z, fb.Y.astype(float)) and np.array_equal(fb.V, fa.V[[fa.find(y) for y in fb.Y]])
+    assert kinds == {"shared", "subset"}, kinds
+
+
+def test_tables_over_the_memory_budget_are_refused_before_they_are_built(monkeypatch):
+    # the budget is checked on the counted rows x row_bytes, before _node_vectors runs; the
+    # solver then falls back to the configuration model's proof, and the answer is unchanged
+    import formulations._trafficbp as tb
+
+    inst = parse_instance(layered(30, 6, 4, 0, problem="traffic"))
+    base, pairs, _ = _setup(inst)
+    n = tb._count_vectors(base, 0)
+    need = n * tb._Fam.row_bytes(len(base.groups), 1)
+    built = []
+    real = tb._node_vectors
+    monkeypatch.setattr(tb, "_node_vectors", lambda *a, **k: built.append(1) or real(*a, **k))
+    with pytest.raises(tb._TooBig):
+        TrafficBP(base, pairs, None, budget=need - 1)
+    assert not built
+    assert len(TrafficBP(base, pairs, None, budget=need).fams[0].V) > 0 and built
+    ref = planner.solve(inst, "traffic", "exact.cpsat", time_limit=60)
+    monkeypatch.setattr(tb, "TABLE_BYTES", need - 1)
+    r = planner.solve(inst, "traffic", "exact.cpsat", time_limit=60)
+    assert "bp_nodes" not in r.details and "bp_nodes" in ref.details
+    assert r.status == ref.status and r.objective == pytest.approx(ref.objective, rel=1e-9)
+
+
+def test_root_convolution_finds_the_best_plan_in_its_margin_and_none_above_the_optimum():
+    # with a low cut-off the margin holds many plans and the convolution must return the best
+    # one (the least loss), i.e. the brute-force optimum, at the root; with a cut-off just above
+    # the optimum it must prove that no plan exists (complete, no plan); the plan passes the
+    # evaluator. Two node classes included.
+    checked = classes = 0
+    cases = [(s, i, b, p, c) for s, i, b, p, c in _bp_cases(40)]
+    for e, c, n, sd in ((20, 5, 4, 0), (24, 6, 4, 1)):
+        inst = _two_classes(e, c, n, sd)
+        cases.append((("two", sd), inst, *_setup(inst)))
+    for seed, inst, base, pairs, const in cases:
+        ref = planner.solve(inst, "traffic", "exact.bruteforce")
+        if ref.status.value != "optimal":
+            continue
+        z = const - ref.objective  # the optimum's intra-node value
+        sc = max(1.0, abs(z))
+        bp = TrafficBP(base, pairs, None, cutoff=z - 0.3 * sc - 1.0)
+        out = bp.run()
+        if bp.stats.get("bp_conv") not in ("plan", "none within the margin"):
+            continue  # not applicable (several topologies, wide sums) or over its cap
+        assert bp.stats["bp_conv"] == "plan" and bp.stats["bp_nodes"] == 1, seed
+        assert out["value"] == pytest.approx(z, rel=TOL, abs=TOL), seed
+        m = evaluate(inst, _plan(bp, base, pairs, out["incumbent"]), "traffic")
+        assert m["feasible"], (seed, m["violations"])
+        assert m["inter_node_traffic"] == pytest.approx(ref.objective, rel=TOL, abs=TOL), seed
+        above = TrafficBP(base, pairs, None, cutoff=z + 1e-6 * sc)
+        res = above.run()
+        assert res["value"] is None and above.complete, seed
+        assert above.stats["bp_conv"] == "none within the margin", seed
+        checked += 1
+        classes += len(bp.fams) > 1
+    assert checked >= 10 and classes >= 1, (checked, classes)
+
+
+def test_root_convolution_and_the_tree_agree_from_the_same_incumbent():
+    # the solver's path (seeded incumbent, then B&P): with and without the convolution the same
+    # optimum, both proven
+    checked = 0
+    for seed in range(6):
+        inst = parse_instance(layered(24 + 2 * seed, 5 + seed % 2, 4, seed, problem="traffic"))
+        a = planner.solve(inst, "traffic", "exact.cpsat", time_limit=60)
+        b = TrafficBP(*_setup(inst)[:2], None, convolve=False).run()
+        assert a.status.value == "optimal" and b["status"] == "optimal", seed
+        assert a.objective == pytest.approx(_setup(inst)[2] - b["value"], rel=TOL, abs=TOL), seed
+        checked += a.details.get("bp_conv") in ("plan", "none within the margin")
+    assert checked >= 3, checked
