@@ -515,7 +515,7 @@ class Run:
 def explain_infeasible(run: Run, pm: PlacementModel) -> str:
     """Why no plan exists: a resource that is short in total, or the constraint family whose
     removal alone makes the model feasible (checked with short CP-SAT solves)."""
-    inst, G = run.instance, pm.groups
+    G = pm.groups
     reasons: list[str] = []
     for k, g in enumerate(G):
         caps = [pm.worker_cap(g, ni) for ni in range(len(pm.nodes))]

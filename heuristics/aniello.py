@@ -22,7 +22,7 @@ from typing import Any
 
 from planner import rates
 from planner.model import Instance, InstanceError, Topology
-from planner.plan import Placement, Plan, Result, Status
+from planner.plan import Plan, Result, Status
 from planner.registry import register
 
 from .common import all_slots, no_plan, topology_order

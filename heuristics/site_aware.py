@@ -6,7 +6,6 @@ whatever a site cannot hold.
 
 from __future__ import annotations
 
-from collections import defaultdict
 
 from planner.model import Instance
 from planner.plan import Placement, Status

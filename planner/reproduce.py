@@ -385,7 +385,7 @@ def nasiri_table(frames: dict[str, Any], shapes: dict[str, str]):
                 s = solved(g[g["method"] == m])
                 return s.set_index("instance_key")["objective"]
 
-            base, nas, opt = rate("nasiri.even-baseline"), rate("nasiri"), rate("exact.cpsat")
+            base, nas = rate("nasiri.even-baseline"), rate("nasiri")
             ex = g[g["method"] == "exact.cpsat"]
             common = base.index.intersection(nas.index)
             gains = (nas[common] / base[common] - 1.0) if len(common) else pd.Series(dtype=float)
