@@ -342,7 +342,7 @@ def estimate(d: TPData, R: float, dives: int, deadline: float | None = None, ord
                     n_fill += 1
                     t = time.perf_counter()
                     left = leaf_probe_limit if deadline is None else max(0.05, min(leaf_probe_limit, deadline - time.monotonic()))
-                    st, _ = fixed_n_probe(d, N, R, left)
+                    st, _ = fixed_n_probe(d, N, R, left, confirm=True)
                     milp_s += time.perf_counter() - t
                     milps += 1
                     if st != "infeasible":
@@ -488,7 +488,8 @@ def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | 
                 stats["fill_cut"] += 1
                 continue
             best_before = state["best"]
-            r, m, proven = best_for_counts(d, list(N), best_before, deadline, step=step, probe_limit=probe_limit)
+            r, m, proven = best_for_counts(d, list(N), best_before, deadline, step=step, probe_limit=probe_limit,
+                                           confirm=True)
             if m is not None and r > best_before:
                 raise_rate(r, m, pos)
             if proven:

@@ -812,12 +812,15 @@ def round_even(d: TPData, shares: list[list[float]], deadline: float | None) -> 
 
 # --- even routing: exact re-optimisation at a fixed count vector (start polish) ---------------
 
-def fixed_n_probe(d: TPData, N: list[int], R: float, time_limit: float | None = None):
+def fixed_n_probe(d: TPData, N: list[int], R: float, time_limit: float | None = None, confirm: bool = False):
     """Is there a placement with exactly N_c instances of every component c that sustains R?
     With N fixed every instance's load R a_cj g_c / N_c + MET_cj is a constant, so this is a small
     integer program in the counts n_cj (SciPy's HiGHS): sum_j n_cj = N_c, per machine load <= cap_j
     and instances <= K, caps k_cj, incompatibilities through binaries. Returns (status, n) with
-    status "feasible", "infeasible" or "unknown"."""
+    status "feasible", "infeasible" or "unknown". A solution that is not finite or whose counts do
+    not sum to N is "unknown". With ``confirm`` (where "infeasible" is part of a proof: the
+    count-vector search) an infeasible verdict is checked again with HiGHS's presolve off,
+    since a presolve reduction is where a false "infeasible" would come from."""
     import numpy as np
     from scipy.optimize import Bounds, LinearConstraint, milp
 
@@ -861,20 +864,25 @@ def fixed_n_probe(d: TPData, N: list[int], R: float, time_limit: float | None = 
     opts = {"disp": False}
     if time_limit is not None:
         opts["time_limit"] = max(0.01, time_limit)
-    res = milp(np.zeros(nv), constraints=LinearConstraint(np.array(rows), lo, hi), integrality=np.ones(nv),
-               bounds=Bounds(np.zeros(nv), ub), options=opts)
+    cons = LinearConstraint(np.array(rows), lo, hi)
+    res = milp(np.zeros(nv), constraints=cons, integrality=np.ones(nv), bounds=Bounds(np.zeros(nv), ub), options=opts)
+    if res.status == 2 and confirm:
+        res = milp(np.zeros(nv), constraints=cons, integrality=np.ones(nv), bounds=Bounds(np.zeros(nv), ub),
+                   options=opts | {"presolve": False})
     if res.status == 2:
         return "infeasible", None
-    if res.x is None:
+    if res.x is None or not np.all(np.isfinite(res.x)):
         return "unknown", None
     n = [[0] * J for _ in range(C)]
     for (c, j), i in col.items():
         n[c][j] = int(round(res.x[i]))
-    return ("feasible", n) if structurally_ok(d, n) else ("unknown", None)
+    if any(sum(n[c]) != N[c] for c in range(C)) or not structurally_ok(d, n):
+        return "unknown", None
+    return "feasible", n
 
 
 def best_for_counts(d: TPData, N: list[int], start: float, deadline: float | None, step: float = 1e-4,
-                    probe_limit: float | None = None):
+                    probe_limit: float | None = None, confirm: bool = False):
     """The best rate with the count vector N, to a relative ``step``: probes at (best so far) x
     (1 + step), jumping to the exact rate of each placement found. Returns (rate, n, proven):
     ``proven`` = no placement with these counts sustains rate x (1 + step); ``probe_limit`` caps
@@ -885,7 +893,7 @@ def best_for_counts(d: TPData, N: list[int], start: float, deadline: float | Non
         if left is not None and left <= 0.01:
             return best, best_n, False
         R = max(best, 0.0) * (1 + step) if best > 0 else 0.0
-        st, n = fixed_n_probe(d, N, R, left if probe_limit is None else min(probe_limit, left or probe_limit))
+        st, n = fixed_n_probe(d, N, R, left if probe_limit is None else min(probe_limit, left or probe_limit), confirm)
         if st != "feasible":
             return best, best_n, st == "infeasible"
         r = even_rate(d, n)
@@ -906,25 +914,31 @@ def polish_counts(d: TPData, n: list[list[int]], deadline: float | None, stats: 
     best = even_rate(d, n)
     N = [sum(row) for row in n]
     seen = {tuple(N)}
-    r, m, _ = best_for_counts(d, N, best, deadline, probe_limit=POLISH_PROBE)
+    step = 1e-4  # best_for_counts' relative step: its first probe is at best x (1 + step)
+    r, m, _ = best_for_counts(d, N, best, deadline, step=step, probe_limit=POLISH_PROBE)
     if m is not None and r > best:
         best, n = r, m
     screen: dict = {}
 
     def hopeless(N2: list[int]) -> bool:
-        """No placement with counts N2 sustains best x (1 + 1e-4), the first probe of
+        """No placement with counts N2 sustains best x (1 + step), the first probe of
         best_for_counts, by the fill-capped fixed-count LP (_tputenum, the count-vector
-        search's leaf test): that probe would be infeasible, so it is skipped."""
-        R = best * (1 + 1e-4)
-        if screen.get("R") != R:
-            caps = class_caps(d, R)
-            screen.update(R=R, caps=caps, lp=CountLP(d, R, caps) if not classless(d.C, caps) else None)
-        lp, caps = screen["lp"], screen["caps"]
-        if lp is None or any((c, N2[c]) not in caps for c in range(d.C)):
-            return True
-        for c in range(d.C):
-            lp.fix(c, N2[c])
-        return not lp.fill_feasible(N2)
+        search's leaf test): that probe would be infeasible, so it is skipped. A speed-up
+        only: if the LP fails, nothing is skipped."""
+        R = best * (1 + step)
+        try:
+            if screen.get("R") != R:
+                caps = class_caps(d, R)
+                screen.update(R=R, caps=caps, lp=CountLP(d, R, caps) if not classless(d.C, caps) else None)
+            lp, caps = screen["lp"], screen["caps"]
+            if lp is None or any((c, N2[c]) not in caps for c in range(d.C)):
+                return True
+            for c in range(d.C):
+                lp.fix(c, N2[c])
+            return not lp.fill_feasible(N2)
+        except Exception:  # noqa: BLE001
+            screen.clear()
+            return False
 
     def neighbours():
         caps = class_caps(d, best)
@@ -956,7 +970,7 @@ def polish_counts(d: TPData, n: list[list[int]], deadline: float | None, stats: 
                 if stats is not None:
                     stats["screened"] = stats.get("screened", 0) + 1
                 continue
-            r, m, _ = best_for_counts(d, N2, best, deadline, probe_limit=POLISH_PROBE)
+            r, m, _ = best_for_counts(d, N2, best, deadline, step=step, probe_limit=POLISH_PROBE)
             if m is not None and r > best:
                 best, n, N, improved = r, m, N2, True
                 break
@@ -1068,8 +1082,12 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
         details["polish"] = {"rate": r, "count_vectors": pstats.get("vectors", 0),
                              "screened": pstats.get("screened", 0), "seconds": round(time.monotonic() - t1, 3)}
     finished = True
-    if d.routing == "even" and count_search and search.best_n is not None and 0 < search.best_rate < math.inf:
-        _count_search_stage(d, search, deadline, details)
+    if (d.routing == "even" and count_search and search.best_n is not None and 0 < search.best_rate < math.inf
+            and search.hi > search.best_rate * (1 + TOL)):
+        try:
+            _count_search_stage(d, search, deadline, details)
+        except Exception as e:  # noqa: BLE001 - a speed-up only: its failure leaves the back end to prove
+            details["count_search"] = {"error": f"{type(e).__name__}: {e}"[:300]}
     if search.best_n is not None and search.hi <= search.best_rate * (1 + TOL):
         pass  # proven by the count-vector search: the back end's model has nothing left to do
     elif d.routing == "weighted" and backend != "cpsat":
