@@ -61,7 +61,7 @@ def _node_vectors(pm, ni: int, limit: int, dtype=np.int16,
     Y = np.zeros((1, K), dtype=dtype)
     use = np.zeros((1, len(dims)), dtype=np.int64)
     for k in range(K):
-        parts_y, parts_u = [], []
+        parts_y, parts_u, rows = [], [], 0
         for q in range(caps[k] + 1):
             if deadline is not None and time.monotonic() > deadline:
                 return None
@@ -73,10 +73,11 @@ def _node_vectors(pm, ni: int, limit: int, dtype=np.int16,
             yy[:, k] = q
             parts_y.append(yy)
             parts_u.append(u[ok])
+            rows += len(yy)
+            if rows > limit:  # checked per value, not per axis: an axis multiplies the rows
+                return None
         Y = np.concatenate(parts_y)
         use = np.concatenate(parts_u)
-        if len(Y) > limit:
-            return None
     # max_per_node over a component's groups (one group per component in network: no-op then)
     by_comp: dict[Any, list[int]] = {}
     for k, g in enumerate(G):

@@ -194,7 +194,7 @@ class _Fam:
             V = np.zeros(len(self.Z))
             tmp = np.empty(len(self.Z))
             for (a, b), r in pairs.items():
-                np.multiply(self.YT[a], r, out=tmp)
+                np.multiply(self.YT[a], float(r), out=tmp)  # float: a uint8 product would wrap
                 tmp *= self.YT[b]
                 V += tmp
             self.V = V
@@ -739,6 +739,7 @@ class TrafficBP:
                 prev, pick, total = [], [], 0
                 for j in range(len(oe)):
                     if j % 64 == 0 and self.left() <= 0:
+                        self.stats["bp_conv"] = "past the deadline"
                         return None
                     # bound of state + row >= bound of state + the row's least loss: a
                     # prefilter; the exact bound is checked on the pairs below
@@ -787,6 +788,9 @@ class TrafficBP:
         cnt = stop - start
         if cnt.sum() == 0:
             return "none"
+        if int(cnt.sum()) > pair_cap or self.left() <= 0:  # the join's arrays grow with its pairs
+            self.stats["bp_conv"] = "over the pair cap" if self.left() > 0 else "past the deadline"
+            return None
         ia = np.repeat(np.arange(len(ea)), cnt)
         ib = ob[np.repeat(start, cnt) + (np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
         loa, lob = (ea[ia] & lomask) >> (bits * K), (eb[ib] & lomask) >> (bits * K)
@@ -866,8 +870,9 @@ class TrafficBP:
                                     or abs(val - (self.root_lag[0] - conv[0])) > 1e-6 * max(1.0, abs(val))):
                                 conv = None  # not expected: the search goes on as without it
                                 self.stats["bp_conv"] = "inconsistent"
-                            else:
-                                self.set_incumbent(nodes)
+                            elif not self.set_incumbent(nodes) and val > self.inc_value + 1e-9 * max(1.0, abs(val)):
+                                conv = None  # its plan was not taken: no proof from it
+                                self.stats["bp_conv"] = "inconsistent"
                         if conv is not None:
                             heap.clear()
                             break

@@ -272,7 +272,7 @@ def test_one_worker_tables_are_the_rows_one_worker_per_topology_can_hold():
             M = np.array([base.M[ti] for ti in full.tis])
             keep = (tot <= M).all(axis=1) & ((tot > 0).sum(axis=1) <= fa.slots)
             assert {tuple(y) for y in fa.Y[keep]} == {tuple(y) for y in fb.Y}, seed
-            assert (fb.lo == np.minimum(fb.Y @ np.array([[g.ti == ti for ti in full.tis] for g in G]), 1)).all()
+            assert (fb.lo == np.minimum(fb.Y.astype(np.int64) @ np.array([[g.ti == ti for ti in full.tis] for g in G]), 1)).all()
             assert (fb.lo == fb.hi).all()
         checked += 1
     assert checked >= 5
