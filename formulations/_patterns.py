@@ -854,6 +854,13 @@ class RackHeuristic:
         self.starts = (rng.random((starts, K)) < 0.5) * self.cap[None, :]
         self.fails = 0  # consecutive give-ups of the exact pricer
         self.skip = 0  # calls left to pass to CP-SAT at once (after give-ups)
+        # the exact pricer's group order: smallest range first, so the largest is last, where
+        # only its two ends are tried (branch net-wide; 100x9x10: 2-10x fewer seconds a call)
+        self.order = np.argsort(self.cap, kind="stable")
+        inv = np.argsort(self.order)
+        self.order_edges: dict = defaultdict(float)
+        for (a, b), w in edges.items():
+            self.order_edges[(min(inv[a], inv[b]), max(inv[a], inv[b]))] += w
 
     def _most(self, Z: np.ndarray, k: int) -> np.ndarray:
         """The most of group k each row of Z can hold with its other counts fixed."""
@@ -927,15 +934,17 @@ class RackHeuristic:
         # the best known reduced cost: the heuristic's contents, and the empty rack (rc = -conv)
         top = max([-conv] + [c.value - sum(q * pi[k] for k, q in c.key) - conv for c in heur])
         thr = top - 1e-9 * max(1.0, abs(top))
-        got = _splits_above(self.cap, np.zeros(K, dtype=np.int64), self.cap, -pi, self.edges, -conv, thr,
-                            self.dem, self.lim, None, state_cap=state_cap, deadline=time.monotonic() + seconds,
-                            both=False, last_ends=True)
+        o = self.order
+        got = _splits_above(self.cap[o], np.zeros(K, dtype=np.int64), self.cap[o], -pi[o], self.order_edges, -conv,
+                            thr, self.dem[:, o], self.lim, None, state_cap=state_cap,
+                            deadline=time.monotonic() + seconds, both=False, last_ends=True)
         if isinstance(got, str):
             self.fails += 1
             self.skip = 2 ** self.fails
             return None
         self.fails = 0
         Z, F = got
+        Z = Z[:, np.argsort(o)]  # back to group order
         best = max(top, float(F.max())) if len(F) else top
         cols = self._columns(Z, F) if len(F) else []
         keys = {c.key for c in cols}
