@@ -344,8 +344,11 @@ class NodeTable:
             self.est_pairs = est * len(P) / len(sample)
             # the levels after the first (W_1 needs no pairs, below); pairs are looked up by
             # gathers (dec, below) when there is no look-up table, not binary searches; each
-            # content and level also costs a few numpy calls (about 2e-5 s)
-            if (self.est_pairs / pair_rate + 2e-5 * len(P)) * levels_used > budget:
+            # content and level also costs a few numpy calls (about 2e-5 s); pairs over
+            # ``pair_limit`` are found again at every level, about as much work again (100x11x10:
+            # 1.5e8 pairs, 41 s of CPU, built past the half of the time left and dropped)
+            again = 2 if self.est_pairs > pair_limit else 1
+            if (self.est_pairs / pair_rate + 2e-5 * len(P)) * levels_used * again > budget:
                 return None
         pairs: list[tuple] | None = []
         total = 0
