@@ -777,10 +777,12 @@ def test_rack_exact_pricing_matches_a_loop_over_the_box(size):
         duals[rh.conv] = rng.uniform(-2, 2)
         pi = np.array([duals[("cover", k)] - duals[("link", rh.ri, k)] for k in range(K)])
         rc = 0.5 * np.einsum("sk,kl,sl->s", Z, rh.A, Z) - Z @ pi - duals[rh.conv]
-        got = rh.exact(duals)
-        assert got is not None
-        assert got[0] == pytest.approx(rc.max(), abs=1e-7) and got[0] >= rc.max()
-        assert max(pat.rc(c, duals) for c in got[1]) == pytest.approx(rc.max(), abs=1e-7)
+        for order in (0, 1):  # the group order first, and the cap order first
+            rh.order = order
+            got = rh.exact(duals)
+            assert got is not None
+            assert got[0] == pytest.approx(rc.max(), abs=1e-7) and got[0] >= rc.max()
+            assert max(pat.rc(c, duals) for c in got[1]) == pytest.approx(rc.max(), abs=1e-7)
 
 
 def test_splits_above_one_rack_is_every_content_above_the_threshold():
@@ -806,11 +808,12 @@ def test_splits_above_one_rack_is_every_content_above_the_threshold():
             if (dem @ z <= cap1).all():
                 vals[tuple(z)] = 0.5 + lin @ z + sum(w * z[a] * z[b] for (a, b), w in edges.items())
         thr = float(np.quantile(list(vals.values()), [0.5, 0.9, 0.99, 0.0][trial])) - (1e-9 if trial == 3 else 0)
-        Z, F = P._splits_above(s, lo, hi, lin, edges, 0.5, thr, dem, cap1, None, both=False)
-        got = {tuple(int(q) for q in z): f for z, f in zip(Z, F)}
         want = {z: v for z, v in vals.items() if v > thr}
-        assert got.keys() == want.keys() and len(want) > 0
-        assert all(abs(got[z] - want[z]) <= 1e-9 for z in want)
+        for search in (P._splits_above, P._splits_above_ordered):  # group order, range order
+            Z, F = search(s, lo, hi, lin, edges, 0.5, thr, dem, cap1, None, both=False)
+            got = {tuple(int(q) for q in z): f for z, f in zip(Z, F)}
+            assert got.keys() == want.keys() and len(want) > 0
+            assert all(abs(got[z] - want[z]) <= 1e-9 for z in want)
 
 
 @pytest.mark.parametrize("size,seed", [((16, 5, 4), 0), ((30, 6, 4), 2)])
