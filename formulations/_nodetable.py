@@ -158,7 +158,7 @@ class NodeTable:
     def __init__(self, pm, ni: int, edges: dict[tuple[int, int], float], limit: int = 2_000_000,
                  box_limit: int = 4_000_000, deadline: float | None = None, dense: bool = False,
                  pair_limit: int = 100_000_000, budget: float | None = None, pair_rate: float = 4e7,
-                 content_cap: int = 200_000, merge_free: bool = True):
+                 content_cap: int = 200_000, merge_free: bool = False):
         G = pm.groups
         K = len(G)
         self.K = K

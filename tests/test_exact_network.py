@@ -919,8 +919,8 @@ def test_merge_free_node_table_matches_the_full_dp(size, incompatible):
     d = layered(*size, 0)
     pm = _network_pm(parse_instance(_with_incompatible(d) if incompatible else d))
     edges, _ = _edges_const(pm)
-    full = NodeTable(pm, 0, edges, merge_free=False)
-    got = NodeTable(pm, 0, edges)
+    full = NodeTable(pm, 0, edges)  # the default: every split
+    got = NodeTable(pm, 0, edges, merge_free=True)
     assert full.ok and got.ok and full.merge is None
     assert (got.merge is None) == incompatible
     assert (got.Y == full.Y).all() and (got.sel == full.sel).all()
@@ -942,8 +942,8 @@ def test_merge_free_node_table_with_a_small_heap_skips_levels():
     d["topologies"][0]["max_heap_mb"] = 384
     pm = _network_pm(parse_instance(d))
     edges, _ = _edges_const(pm)
-    full = NodeTable(pm, 0, edges, merge_free=False)
-    got = NodeTable(pm, 0, edges)
+    full = NodeTable(pm, 0, edges)
+    got = NodeTable(pm, 0, edges, merge_free=True)
     assert full.ok and got.ok and got.merge is not None
     heaps = got.Y @ np.array([g.comp.memory_onheap_mb for g in pm.groups])
     assert heaps.max() <= 2 * 384 and got.levels[4] is got.levels[3]  # 4 workers need H(y) > 2 h
