@@ -961,3 +961,15 @@ def test_merge_free_node_table_with_a_small_heap_skips_levels():
         assert got.sel[i] == (ref != float("-inf"))
         if got.sel[i]:
             assert got.value[i] == pytest.approx(co(y) + ref, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_network_100_executors_9_components_10_nodes_proven():
+    """9 components: 46,029 worker contents per node (over worker_patterns' 20,000), so only
+    the table's own enumeration gives it a node table; the exact rack pricer's two group orders
+    close column generation. Proven; the plan passes the evaluator."""
+    inst = parse_instance(layered(100, 9, 10, 0))
+    r = planner.solve(inst, "network", "exact.cpsat", time_limit=120)
+    assert r.status.value == "optimal", (r.message, r.details)
+    assert r.metrics["feasible"] and abs(r.bound - r.objective) <= TOL
+    assert r.objective <= planner.solve(inst, "network", "storm.ras").objective + TOL
