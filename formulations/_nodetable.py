@@ -9,7 +9,8 @@ has count vectors (3.6k for 30x6x4, 260k for 46x8x4).
 
 For a node of class c and a count vector y (executors per group), a node column's value is
 co(y) + W(y): node-level co-location plus the best worker-level co-location of a split of y
-into at most ``slots`` worker contents (``worker_patterns``). A column with the same y and a
+into at most ``slots`` worker contents (those of ``worker_patterns``, enumerated here by
+``worker_contents`` with a larger cap). A column with the same y and a
 worse split has the same master coefficients and a lower value, so it is dominated in the LP and
 in every integer plan: keeping the best split per y loses nothing (the proof stays exact).
 
