@@ -9,7 +9,8 @@ has count vectors (3.6k for 30x6x4, 260k for 46x8x4).
 
 For a node of class c and a count vector y (executors per group), a node column's value is
 co(y) + W(y): node-level co-location plus the best worker-level co-location of a split of y
-into at most ``slots`` worker contents (``worker_patterns``). A column with the same y and a
+into at most ``slots`` worker contents (those of ``worker_patterns``, enumerated here by
+``worker_contents`` with a larger cap). A column with the same y and a
 worse split has the same master coefficients and a lower value, so it is dominated in the LP and
 in every integer plan: keeping the best split per y loses nothing (the proof stays exact).
 
@@ -26,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ._patterns import Column, stream_matrix, worker_patterns
+from ._patterns import Column, stream_matrix
 
 NEG = -np.inf
 RACK_CHUNK = 1 << 20  # codes per chunk of a rack table's build (RackTable._contents)
@@ -90,6 +91,60 @@ def _node_vectors(pm, ni: int, limit: int, dtype=np.int16,
     return Y, use, np.array([d[2] for d in dims], dtype=np.int64)
 
 
+def worker_contents(pm, ni: int, ti: int, cap: int) -> np.ndarray | None:
+    """The worker contents of ``worker_patterns`` (every non-empty count vector of topology
+    ti's groups within the worker caps, heap <= max_heap, fitting node ni alone, no
+    incompatible pair) as the rows of a (contents x groups) array, enumerated with numpy
+    instead of a Python recursion (100x9x10: 46,029 contents); None if more than ``cap``.
+    The limits are summed group by group in the recursion's order, so the float comparisons
+    are the same."""
+    G = pm.groups
+    t = dict(pm.topos)[ti]
+    n = pm.nodes[ni]
+    K = len(G)
+    ks = [k for k, g in enumerate(G) if g.ti == ti and pm.worker_cap(g, ni) > 0]
+    X = np.zeros((1, K), dtype=np.int64)
+    use = np.zeros((1, 3))  # heap, cpu, memory
+    lim = np.array([t.max_heap_mb, n.cpu, n.memory_mb]) + 1e-9
+    for k in ks:
+        c = G[k].comp
+        parts_x, parts_u = [X], [use]
+        for q in range(1, pm.worker_cap(G[k], ni) + 1):
+            u = use + q * np.array([c.memory_onheap_mb, c.cpu, c.memory_mb])
+            ok = (u <= lim).all(axis=1)
+            if not ok.any():
+                break
+            xx = X[ok].copy()
+            xx[:, k] = q
+            parts_x.append(xx)
+            parts_u.append(u[ok])
+        X = np.concatenate(parts_x)
+        use = np.concatenate(parts_u)
+        if len(X) > cap + 1:
+            return None
+    for a in ks:
+        for b in ks:
+            ca, cb = G[a].comp, G[b].comp
+            if a < b and ca.id != cb.id and (cb.id in ca.incompatible or ca.id in cb.incompatible):
+                X = X[(X[:, a] == 0) | (X[:, b] == 0)]
+    return X[X.any(axis=1)]
+
+
+def merge_free_heaps(pm) -> tuple[np.ndarray, float] | None:
+    """(on-heap MB per group, max heap) when two workers of a node whose heaps sum to at most
+    the max heap can always be merged into one worker content: one topology, the RAS limits
+    (a worker's caps are its node's caps and the heap), no incompatible components. A merged
+    worker is never worse (every pair between the two gains, nothing else changes), so the
+    best split of a node's vector can be taken among splits with no two such workers
+    (``NodeTable``, ``merge_free``). None where that does not hold."""
+    if not pm.ras or len(pm.topos) != 1:
+        return None
+    t = pm.topos[0][1]
+    if any(c.incompatible for c in t.components):
+        return None
+    return np.array([g.comp.memory_onheap_mb for g in pm.groups], dtype=np.float64), float(t.max_heap_mb)
+
+
 class NodeTable:
     """The count vectors of one node class with their best worker splits (module docstring).
 
@@ -110,7 +165,8 @@ class NodeTable:
 
     def __init__(self, pm, ni: int, edges: dict[tuple[int, int], float], limit: int = 2_000_000,
                  box_limit: int = 4_000_000, deadline: float | None = None, dense: bool = False,
-                 pair_limit: int = 100_000_000, budget: float | None = None, pair_rate: float = 4e7):
+                 pair_limit: int = 100_000_000, budget: float | None = None, pair_rate: float = 4e7,
+                 content_cap: int = 200_000, merge_free: bool = False):
         G = pm.groups
         K = len(G)
         self.K = K
@@ -118,21 +174,19 @@ class NodeTable:
         self.dense = dense
         self._top: np.ndarray | None = None
         nw = len(pm.nodes[ni].slots)
-        pats = []
+        parts = []
         for ti, _ in pm.topos:
-            cache = pm.__dict__.setdefault("_worker_patterns", {})
-            if (ni, ti) not in cache:
-                cache[(ni, ti)] = worker_patterns(pm, ni, ti)
-            if cache[(ni, ti)] is None:
+            # the table's own enumeration (numpy), with a larger cap than the CP-SAT pricer's
+            # 20,000 (``worker_patterns``): the build gate below counts the work
+            got = worker_contents(pm, ni, ti, content_cap)
+            if got is None:
                 return
-            pats.extend(cache[(ni, ti)])
+            parts.append(got)
+        P = np.concatenate(parts) if parts else np.zeros((0, K), dtype=np.int64)
         vec = _node_vectors(pm, ni, limit)
-        if vec is None or not pats:
+        if vec is None or not len(P):
             return
-        P = np.zeros((len(pats), K), dtype=np.int64)
-        for i, pat in enumerate(pats):
-            for k, q in pat:
-                P[i, k] = q
+        self.merge = merge_free_heaps(pm) if merge_free else None
         # groups on the box axes least used by worker contents first: a content p only extends
         # vectors that are 0 on the axes before its first group (below), so that saves most
         perm = np.argsort((P > 0).sum(axis=0), kind="stable")
@@ -156,11 +210,12 @@ class NodeTable:
         keep = (P < np.array(radix)).all(axis=1)
         keep[keep] = self._row(P[keep] @ mult) >= 0  # a content the node cannot hold alone is never used
         P = P[keep]
-        pats = [p for p, kk in zip(pats, keep) if kk]
         A = stream_matrix(K, edges)[np.ix_(perm, perm)]
         Pf = P.astype(np.float64)
         co_p = 0.5 * np.einsum("ik,kl,il->i", Pf, A, Pf)
-        self.P, self.co_p, self.pats, self.pcodes = P, co_p, pats, P @ mult
+        self.P, self.co_p, self.pcodes = P, co_p, P @ mult
+        self.perm = perm
+        self.heap = None if self.merge is None else self.merge[0][perm]
         if dense:
             levels = self._dense_levels(radix, codes, nw, deadline)
             if levels is None:
@@ -232,7 +287,17 @@ class NodeTable:
     def _sparse_levels(self, Y, codes, nw, deadline, pair_limit, budget, pair_rate) -> list[np.ndarray] | None:
         """W_0..W_nw on the feasible rows only (class docstring), -inf where no split covers;
         None when the estimated work (pairs x levels at ``pair_rate`` a second, from a sample
-        of 64 contents) exceeds ``budget`` seconds or the build passes ``deadline``."""
+        of 64 contents, plus a per-content cost) exceeds ``budget`` seconds or the build passes
+        ``deadline``.
+
+        Merge-free splits (``self.merge``, ``merge_free_heaps``): in a split with no two
+        workers whose heaps fit one worker, every two workers' heaps sum to more than the max
+        heap h, so a split of y into m >= 2 such workers needs H(y) > m h / 2 (sum over the
+        pairs), and its m - 1 other workers (the worker holding y's first group is taken
+        last) need H(y - p) > (m - 1) h / 2 when m - 1 >= 2, and H(y - p) <= (m - 1) h
+        always. A pair (y, p) is used at level m only within those bounds (a small slack
+        keeps more pairs, never fewer). Every value the DP forms is still a real split, and
+        the best merge-free split, which is a best split, is formed: W is unchanged."""
         K, P, co_p, mult = self.K, self.P, self.co_p, self.mult
         N = len(codes)
         first = np.argmax(P > 0, axis=1)
@@ -253,24 +318,47 @@ class NodeTable:
         else:
             Yg = None
             Y16 = Y.astype(np.int16)
+        top = None
+        levels_used = max(nw - 1, 1)
+        if self.heap is not None:
+            hmax = self.merge[1]
+            tol = 1e-6 * max(1.0, hmax)
+            hy = Y.astype(np.float64) @ self.heap
+            hp = P.astype(np.float64) @ self.heap
+            # top[y] = the most workers of a merge-free split of y: the largest m with
+            # H(y) > m h / 2 (less the slack); 1 or less: one worker at most
+            top = np.minimum(np.ceil(2.0 * (hy + tol) / hmax) - 1, nw).astype(np.int8)
+            # the least workers y - p needs: H(y - p) <= (m - 1) h
+            need = (np.ceil((hy - tol) / hmax)).astype(np.int8)
+            levels_used = max(1, int(top.max()) - 1)
+            hi_rest = (nw - 1) * hmax + tol
+
+        def targets(j: int) -> np.ndarray:
+            f = int(first[j])
+            L, S = prefix[f], int(start[j])
+            if Yg is not None:
+                tgt = S + np.flatnonzero(((Yg[S:L] - Pg[j]) & guard) == guard)
+            else:
+                tgt = S + np.flatnonzero((Y16[S:L, f:] >= P[j, f:].astype(np.int16)).all(axis=1))
+            if top is not None:  # some level m >= 2 can use y, and y - p fits nw - 1 workers
+                tgt = tgt[(top[tgt] >= 2) & (hy[tgt] <= hi_rest + hp[j])]
+            return tgt
+
         if budget is not None:
             # the work is the pairs x levels: count the pairs of a sample of contents first
             rng = np.random.default_rng(0)
             sample = rng.choice(len(P), size=min(len(P), 64), replace=False)
-            est = 0.0
-            for j in sample:
-                f = int(first[j])
-                L, S = prefix[f], int(start[j])
-                if Yg is not None:
-                    est += np.count_nonzero(((Yg[S:L] - Pg[j]) & guard) == guard)
-                else:
-                    est += np.count_nonzero((Y16[S:L, f:] >= P[j, f:].astype(np.int16)).all(axis=1))
+            est = float(sum(len(targets(int(j))) for j in sample))
             self.est_pairs = est * len(P) / len(sample)
             # the levels after the first (W_1 needs no pairs, below); pairs are looked up by
-            # gathers (dec, below) when there is no look-up table, not binary searches
-            if self.est_pairs * max(nw - 1, 1) / pair_rate > budget:
+            # gathers (dec, below) when there is no look-up table, not binary searches; each
+            # content and level also costs a few numpy calls (about 2e-5 s); pairs over
+            # ``pair_limit`` are found again at every level, about as much work again (100x11x10:
+            # 1.5e8 pairs, 41 s of CPU, built past the half of the time left and dropped)
+            again = 2 if self.est_pairs > pair_limit else 1
+            if (self.est_pairs / pair_rate + 2e-5 * len(P)) * levels_used * again > budget:
                 return None
-        pairs: list[tuple[np.ndarray, np.ndarray]] | None = []
+        pairs: list[tuple] | None = []
         total = 0
         dec = None
         if self._lut is None:
@@ -283,20 +371,23 @@ class NodeTable:
                 dec[k, have] = lookup(codes, codes[have] - mult[k])
         steps = [np.repeat(np.arange(K), P[j]) for j in range(len(P))]  # the unit steps of content j
 
-        def pairs_of(j: int) -> tuple[np.ndarray, np.ndarray]:
-            f = int(first[j])
-            L, S = prefix[f], int(start[j])
-            if Yg is not None:
-                tgt = S + np.flatnonzero(((Yg[S:L] - Pg[j]) & guard) == guard)
-            else:
-                tgt = S + np.flatnonzero((Y16[S:L, f:] >= P[j, f:].astype(np.int16)).all(axis=1))
+        def pairs_of(j: int) -> tuple:
+            tgt = targets(j)
             if dec is None:
                 src = self._row(codes[tgt] - self.pcodes[j])
             else:
                 src = tgt
                 for k in steps[j]:
                     src = dec[k][src]
-            return tgt.astype(np.int32), src.astype(np.int32)
+            if top is None:
+                return tgt.astype(np.int32), src.astype(np.int32), None, None
+            # levels lo..hi: lo from H(y - p) <= (m - 1) h, hi from H(y) > m h / 2 and, for
+            # m >= 3, H(y - p) > (m - 1) h / 2
+            lo = np.maximum(need[src] + 1, 2)
+            hi = np.minimum(top[tgt], np.maximum(top[src] + 1, 2))
+            keep = lo <= hi
+            return (tgt[keep].astype(np.int32), src[keep].astype(np.int32),
+                    lo[keep].astype(np.int8), hi[keep].astype(np.int8))
 
         W = np.full(N, NEG)
         W[0] = 0.0  # the empty node has code 0, the smallest
@@ -306,25 +397,35 @@ class NodeTable:
         prow = self._row(self.pcodes)
         np.maximum.at(W1, prow, co_p)
         for m in range(1, nw + 1):
+            if m > 1 and top is not None and m > levels_used + 1:
+                levels.append(W)  # no merge-free split has m workers: W_m = W_{m-1}
+                continue
             Wn = W.copy()
             for j in range(len(P)):
                 if j % 64 == 0 and deadline is not None and time.monotonic() > deadline:
                     return None
                 if pairs is not None and m > 1:
-                    tgt, src = pairs[j]
+                    tgt, src, lo, hi = pairs[j]
                 else:
-                    tgt, src = pairs_of(j)
+                    tgt, src, lo, hi = pairs_of(j)
                     if pairs is not None:
                         total += len(tgt)
                         if total > pair_limit:
                             pairs = None  # too many to keep: found again at every level
                         else:
-                            pairs.append((tgt, src))
-                if m > 1:  # level 1 only finds (and stores) the pairs
+                            pairs.append((tgt, src, lo, hi))
+                if m > 1 and len(tgt):  # level 1 only finds (and stores) the pairs
+                    if lo is not None:
+                        sel = (lo <= m) & (hi >= m)
+                        tgt, src = tgt[sel], src[sel]
                     Wn[tgt] = np.maximum(Wn[tgt], W[src] + co_p[j])
             W = W1 if m == 1 else Wn
             levels.append(W)
         return levels
+
+    def content(self, j: int) -> tuple:
+        """Worker content j as sorted (group, count) pairs (the form of ``worker_patterns``)."""
+        return tuple(sorted((int(self.perm[a]), int(q)) for a, q in enumerate(self.P[j]) if q))
 
     def _level_at(self, m: int, c: int) -> float:
         lv = self.levels[m]
@@ -355,7 +456,7 @@ class NodeTable:
             prev = (prev_lv[rest] if self.dense else prev_lv[self._row(rest)]) + self.co_p[fits]
             j = int(fits[np.argmax(prev)])
             assert prev.max() >= target - 1e-9
-            out.append(tuple(sorted(self.pats[j])))
+            out.append(self.content(j))
             y = y - self.P[j]
             m -= 1
         return tuple(sorted(out, reverse=True))

@@ -777,10 +777,12 @@ def test_rack_exact_pricing_matches_a_loop_over_the_box(size):
         duals[rh.conv] = rng.uniform(-2, 2)
         pi = np.array([duals[("cover", k)] - duals[("link", rh.ri, k)] for k in range(K)])
         rc = 0.5 * np.einsum("sk,kl,sl->s", Z, rh.A, Z) - Z @ pi - duals[rh.conv]
-        got = rh.exact(duals)
-        assert got is not None
-        assert got[0] == pytest.approx(rc.max(), abs=1e-7) and got[0] >= rc.max()
-        assert max(pat.rc(c, duals) for c in got[1]) == pytest.approx(rc.max(), abs=1e-7)
+        for order in (0, 1):  # the group order first, and the cap order first
+            rh.order = order
+            got = rh.exact(duals)
+            assert got is not None
+            assert got[0] == pytest.approx(rc.max(), abs=1e-7) and got[0] >= rc.max()
+            assert max(pat.rc(c, duals) for c in got[1]) == pytest.approx(rc.max(), abs=1e-7)
 
 
 def test_splits_above_one_rack_is_every_content_above_the_threshold():
@@ -806,11 +808,12 @@ def test_splits_above_one_rack_is_every_content_above_the_threshold():
             if (dem @ z <= cap1).all():
                 vals[tuple(z)] = 0.5 + lin @ z + sum(w * z[a] * z[b] for (a, b), w in edges.items())
         thr = float(np.quantile(list(vals.values()), [0.5, 0.9, 0.99, 0.0][trial])) - (1e-9 if trial == 3 else 0)
-        Z, F = P._splits_above(s, lo, hi, lin, edges, 0.5, thr, dem, cap1, None, both=False)
-        got = {tuple(int(q) for q in z): f for z, f in zip(Z, F)}
         want = {z: v for z, v in vals.items() if v > thr}
-        assert got.keys() == want.keys() and len(want) > 0
-        assert all(abs(got[z] - want[z]) <= 1e-9 for z in want)
+        for search in (P._splits_above, P._splits_above_ordered):  # group order, range order
+            Z, F = search(s, lo, hi, lin, edges, 0.5, thr, dem, cap1, None, both=False)
+            got = {tuple(int(q) for q in z): f for z, f in zip(Z, F)}
+            assert got.keys() == want.keys() and len(want) > 0
+            assert all(abs(got[z] - want[z]) <= 1e-9 for z in want)
 
 
 @pytest.mark.parametrize("size,seed", [((16, 5, 4), 0), ((30, 6, 4), 2)])
@@ -873,6 +876,99 @@ def test_network_100_executors_10_components_10_nodes_proven():
     """Two racks of 5 nodes, 10 components: the local search's incumbent, the exact rack
     pricing and the cut-off convolutions prove the optimum; the plan passes the evaluator."""
     inst = parse_instance(layered(100, 10, 10, 0))
+    r = planner.solve(inst, "network", "exact.cpsat", time_limit=120)
+    assert r.status.value == "optimal", (r.message, r.details)
+    assert r.metrics["feasible"] and abs(r.bound - r.objective) <= TOL
+    assert r.objective <= planner.solve(inst, "network", "storm.ras").objective + TOL
+
+
+def _with_incompatible(inst_dict):
+    """The layered instance with its first two components kept out of one worker."""
+    comps = inst_dict["topologies"][0]["components"]
+    comps[0]["incompatible"] = [comps[1]["id"]]
+    return inst_dict
+
+
+@pytest.mark.parametrize("size,incompatible", [((20, 5, 4), False), ((46, 8, 4), False), ((60, 8, 6), False),
+                                               ((30, 6, 4), True)])
+def test_worker_contents_are_the_worker_patterns(size, incompatible):
+    """The node table's numpy enumeration of worker contents == the recursion of
+    worker_patterns (the CP-SAT pricer's), as sets."""
+    from formulations import _patterns as P
+    from formulations._nodetable import worker_contents
+
+    d = layered(*size, 0)
+    pm = _network_pm(parse_instance(_with_incompatible(d) if incompatible else d))
+    ref = P.worker_patterns(pm, 0, 0, cap=10**6)
+    got = worker_contents(pm, 0, 0, cap=10**6)
+    as_tuples = {tuple((k, int(q)) for k, q in enumerate(row) if q) for row in got}
+    assert len(as_tuples) == len(got) == len(ref) and as_tuples == set(ref)
+    assert worker_contents(pm, 0, 0, cap=len(ref) - 1) is None  # over the cap: None
+
+
+@pytest.mark.parametrize("size,incompatible", [((30, 6, 4), False), ((40, 6, 6), False), ((46, 8, 4), False),
+                                               ((30, 6, 4), True)])
+def test_merge_free_node_table_matches_the_full_dp(size, incompatible):
+    """The table's DP over merge-free splits only (pairs used at the levels their heaps allow)
+    gives the same rows, covers and values as the DP over every split; with incompatible
+    components the filter is off (merging is not always allowed)."""
+    import numpy as np
+
+    from formulations._nodetable import NodeTable
+
+    d = layered(*size, 0)
+    pm = _network_pm(parse_instance(_with_incompatible(d) if incompatible else d))
+    edges, _ = _edges_const(pm)
+    full = NodeTable(pm, 0, edges)  # the default: every split
+    got = NodeTable(pm, 0, edges, merge_free=True)
+    assert full.ok and got.ok and full.merge is None
+    assert (got.merge is None) == incompatible
+    assert (got.Y == full.Y).all() and (got.sel == full.sel).all()
+    assert np.allclose(got.value, full.value, atol=1e-9)
+    for i in np.random.default_rng(1).choice(len(got.Y), 20, replace=False):
+        split = got.split(int(i))
+        assert sum(np.array([dict(w).get(k, 0) for k in range(len(pm.groups))]) for w in split).tolist() == got.Y[i].tolist() or not got.sel[i]
+
+
+def test_merge_free_node_table_with_a_small_heap_skips_levels():
+    """A max heap that lets no merge-free split use all 4 slots: the levels past it are the
+    level before (no pairs), and the table still equals the full DP and the recursion."""
+    import numpy as np
+
+    from formulations import _patterns as P
+    from formulations._nodetable import NodeTable
+
+    d = layered(16, 5, 4, 0)
+    d["topologies"][0]["max_heap_mb"] = 384
+    pm = _network_pm(parse_instance(d))
+    edges, _ = _edges_const(pm)
+    full = NodeTable(pm, 0, edges)
+    got = NodeTable(pm, 0, edges, merge_free=True)
+    assert full.ok and got.ok and got.merge is not None
+    heaps = got.Y @ np.array([g.comp.memory_onheap_mb for g in pm.groups])
+    assert heaps.max() <= 2 * 384 and got.levels[4] is got.levels[3]  # 4 workers need H(y) > 2 h
+    assert full.levels[4] is not full.levels[3]
+    assert (got.sel == full.sel).all() and np.allclose(got.value, full.value, atol=1e-9)
+    K = len(pm.groups)
+    pats = [[dict(p).get(k, 0) for k in range(K)] for p in P.worker_patterns(pm, 0, 0)]
+
+    def co(v):
+        return sum(w * v[a] * v[b] for (a, b), w in edges.items())
+
+    for i in np.random.default_rng(0).choice(len(got.Y), 40, replace=False):
+        y = [int(q) for q in got.Y[i]]
+        ref = _best_split(y, pats, co, len(pm.nodes[0].slots))
+        assert got.sel[i] == (ref != float("-inf"))
+        if got.sel[i]:
+            assert got.value[i] == pytest.approx(co(y) + ref, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_network_100_executors_9_components_10_nodes_proven():
+    """9 components: 46,029 worker contents per node (over worker_patterns' 20,000), so only
+    the table's own enumeration gives it a node table; the exact rack pricer's two group orders
+    close column generation. Proven; the plan passes the evaluator."""
+    inst = parse_instance(layered(100, 9, 10, 0))
     r = planner.solve(inst, "network", "exact.cpsat", time_limit=120)
     assert r.status.value == "optimal", (r.message, r.details)
     assert r.metrics["feasible"] and abs(r.bound - r.objective) <= TOL
