@@ -106,27 +106,28 @@ def worker_contents(pm, ni: int, ti: int, cap: int) -> np.ndarray | None:
     X = np.zeros((1, K), dtype=np.int64)
     use = np.zeros((1, 3))  # heap, cpu, memory
     lim = np.array([t.max_heap_mb, n.cpu, n.memory_mb]) + 1e-9
-    for k in ks:
+    for i, k in enumerate(ks):
         c = G[k].comp
-        parts_x, parts_u = [X], [use]
+        # groups before k whose component may not share a worker with k's
+        clash = [a for a in ks[:i] if G[a].comp.id != c.id
+                 and (c.id in G[a].comp.incompatible or G[a].comp.id in c.incompatible)]
+        free = ~X[:, clash].any(axis=1) if clash else np.ones(len(X), dtype=bool)
+        parts_x, parts_u, rows = [X], [use], len(X)
         for q in range(1, pm.worker_cap(G[k], ni) + 1):
             u = use + q * np.array([c.memory_onheap_mb, c.cpu, c.memory_mb])
             ok = (u <= lim).all(axis=1)
             if not ok.any():
                 break
+            ok &= free  # no incompatible pair: filtered as the group is added, so the cap counts contents
             xx = X[ok].copy()
             xx[:, k] = q
             parts_x.append(xx)
             parts_u.append(u[ok])
+            rows += len(xx)
+            if rows > cap + 1:  # checked per value: one axis multiplies the rows
+                return None
         X = np.concatenate(parts_x)
         use = np.concatenate(parts_u)
-        if len(X) > cap + 1:
-            return None
-    for a in ks:
-        for b in ks:
-            ca, cb = G[a].comp, G[b].comp
-            if a < b and ca.id != cb.id and (cb.id in ca.incompatible or ca.id in cb.incompatible):
-                X = X[(X[:, a] == 0) | (X[:, b] == 0)]
     return X[X.any(axis=1)]
 
 
@@ -140,7 +141,7 @@ def merge_free_heaps(pm) -> tuple[np.ndarray, float] | None:
     if not pm.ras or len(pm.topos) != 1:
         return None
     t = pm.topos[0][1]
-    if any(c.incompatible for c in t.components):
+    if any(c.incompatible for c in t.components) or not t.max_heap_mb > 0:
         return None
     return np.array([g.comp.memory_onheap_mb for g in pm.groups], dtype=np.float64), float(t.max_heap_mb)
 

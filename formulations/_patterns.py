@@ -943,7 +943,7 @@ class RackHeuristic:
         # (``_splits_above_ordered``). Neither is always faster (100x9x10: the cap order 2-10x;
         # 100x10x10's calls with no improving column: the group order 0.1 s against 2.1 s), so
         # the order that last succeeded gets a quarter of the prefixes and seconds first, then
-        # the other the rest.
+        # the other the rest of the seconds with the whole prefix cap (a per-level cap).
         t0 = time.monotonic()
         for i, o in enumerate((self.order, 1 - self.order)):
             search = _splits_above_ordered if o else _splits_above
@@ -958,7 +958,7 @@ class RackHeuristic:
             self.fails += 1
             self.skip = 2 ** self.fails
             return None
-        self.fails = 0
+        self.fails = self.skip = 0  # a success ends the back-off
         Z, F = got
         best = max(top, float(F.max())) if len(F) else top
         cols = self._columns(Z, F) if len(F) else []

@@ -904,6 +904,7 @@ def test_worker_contents_are_the_worker_patterns(size, incompatible):
     as_tuples = {tuple((k, int(q)) for k, q in enumerate(row) if q) for row in got}
     assert len(as_tuples) == len(got) == len(ref) and as_tuples == set(ref)
     assert worker_contents(pm, 0, 0, cap=len(ref) - 1) is None  # over the cap: None
+    assert worker_contents(pm, 0, 0, cap=len(ref)) is not None  # the cap counts contents, incompatible pairs out
 
 
 @pytest.mark.parametrize("size,incompatible", [((30, 6, 4), False), ((40, 6, 6), False), ((46, 8, 4), False),
