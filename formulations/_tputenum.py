@@ -190,37 +190,8 @@ def best_fill(weights: list[float], counts: list[int], cap: float, K: int, near:
     """The largest sum_i n_i weights[i] <= cap with 0 <= n_i <= counts[i] and sum n_i <= K
     (depth-first, heaviest first; stops early when the capacity is met). An upper bound on it
     in two cases: ``cap`` itself once a fill reaches cap (1 - near), or once ``budget`` search
-    nodes are spent."""
-    order = sorted(range(len(weights)), key=lambda i: -weights[i])
-    w = [weights[i] for i in order]
-    u = [counts[i] for i in order]
-    limit = cap * (1 + SLACK) + SLACK
-    best = 0.0
-    spent = 0
-    rest = [0.0] * (len(w) + 1)  # rest[i]: the most the pieces i.. can add (all of them)
-    for i in reversed(range(len(w))):
-        rest[i] = rest[i + 1] + u[i] * w[i]
-
-    def rec(i: int, load: float, left: int) -> bool:
-        nonlocal best, spent
-        spent += 1
-        if load > best:
-            best = load
-            if best >= cap * (1 - near):
-                best = cap
-                return True
-        if budget is not None and spent > budget:
-            best = cap
-            return True
-        if i == len(w) or left == 0 or load + rest[i] <= best:
-            return False
-        for x in range(min(u[i], left, int((limit - load) // w[i]) if w[i] > 0 else left), -1, -1):
-            if rec(i + 1, load + x * w[i], left - x):
-                return True
-        return False
-
-    rec(0, 0.0, K)
-    return min(best, cap)
+    nodes are spent. :func:`best_fill_groups` with one option per group."""
+    return best_fill_groups([[(w, u)] for w, u in zip(weights, counts)], cap, K, near, budget)
 
 
 def best_fill_groups(groups: list[list[tuple[float, int]]], cap: float, K: int, near: float = 0.0,
@@ -228,7 +199,7 @@ def best_fill_groups(groups: list[list[tuple[float, int]]], cap: float, K: int, 
     """The largest load <= cap from pieces where each group (a component) uses at most one of its
     options (weight w, at most u pieces), at most K pieces in all; ``near`` and ``budget`` as in
     :func:`best_fill` (then ``cap``, an upper bound). Depth-first, groups by largest weight."""
-    groups = sorted(groups, key=lambda g: -max(w for w, _ in g))
+    groups = sorted((sorted(g, key=lambda o: -o[0]) for g in groups), key=lambda g: -g[0][0])
     limit = cap * (1 + SLACK) + SLACK
     rest = [0.0] * (len(groups) + 1)
     for i in reversed(range(len(groups))):
@@ -248,7 +219,7 @@ def best_fill_groups(groups: list[list[tuple[float, int]]], cap: float, K: int, 
             return True
         if i == len(groups) or left == 0 or load + rest[i] <= best:
             return False
-        for w, u in sorted(groups[i], key=lambda o: -o[0]):
+        for w, u in groups[i]:
             for x in range(min(u, left, int((limit - load) // w) if w > 0 else left), 0, -1):
                 if rec(i + 1, load + x * w, left - x):
                     return True
