@@ -338,6 +338,19 @@ def test_even_bound_proves_the_micro_dags_at_100():
         assert sr.even_bound(d, R, 12) == opt
 
 
+def _apart(n: int):
+    """The decided three-component instances with the last two kept out of one slot (the
+    packing check's searches then fill them one after the other), as ``_decided`` gives them."""
+    for seed in range(n):
+        inst = rate_tiny(seed)
+        cs = inst["topologies"][0]["components"]
+        if len(cs) > 2:
+            cs[1]["incompatible"] = [cs[2]["id"]]
+            ref = planner.solve(inst, "slots", "exact.bruteforce")
+            if ref.status in (Status.OPTIMAL, Status.INFEASIBLE):
+                yield (seed, inst, ref, *_prepared(inst))
+
+
 def _packing_against_bruteforce(cases) -> dict:
     """Runs the packing check at every slot count up to brute force's optimum n on each case
     (seed, instance, brute-force result, prepared instance, rows): never "feasible" below n nor
@@ -433,21 +446,10 @@ def test_packing_check_by_thread_count_agrees_with_bruteforce(monkeypatch):
     exactly L slots; and it decides counts both ways."""
     from formulations import _slotsrate as sr
 
-    def apart(n: int):
-        """The instances with three components, the last two kept out of one slot."""
-        for seed in range(n):
-            inst = rate_tiny(seed)
-            cs = inst["topologies"][0]["components"]
-            if len(cs) > 2:
-                cs[1]["incompatible"] = [cs[2]["id"]]
-                ref = planner.solve(inst, "slots", "exact.bruteforce")
-                if ref.status in (Status.OPTIMAL, Status.INFEASIBLE):
-                    yield (seed, inst, ref, *_prepared(inst))
-
     import itertools
 
     monkeypatch.setattr(sr, "distributions", lambda *a, **k: None)  # every listing "too long"
-    seen = _packing_against_bruteforce(itertools.chain(_decided(40), apart(40)))
+    seen = _packing_against_bruteforce(itertools.chain(_decided(40), _apart(40)))
     assert seen["infeasible"] >= 10 and seen["feasible"] >= 20, seen
 
 
@@ -753,23 +755,11 @@ def test_search_plans_pass_and_match_bruteforce():
     from formulations.slots import make_plan
     from planner.model import parse_instance
 
-    def apart(n: int):
-        """The three-component instances with the last two kept out of one slot (then the
-        search fills them one after the other)."""
-        for seed in range(n):
-            inst = rate_tiny(seed)
-            cs = inst["topologies"][0]["components"]
-            if len(cs) > 2:
-                cs[1]["incompatible"] = [cs[2]["id"]]
-                ref = planner.solve(inst, "slots", "exact.bruteforce")
-                if ref.status in (Status.OPTIMAL, Status.INFEASIBLE):
-                    yield (seed, inst, ref, *_prepared(inst))
-
     import itertools
 
     found = tried = pairs = 0
     found_apart = tried_apart = 0
-    for seed, inst, ref, d, R in itertools.chain(_decided(40), apart(40)):
+    for seed, inst, ref, d, R in itertools.chain(_decided(40), _apart(40)):
         if ref.status != Status.OPTIMAL:
             continue
         n = int(ref.objective)
