@@ -311,6 +311,14 @@ def counts_from_plan(d: TPData, plan: Plan | None) -> list[list[int]] | None:
     return n if structurally_ok(d, n) else None
 
 
+CAP_SLACK = 1e-9  # relative slack on capacities in the fixed-rate tests (_tputbp, _tputenum)
+
+
+def piece_weight(d: TPData, R: float, c: int, k: int, j: int) -> float:
+    """The load at rate R of one instance of c on machine j when N_c = k: R a_cj g_c / k + MET_cj."""
+    return R * d.a[c][j] * d.gain[c] / k + d.met[c][j]
+
+
 def class_caps(d: TPData, R: float) -> dict[tuple[int, int], list[int]]:
     """Bounds that every placement sustaining the rate R obeys, per count class (c, k) ("N_c = k"):
     u_cjk = how many instances of c fit on machine j at R, min(k_cj, k, floor(cap_j / w_cjk))
@@ -340,21 +348,13 @@ def class_caps(d: TPData, R: float) -> dict[tuple[int, int], list[int]]:
             for j in range(d.J):
                 cap = min(d.kmax[c][j], k)
                 if cap > 0:
-                    w = R * d.a[c][j] * d.gain[c] / k + d.met[c][j]
+                    w = piece_weight(d, R, c, k, j)
                     if w > 0:
                         cap = min(cap, math.floor((d.cap[j] * (1 + 1e-9) + 1e-9) / w))
                 u.append(max(cap, 0))
             if sum(u) >= k:
                 out[(c, k)] = u
     return out
-
-
-CAP_SLACK = 1e-9  # relative slack on capacities in the fixed-rate tests (_tputbp, _tputenum)
-
-
-def piece_weight(d: TPData, R: float, c: int, k: int, j: int) -> float:
-    """The load at rate R of one instance of c on machine j when N_c = k: R a_cj g_c / k + MET_cj."""
-    return R * d.a[c][j] * d.gain[c] / k + d.met[c][j]
 
 
 def classless(C: int, classes) -> bool:
@@ -418,7 +418,7 @@ def _even_cpsat(d: TPData, R: float, hint: list[list[int]] | None, time_limit: f
     m = cp_model.CpModel()
     n, y, classes, demand, upper = _even_skeleton_cpsat(m, d, R)
     S = [1e7 / max(d.cap[j], 1e-9) for j in range(d.J)]
-    weights = [[math.floor((R * d.a[c][j] * d.gain[c] / k + d.met[c][j]) * S[j]) if d.allowed(c, j) else 0
+    weights = [[math.floor(piece_weight(d, R, c, k, j) * S[j]) if d.allowed(c, j) else 0
                 for j in range(d.J)] for (c, k) in classes]
     capacity = [math.ceil(d.cap[j] * S[j]) for j in range(d.J)]
     z = core.cpsat_assignment(m, weights, capacity, demand, upper, prefix="z")
@@ -496,7 +496,7 @@ def _even_milp(d: TPData, R: float, hint, time_limit, solver: str):
 
     p = pulp.LpProblem("tp_even", pulp.LpMinimize)
     n, classes, demand, upper, yv = _pulp_counts(p, d, R)
-    weights = [[(R * d.a[c][j] * d.gain[c] / k + d.met[c][j]) if d.allowed(c, j) else 0.0 for j in range(d.J)]
+    weights = [[piece_weight(d, R, c, k, j) if d.allowed(c, j) else 0.0 for j in range(d.J)]
                for (c, k) in classes]
     z = core.pulp_assignment(p, weights, list(d.cap), demand, upper, prefix="z")
     for c in range(d.C):
@@ -847,7 +847,7 @@ def fixed_n_probe(d: TPData, N: list[int], R: float, time_limit: float | None = 
     for c in range(C):
         row([(col[(c, j)], 1.0) for j in range(J) if (c, j) in col], N[c], N[c])
     for j in range(J):
-        ent = [(col[(c, j)], R * d.a[c][j] * d.gain[c] / N[c] + d.met[c][j]) for c in range(C) if (c, j) in col]
+        ent = [(col[(c, j)], piece_weight(d, R, c, N[c], j)) for c in range(C) if (c, j) in col]
         if ent:
             row(ent, -np.inf, d.cap[j] * (1 + 1e-9) + 1e-9)
             row([(col[(c, j)], 1.0) for c in range(C) if (c, j) in col], -np.inf, d.K)
