@@ -171,9 +171,7 @@ class CountLP:
         try:
             return self.feasible()
         finally:
-            for t, r in self.load_row.items():
-                j = self.types[t][0]
-                self.h.changeRowBounds(r, -highspy.kHighsInf, len(self.types[t]) * (d.cap[j] * (1 + SLACK) + SLACK))
+            self.plain_caps()
 
     def feasible(self) -> bool:
         """False only when HiGHS proves the LP infeasible (anything else keeps the node)."""
@@ -337,7 +335,7 @@ class _Stop(Exception):
 
 
 def dive_estimate(lp: CountLP, ks: dict[int, list[int]], order: list[int], dives: int, seed: int = 0,
-                  deadline: float | None = None, stop_above: float | None = None) -> float:
+                  deadline: float | None = None, stop_above: float | None = None) -> tuple[float, int]:
     """Knuth's estimate of how many CountLPs the search below solves (the children tried at
     every node not cut, summed over the depths), from ``dives`` random dives on ``lp`` (left
     with no component fixed); returns (estimate, dives done). Cheap: no leaf tests. With ``stop_above``, the dives stop after
