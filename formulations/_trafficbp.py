@@ -105,6 +105,14 @@ BUILD_SHARE = 0.3  # of the time left that building the tables may take
 CONVOLVE = True  # B&P tries the root's proof by convolution (TrafficBP._convolve) by default
 
 
+def _narrow(top: int, signed: bool = False):
+    """The narrowest integer type holding 0..top: uint8 / int16 / int64 (int16 / int64 when
+    ``signed``, for values that are summed and subtracted)."""
+    if top < 256 and not signed:
+        return np.uint8
+    return np.int16 if top < 32768 else np.int64
+
+
 class _Fam:
     """One class of identical nodes: its table of contents and worker-count ranges.
 
@@ -123,7 +131,12 @@ class _Fam:
         before Z is made, and take less. Measured: 100x12x10 peaks at 1.31 GB (6.3 million
         rows, 1.12 GB by this count) and 1.8 GB (instance seed 1, 9.3 million, 1.64 GB), the
         rest being the interpreter and the solvers (docs/benchmarks.md)."""
-        return 9 * K + 8 + 4 * T + 24 * T + 1 + 32
+        return _Fam.array_bytes(K, T) + 24 * T + 1 + 32
+
+    @staticmethod
+    def array_bytes(K: int, T: int) -> int:
+        """Bytes of one row of the table's own arrays: Z 8 K, YT K, V 8, lo and hi 4 T."""
+        return 9 * K + 8 + 4 * T
 
     def __init__(self, pm, cls: list[int], pairs, budget: float | None = None, one_worker: bool = False,
                  deadline: float | None = None, full: "_Fam | None" = None):
@@ -149,9 +162,8 @@ class _Fam:
             if deadline is not None and n * BUILD_RATE > BUILD_SHARE * (deadline - time.monotonic()):
                 raise _TooBig  # building would eat the time limit
             top = max([pm.node_cap(g, cls[0]) for g in G], default=0)
-            dt = np.uint8 if top < 256 else (np.int16 if top < 32768 else np.int64)
-            rows = int(budget // self.row_bytes(K, len(tis)))  # n is 0 when not counted
-            out = _node_vectors(pm, cls[0], rows, dtype=dt,
+            rows = int(budget // self.row_bytes(K, len(tis)))  # the builder's limit, also when n was not counted
+            out = _node_vectors(pm, cls[0], rows, dtype=_narrow(top),
                                 deadline=None if deadline is None else time.monotonic() + BUILD_SHARE * (deadline - time.monotonic()))
             if out is None:
                 raise _TooBig
@@ -171,7 +183,7 @@ class _Fam:
             lo = hi = np.minimum(tot, 1)
         ok &= (lo.sum(axis=1) <= slots) & (lo <= hi).all(axis=1)
         every = bool(ok.all())
-        wk = np.int16 if slots < 32768 else np.int64  # signed: o is summed and subtracted
+        wk = _narrow(slots, signed=True)  # signed: o is summed and subtracted
         self.lo, self.hi = lo[ok].astype(wk), hi[ok].astype(wk)
         del tot, lo, hi
         self.slots = slots
@@ -179,7 +191,7 @@ class _Fam:
             self.YT, self.Z, self.V = full.YT, full.Z, full.V
         elif full is not None:
             # a copy of the kept rows, next to phase 1's tables: within what they left of the budget
-            if int(ok.sum()) * (9 * K + 8 + 4 * len(tis)) > budget:
+            if int(ok.sum()) * self.array_bytes(K, len(tis)) > budget:
                 raise _TooBig
             self.YT = np.ascontiguousarray(YT[:, ok])
             self.Z, self.V = full.Z[ok], full.V[ok]
@@ -203,7 +215,7 @@ class _Fam:
         self._codes = None
 
     def nbytes(self) -> int:
-        """Bytes of this table's own arrays (shared ones counted where they were made)."""
+        """Bytes of this table's arrays (shared ones included)."""
         return sum(a.nbytes for a in (self.YT, self.Z, self.V, self.lo, self.hi))
 
     def find(self, y) -> int | None:
@@ -258,10 +270,8 @@ class _View:
         if idx is None:
             self.Z, self.V, self.YT, self.lo, self.hi = fm.Z, fm.V, fm.YT, fm.lo, fm.hi
         else:
-            lo, hi = fm.lo[idx], fm.hi[idx]
             self.Z, self.V, self.YT = fm.Z[idx], fm.V[idx], fm.YT[:, idx]
-            kind = np.int16 if int(hi.max(initial=0)) < 32768 else np.int64  # signed: o is summed and subtracted
-            self.lo, self.hi = lo.astype(kind), hi.astype(kind)
+            self.lo, self.hi = fm.lo[idx], fm.hi[idx]  # already narrow (``_Fam``)
 
     def __len__(self) -> int:
         return len(self.V)
@@ -708,6 +718,10 @@ class TrafficBP:
         tg = int(tops @ shift) | guard  # tg - w keeps every guard bit iff w <= (s, S) field by field
         ys = int(s @ shift[:K])
         lomask = ((1 << bits) - 1) << (bits * K)
+
+        def lo_of(e):
+            """The Lo field (the top one) of encoded states."""
+            return (e & lomask) >> (bits * K)
         opts = []  # per family: (encoded (y, lo), a, its pruning bound, hi, row), by bound
         for f, fm in enumerate(self.fams):
             a = maxrc[f] - fm.V + fm.Z @ pc + pconv[f]
@@ -730,7 +744,7 @@ class TrafficBP:
             for f in part:
                 oe, oa, ol, oh = opts[f][:4]
                 # the state's bound: sum a + min(pw Lo, pw Hi) (Lo is the top field)
-                los = (enc & lomask) >> (bits * K)
+                los = lo_of(enc)
                 bnd = acc + np.minimum(pw * los, pw * his)
                 order = np.argsort(bnd, kind="stable")
                 enc, his, acc, bnd = enc[order], his[order], acc[order], bnd[order]
@@ -758,7 +772,7 @@ class TrafficBP:
                     return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), backs
                 prev, pick = np.concatenate(prev), np.concatenate(pick)
                 ne, nh, na = enc[prev] + oe[pick], np.minimum(his[prev] + oh[pick], S), acc[prev] + oa[pick]
-                nlo = (ne & lomask) >> (bits * K)
+                nlo = lo_of(ne)
                 ok = na + np.minimum(pw * nlo, pw * nh) <= delta
                 prev, pick, ne, nh, na = prev[ok], pick[ok], ne[ok], nh[ok], na[ok]
                 o = np.lexsort((na, nh, ne))
@@ -793,7 +807,7 @@ class TrafficBP:
             return None
         ia = np.repeat(np.arange(len(ea)), cnt)
         ib = ob[np.repeat(start, cnt) + (np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
-        loa, lob = (ea[ia] & lomask) >> (bits * K), (eb[ib] & lomask) >> (bits * K)
+        loa, lob = lo_of(ea[ia]), lo_of(eb[ib])
         ok = (loa + lob <= S) & (ha[ia] + hb[ib] >= S)
         if not ok.any():
             return "none"
