@@ -644,39 +644,15 @@ def _node_pricer(pm, nodes: list[int], edges, with_workers: bool, traffic: bool,
 
 def worker_patterns(pm, ni: int, ti: int, cap: int = 20000) -> list[tuple[tuple[int, int], ...]] | None:
     """Every non-empty content of one worker of topology ti on node ni: counts within the
-    worker caps, heap <= max_heap, fitting the node alone, no incompatible pair. None if more
-    than ``cap``."""
-    G = pm.groups
-    t = dict(pm.topos)[ti]
-    n = pm.nodes[ni]
-    ks = [k for k, g in enumerate(G) if g.ti == ti and pm.worker_cap(g, ni) > 0]
-    out: list = []
+    worker caps, heap <= max_heap, fitting the node alone, no incompatible pair, as tuples of
+    (group, count). None if more than ``cap`` (the CP-SAT pricer's 20,000; the node table
+    asks ``_nodetable.worker_contents``, which lists them, for up to 200,000)."""
+    from ._nodetable import worker_contents
 
-    def ok_pair(c: str, d: str) -> bool:
-        return not (d in t.component(c).incompatible or c in t.component(d).incompatible)
-
-    def rec(i: int, cur: list, heap: float, cpu: float, mem: float, comps: list) -> bool:
-        if i == len(ks):
-            if cur:
-                out.append(tuple(cur))
-            return len(out) <= cap
-        k = ks[i]
-        c = G[k].comp
-        if not rec(i + 1, cur, heap, cpu, mem, comps):
-            return False
-        if any(not ok_pair(c.id, d) for d in comps if d != c.id):
-            return True
-        for q in range(1, pm.worker_cap(G[k], ni) + 1):
-            h, cp, mm = heap + q * c.memory_onheap_mb, cpu + q * c.cpu, mem + q * c.memory_mb
-            if h > t.max_heap_mb + 1e-9 or cp > n.cpu + 1e-9 or mm > n.memory_mb + 1e-9:
-                break
-            if not rec(i + 1, cur + [(k, q)], h, cp, mm, comps + [c.id]):
-                return False
-        return True
-
-    if not rec(0, [], 0.0, 0.0, 0.0, []):
+    X = worker_contents(pm, ni, ti, cap)
+    if X is None:
         return None
-    return out
+    return [tuple((k, int(q)) for k, q in enumerate(row) if q) for row in X]
 
 
 def _node_pricer_patterns(pm, nodes: list[int], edges, pats: dict[int, list], ybound: dict[int, int] | None) -> Pricer:

@@ -889,17 +889,51 @@ def _with_incompatible(inst_dict):
     return inst_dict
 
 
+
+def _worker_contents_by_recursion(pm, ni: int, ti: int) -> list:
+    """The worker contents by a plain recursion over the groups (the reference the numpy
+    enumeration is checked against): counts within the worker caps, heap <= max_heap, the
+    node's CPU and memory, no incompatible pair."""
+    G = pm.groups
+    t = dict(pm.topos)[ti]
+    n = pm.nodes[ni]
+    ks = [k for k, g in enumerate(G) if g.ti == ti and pm.worker_cap(g, ni) > 0]
+    out: list = []
+
+    def clash(c: str, d: str) -> bool:
+        return d in t.component(c).incompatible or c in t.component(d).incompatible
+
+    def rec(i: int, cur: list, heap: float, cpu: float, mem: float, comps: list) -> None:
+        if i == len(ks):
+            if cur:
+                out.append(tuple(cur))
+            return
+        k = ks[i]
+        c = G[k].comp
+        rec(i + 1, cur, heap, cpu, mem, comps)
+        if any(clash(c.id, d) for d in comps if d != c.id):
+            return
+        for q in range(1, pm.worker_cap(G[k], ni) + 1):
+            h, cp, mm = heap + q * c.memory_onheap_mb, cpu + q * c.cpu, mem + q * c.memory_mb
+            if h > t.max_heap_mb + 1e-9 or cp > n.cpu + 1e-9 or mm > n.memory_mb + 1e-9:
+                break
+            rec(i + 1, cur + [(k, q)], h, cp, mm, comps + [c.id])
+
+    rec(0, [], 0.0, 0.0, 0.0, [])
+    return out
+
 @pytest.mark.parametrize("size,incompatible", [((20, 5, 4), False), ((46, 8, 4), False), ((60, 8, 6), False),
                                                ((30, 6, 4), True)])
 def test_worker_contents_are_the_worker_patterns(size, incompatible):
-    """The node table's numpy enumeration of worker contents == the recursion of
-    worker_patterns (the CP-SAT pricer's), as sets."""
+    """The numpy enumeration of worker contents (the node table's, and through
+    worker_patterns the CP-SAT pricer's) == a plain recursion over the groups, as sets."""
     from formulations import _patterns as P
     from formulations._nodetable import worker_contents
 
     d = layered(*size, 0)
     pm = _network_pm(parse_instance(_with_incompatible(d) if incompatible else d))
-    ref = P.worker_patterns(pm, 0, 0, cap=10**6)
+    ref = _worker_contents_by_recursion(pm, 0, 0)
+    assert set(P.worker_patterns(pm, 0, 0, cap=10**6)) == set(ref)
     got = worker_contents(pm, 0, 0, cap=10**6)
     as_tuples = {tuple((k, int(q)) for k, q in enumerate(row) if q) for row in got}
     assert len(as_tuples) == len(got) == len(ref) and as_tuples == set(ref)
