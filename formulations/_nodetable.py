@@ -92,12 +92,12 @@ def _node_vectors(pm, ni: int, limit: int, dtype=np.int16,
 
 
 def worker_contents(pm, ni: int, ti: int, cap: int) -> np.ndarray | None:
-    """The worker contents of ``worker_patterns`` (every non-empty count vector of topology
-    ti's groups within the worker caps, heap <= max_heap, fitting node ni alone, no
-    incompatible pair) as the rows of a (contents x groups) array, enumerated with numpy
-    instead of a Python recursion (100x9x10: 46,029 contents); None if more than ``cap``.
-    The limits are summed group by group in the recursion's order, so the float comparisons
-    are the same."""
+    """Every worker content of topology ti on node ni (every non-empty count vector of ti's
+    groups within the worker caps, heap <= max_heap, fitting node ni alone, no incompatible
+    pair) as the rows of a (contents x groups) array, enumerated with numpy (100x9x10: 46,029
+    contents); None if more than ``cap``. The one statement of the worker limits:
+    ``_patterns.worker_patterns`` (the CP-SAT pricer's, cap 20,000) reads it. The limits are
+    summed group by group, as the tests' reference recursion does."""
     G = pm.groups
     t = dict(pm.topos)[ti]
     n = pm.nodes[ni]
