@@ -219,22 +219,31 @@ class _Fam:
         return sum(a.nbytes for a in (self.YT, self.Z, self.V, self.lo, self.hi))
 
     def find(self, y) -> int | None:
-        """Table row of count vector y, or None (the sorted codes are made at the first call)."""
+        """Table row of count vector y, or None (the sorted codes are made at the first call).
+        The code is y's mixed-radix number over the table's box, computed modulo 2^64 (uint64
+        arithmetic wraps): past a box of 2^64 codes two rows can share a code, so a code only
+        names candidates, and a candidate is the answer only if its row equals y."""
         y = np.asarray(y, dtype=np.int64)
         if len(self.V) == 0 or (y > self.cap).any() or (y < 0).any():
             return None
         if self._codes is None:
-            self._radix = np.cumprod([1] + [int(c) + 1 for c in self.cap[:-1]]).astype(np.int64)
-            codes = np.zeros(len(self.V), dtype=np.int64)
+            radix = np.ones(len(self.cap), dtype=np.uint64)
+            for k in range(1, len(self.cap)):  # array products: they wrap past 2^64 without a warning
+                radix[k:k + 1] = radix[k - 1:k] * (self.cap[k - 1:k].astype(np.uint64) + np.uint64(1))
+            codes = np.zeros(len(self.V), dtype=np.uint64)
             for k in range(len(self.cap)):
-                codes += self._radix[k] * self.YT[k]
+                codes += radix[k] * self.YT[k].astype(np.uint64)
             order = np.argsort(codes, kind="stable")
+            self._radix = radix
             self._codes = (codes[order], order)
         codes, order = self._codes
-        c = int(y @ self._radix)
+        c = (y.astype(np.uint64) * self._radix).sum(dtype=np.uint64)
         j = int(np.searchsorted(codes, c))
-        if j < len(codes) and codes[j] == c:
-            return int(order[j])
+        while j < len(codes) and codes[j] == c:
+            i = int(order[j])
+            if np.array_equal(self.YT[:, i], y):
+                return i
+            j += 1
         return None
 
 

@@ -560,3 +560,32 @@ def test_root_convolution_and_the_tree_agree_from_the_same_incumbent():
         assert a.objective == pytest.approx(_setup(inst)[2] - b["value"], rel=TOL, abs=TOL), seed
         checked += a.details.get("bp_conv") in ("plan", "none within the margin")
     assert checked >= 3, checked
+
+
+def test_find_checks_the_row_when_codes_wrap_past_the_box():
+    # a table over 24 groups of caps 15 has a box of 16^24 = 2^96 codes: computed modulo 2^64,
+    # the radix of every axis from the 17th on is 0, so rows that differ only there share a
+    # code; find() must still return the row equal to y (it compared codes only before)
+    import numpy as np
+    from formulations._trafficbp import _Fam
+
+    rng = np.random.default_rng(7)
+    K = 24
+    base = rng.integers(0, 16, size=(50, K))
+    twins = base.copy()
+    twins[:, 16:] = (twins[:, 16:] + 1 + rng.integers(0, 14, size=(50, K - 16))) % 16  # same low axes
+    rows = np.unique(np.vstack([base, twins, np.full((1, K), 15)]), axis=0)
+    rng.shuffle(rows)
+    fm = object.__new__(_Fam)
+    fm.YT = np.ascontiguousarray(rows.T.astype(np.uint8))
+    fm.V = np.zeros(len(rows))
+    fm.cap = fm.YT.max(axis=1).astype(np.int64)
+    fm._codes = None
+    for i, y in enumerate(rows):
+        assert fm.find(y) == i
+    kept = {tuple(r) for r in rows.tolist()}
+    off = [y for y in rng.integers(0, 16, size=(200, K)) if tuple(y.tolist()) not in kept]
+    off += [np.concatenate([r[:16], (r[16:] + 3) % 16]) for r in rows[:50]]
+    off = [y for y in off if tuple(y.tolist()) not in kept]
+    assert len(off) > 100
+    assert all(fm.find(y) is None for y in off)
