@@ -242,9 +242,35 @@ def nasiri(nodes: list[int], routings: list[str], limit: float, solvers: list[st
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}; total wall time {time.time() - t0:.0f} s")
 
 
+def consistent_fill_caps(lp, fixed: dict[int, int], near: float = 1e-4, budget: int = 20000) -> list[float]:
+    """(branch tput-six, measured only) As ``CountLP.fill_caps``, but a free component puts pieces
+    of one class only on a machine (as in any placement: N_c is one number),
+    ``_tputenum.best_fill_groups``; still a valid upper bound on a machine's load by whole
+    instances at R. Sets each type's load row of ``lp`` to its fill; returns the fills (per type)."""
+    import highspy
+
+    from formulations._tputenum import best_fill_groups
+    from formulations.throughput import CAP_SLACK, piece_weight
+
+    d, R = lp.d, lp.R
+    fills = []
+    for t, r in lp.load_row.items():
+        j = lp.types[t][0]
+        groups = []
+        for c in range(d.C):
+            opts = [(piece_weight(d, R, c, k, j), lp.caps[(c, k)][j]) for (cc, k) in lp.by_comp[c]
+                    if fixed.get(c, k) == k and lp.caps[(c, k)][j] > 0]
+            if opts:
+                groups.append(opts)
+        fill = best_fill_groups(groups, d.cap[j], d.K, near=near, budget=budget)
+        fills.append(fill)
+        lp.h.changeRowBounds(r, -highspy.kHighsInf, len(lp.types[t]) * (fill * (1 + CAP_SLACK) + CAP_SLACK))
+    return fills
+
+
 def partial_cuts(case: str, R: float, dives: int, seed: int, budget: int) -> None:
     """(branch tput-six) Class-consistent fill capacities at partial count vectors
-    (``CountLP.consistent_fill_caps``): random dives down the CountLP's tree at R (components
+    (``consistent_fill_caps`` above): random dives down the CountLP's tree at R (components
     fewest classes first, descending into a random child the CountLP keeps); at each node, every
     child is tested by the CountLP and, if kept, by the same LP with each type's capacity
     replaced by its class-consistent fill; prints per depth the children tested, kept by the
@@ -263,7 +289,7 @@ def partial_cuts(case: str, R: float, dives: int, seed: int, budget: int) -> Non
     order = sorted(range(d.C), key=lambda c: len(ks[c]))
     lp = EN.CountLP(d, R, caps)
     t0 = time.time()
-    fills = lp.consistent_fill_caps({}, budget=budget)
+    fills = consistent_fill_caps(lp, {}, budget=budget)
     caps_t = [d.cap[g[0]] for g in lp.types]
     root_ok = lp.feasible()
     lp.plain_caps()
@@ -290,7 +316,7 @@ def partial_cuts(case: str, R: float, dives: int, seed: int, budget: int) -> Non
                 kids.append(k)
                 kept_lp[pos] += 1
                 t = time.perf_counter()
-                lp.consistent_fill_caps({**N, c: k}, budget=budget)
+                consistent_fill_caps(lp, {**N, c: k}, budget=budget)
                 ok = lp.feasible()
                 lp.plain_caps()
                 fill_s += time.perf_counter() - t

@@ -26,7 +26,7 @@ sustains R, so an infeasible answer cuts the node):
   solution split evenly over the type's machines is a per-machine one. Fixing N_c = k sets
   y_ck = 1 (the other classes of c to 0); with every N_c fixed it is the fixed-count LP (n_cj
   continuous). One HiGHS model (highspy) is kept and only column bounds change.
-* :func:`fill_feasible`, for a complete vector N: the same LP with every capacity cap_t replaced
+* :meth:`CountLP.fill_feasible`, for a complete vector N: the same LP with every capacity cap_t replaced
   by the largest load at most cap_t that whole instances can make on one machine of type t
   (``best_fill``: a subset sum over n_c <= u_c instances of weight w_c, sum n_c <= K;
   incompatibilities ignored, so it stays a relaxation).
@@ -123,27 +123,6 @@ class CountLP:
             fill = best_fill(w, u, d.cap[j], d.K, near=1e-4, budget=2000)
             self.h.changeRowBounds(r, -highspy.kHighsInf, len(self.types[t]) * (fill * (1 + SLACK) + SLACK))
 
-    def consistent_fill_caps(self, fixed: dict[int, int], near: float = 1e-4, budget: int = 20000) -> list[float]:
-        """As :meth:`fill_caps`, but a free component puts pieces of one class only on a machine
-        (as in any placement: N_c is one number), :func:`best_fill_groups`; still a valid upper
-        bound on a machine's load by whole instances at R. Returns the fills (per type)."""
-        import highspy
-
-        d, R = self.d, self.R
-        fills = []
-        for t, r in self.load_row.items():
-            j = self.types[t][0]
-            groups = []
-            for c in range(d.C):
-                opts = [(_weight(d, R, c, k, j), self.caps[(c, k)][j]) for (cc, k) in self.by_comp[c]
-                        if fixed.get(c, k) == k and self.caps[(c, k)][j] > 0]
-                if opts:
-                    groups.append(opts)
-            fill = best_fill_groups(groups, d.cap[j], d.K, near=near, budget=budget)
-            fills.append(fill)
-            self.h.changeRowBounds(r, -highspy.kHighsInf, len(self.types[t]) * (fill * (1 + SLACK) + SLACK))
-        return fills
-
     def plain_caps(self) -> None:
         """The capacities cap_t again (after a fill)."""
         import highspy
@@ -153,10 +132,10 @@ class CountLP:
             self.h.changeRowBounds(r, -highspy.kHighsInf, len(self.types[t]) * (self.d.cap[j] * (1 + SLACK) + SLACK))
 
     def fill_feasible(self, N: list[int]) -> bool:
-        """:func:`fill_feasible` on this model, for a complete vector N already fixed by
-        :meth:`fix` (the same LP: y_cN_c = 1; each type's capacity replaced by its best fill by
-        whole instances of the classes N, the other rows as they are); the capacities are
-        restored afterwards. False proves that no placement with counts N sustains R."""
+        """The fill test of a complete vector N already fixed by :meth:`fix`: this LP (y_cN_c = 1)
+        with each type's capacity replaced by its best fill by whole instances of the classes N
+        (:func:`best_fill`), the other rows as they are; the capacities are restored afterwards.
+        False proves that no placement with counts N sustains R."""
         import highspy
 
         d, R = self.d, self.R
@@ -227,37 +206,6 @@ def best_fill_groups(groups: list[list[tuple[float, int]]], cap: float, K: int, 
     return min(best, cap)
 
 
-def fill_feasible(d: TPData, N: list[int], R: float, caps: dict[tuple[int, int], list[int]]) -> bool:
-    """The fixed-count LP at R (machines by type) with each capacity replaced by its best fill
-    by whole instances (:func:`best_fill`). False proves that no placement with counts N
-    sustains R. SciPy's HiGHS; only a proven infeasible LP answers False."""
-    from scipy.optimize import linprog
-
-    if any((c, N[c]) not in caps for c in range(d.C)):
-        return False
-    types = machine_groups(d)
-    pairs = [(c, t) for c in range(d.C) for t, js in enumerate(types) if caps[(c, N[c])][js[0]] > 0]
-    a_eq = np.zeros((d.C, len(pairs)))
-    a_ub = np.zeros((2 * len(types), len(pairs)))
-    b_ub = np.zeros(2 * len(types))
-    bounds = []
-    for t, js in enumerate(types):
-        j = js[0]
-        here = [c for c, tt in pairs if tt == t]
-        fill = best_fill([_weight(d, R, c, N[c], j) for c in here], [caps[(c, N[c])][j] for c in here], d.cap[j], d.K)
-        b_ub[t] = len(js) * (fill * (1 + SLACK) + SLACK)
-        b_ub[len(types) + t] = len(js) * d.K
-    for q, (c, t) in enumerate(pairs):
-        j = types[t][0]
-        a_eq[c, q] = 1.0
-        a_ub[t, q] = _weight(d, R, c, N[c], j)
-        a_ub[len(types) + t, q] = 1.0
-        bounds.append((0.0, float(len(types[t]) * caps[(c, N[c])][j])))
-    res = linprog(np.zeros(len(pairs)), A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=np.array(N, dtype=float), bounds=bounds,
-                  method="highs")
-    return res.status != 2
-
-
 def estimate(d: TPData, R: float, dives: int, deadline: float | None = None, order: list[int] | None = None,
              leaf_probe_limit: float = 5.0, seed: int = 0, partial_fill: bool = False) -> dict:
     """Knuth's estimator of the count-vector search at R. Each dive fixes the components in
@@ -265,7 +213,7 @@ def estimate(d: TPData, R: float, dives: int, deadline: float | None = None, ord
     child (each class of the next component), counts the children not cut (b_i), and descends
     into one of them at random; prod_i b_i over the first i depths is an unbiased estimate of
     the number of nodes not cut at depth i. At the last depth the children left are also tested
-    by :func:`fill_feasible`, and those left after that by ``fixed_n_probe`` at R. Returns the
+    by :meth:`CountLP.fill_feasible`, and those left after that by ``fixed_n_probe`` at R. Returns the
     mean estimates per depth, of complete vectors after the LP, after the fill test and not
     refuted by the fixed-count MILP, and the mean seconds of each test. ``partial_fill``: each
     node's LP gets the capacities of :meth:`CountLP.fill_caps`."""
@@ -303,8 +251,9 @@ def estimate(d: TPData, R: float, dives: int, deadline: float | None = None, ord
             n_fill = n_milp = 0
             for k in kids:
                 N[c] = k
+                lp.fix(c, k)
                 t = time.perf_counter()
-                ok = fill_feasible(d, N, R, caps)
+                ok = lp.fill_feasible(N)
                 fill_s += time.perf_counter() - t
                 fills += 1
                 if ok:
@@ -371,7 +320,7 @@ def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | 
     """The count-vector search itself, as an optimiser: depth-first over N (components in
     ``order``, default fewest classes first), at the probe rate R = best x (1 + step). A
     partial vector is cut when its CountLP is infeasible; a complete one when
-    :func:`fill_feasible` is False; a complete one left is re-optimised by
+    :meth:`CountLP.fill_feasible` is False; a complete one left is re-optimised by
     ``throughput.best_for_counts`` from the best rate (a placement found raises the incumbent,
     and R with it: the LP is rebuilt at the new R, the cuts already made stay valid because
     loads only grow with R); it is refuted when that search ends on an infeasible probe.

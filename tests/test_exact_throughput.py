@@ -427,7 +427,7 @@ def test_count_search_bounds_keep_the_optimum(seed):
     for c in range(d.C):
         lp.fix(c, N[c])
     assert lp.feasible()
-    assert EN.fill_feasible(d, N, R, caps)
+    assert _scipy_fill_feasible(d, N, R, caps)
     e = EN.estimate(d, T.even_rate(d, n) * (1 + 1e-4), dives=30)
     assert e.get("leaves_milp", 0.0) == 0.0
 
@@ -501,8 +501,9 @@ def test_count_search_stage_agrees_with_bruteforce(seed):
 
 
 def test_count_lp_fill_test_matches_the_scipy_one():
-    """CountLP.fill_feasible (the search's leaf test on its HiGHS model) answers as the SciPy
-    fill_feasible it replaced, on random complete vectors at rates around the optimum."""
+    """CountLP.fill_feasible (the search's leaf test on its HiGHS model) answers as the same LP
+    written out separately and solved by SciPy, on random complete vectors at rates around the
+    optimum."""
     from formulations import _tputenum as EN
     from formulations import throughput as T
 
@@ -524,7 +525,7 @@ def test_count_lp_fill_test_matches_the_scipy_one():
                 for c in range(d.C):
                     lp.fix(c, N[c])
                 a = lp.fill_feasible(N)
-                assert a == EN.fill_feasible(d, N, R, caps), (seed, f, N)
+                assert a == _scipy_fill_feasible(d, N, R, caps), (seed, f, N)
                 checked += 1
                 cut += not a
     assert checked > 100 and 0 < cut < checked
@@ -576,3 +577,41 @@ def test_best_fill_groups_matches_enumeration():
         ref = max((sum(w * x for w, x in ch) for ch in itertools.product(*opts)
                    if sum(x for _, x in ch) <= K and sum(w * x for w, x in ch) <= cap), default=0)
         assert best_fill_groups(g, cap, K) == pytest.approx(ref, rel=1e-12, abs=1e-12)
+
+
+def _scipy_fill_feasible(d, N, R, caps) -> bool:
+    """The fill test of a complete count vector N, written out independently of CountLP (the
+    library's version): the fixed-count LP at R over machine types, each type's capacity replaced
+    by its best fill by whole instances, solved by SciPy's HiGHS; False only when it is proven
+    infeasible."""
+    import numpy as np
+    from scipy.optimize import linprog
+
+    from formulations import throughput as T
+    from formulations._tputenum import best_fill
+
+    if any((c, N[c]) not in caps for c in range(d.C)):
+        return False
+    types = T.machine_groups(d)
+    pairs = [(c, t) for c in range(d.C) for t, js in enumerate(types) if caps[(c, N[c])][js[0]] > 0]
+    a_eq = np.zeros((d.C, len(pairs)))
+    a_ub = np.zeros((2 * len(types), len(pairs)))
+    b_ub = np.zeros(2 * len(types))
+    bounds = []
+    slack = T.CAP_SLACK
+    for t, js in enumerate(types):
+        j = js[0]
+        here = [c for c, tt in pairs if tt == t]
+        fill = best_fill([T.piece_weight(d, R, c, N[c], j) for c in here], [caps[(c, N[c])][j] for c in here],
+                         d.cap[j], d.K)
+        b_ub[t] = len(js) * (fill * (1 + slack) + slack)
+        b_ub[len(types) + t] = len(js) * d.K
+    for q, (c, t) in enumerate(pairs):
+        j = types[t][0]
+        a_eq[c, q] = 1.0
+        a_ub[t, q] = T.piece_weight(d, R, c, N[c], j)
+        a_ub[len(types) + t, q] = 1.0
+        bounds.append((0.0, float(len(types[t]) * caps[(c, N[c])][j])))
+    res = linprog(np.zeros(len(pairs)), A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=np.array(N, dtype=float), bounds=bounds,
+                  method="highs")
+    return res.status != 2
