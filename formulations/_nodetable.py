@@ -684,7 +684,8 @@ def rack_column(fi: int, ri: int, conv, z, value: float) -> Column:
 
 def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict[int, int],
                         deadline: float | None = None, cap: int = 5_000_000,
-                        delta0: float | None = None, need: float | None = None) -> tuple | None | str:
+                        delta0: float | None = None, need: float | None = None,
+                        ordered: bool = True) -> tuple | None | str:
     """Exact single-rack solve without an integer master: the best node + worker co-location of
     a rack holding exactly z, over the node tables of ``sub`` (a ``_rack_sub`` model whose
     families all have a :class:`TablePricer`), from its Lagrangian (``ub``, ``duals``,
@@ -740,6 +741,11 @@ def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict
     seq = [fi for fi, f in enumerate(fams) for _ in range(f.count)]
     if not seq:
         return (0.0, []) if zcode == 0 else None
+    # ordered: the nodes of one class are interchangeable, so a plan can be read with each
+    # class's losses non-decreasing along seq; the row at a node with m - 1 nodes of its class
+    # after it then costs at least m times its loss in all (those nodes lose at least as much)
+    # (branch net-twelve)
+    here = [fams[fi].count - (i - seq.index(fi)) if ordered else 1 for i, fi in enumerate(seq)]
     # the largest loss a plan can have: past it every combination is in the search
     top = sum(float(loss[fi].max()) if len(loss[fi]) else 0.0 for fi in seq)
     delta = max(1e-3 * scale, 1e-6) if delta0 is None else max(delta0, 1e-6)
@@ -754,11 +760,13 @@ def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict
             cand.append(rows)
         # partial sums after the first node: (code, guarded rest z - w, loss, back-pointers)
         r0 = cand[seq[0]]
+        r0 = r0[here[0] * loss[seq[0]][r0] <= delta + tol]
         st_code, st_rest, st_loss = codes[seq[0]][r0], zg - enc[seq[0]][r0], loss[seq[0]][r0]
         ok = (st_rest & guard) == guard
         st_code, st_rest, st_loss = st_code[ok], st_rest[ok], st_loss[ok]
         backs = [(np.full(int(ok.sum()), -1), r0[ok])]
-        for fi in seq[1:-1]:
+        for i in range(1, len(seq) - 1):
+            fi, m = seq[i], here[i]
             rows = cand[fi]
             order = np.argsort(st_loss, kind="stable")
             st_code, st_rest, st_loss = st_code[order], st_rest[order], st_loss[order]
@@ -769,7 +777,7 @@ def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict
                     return "incomplete"
                 r = rows[j]
                 lr = loss[fi][r]
-                n = int(np.searchsorted(st_loss, delta + tol - lr, side="right"))
+                n = int(np.searchsorted(st_loss, delta + tol - m * lr, side="right"))
                 if n == 0:
                     break  # rows are sorted by loss: no later row fits either
                 rest = st_rest[:n] - enc[fi][r]

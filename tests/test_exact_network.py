@@ -1008,3 +1008,39 @@ def test_network_100_executors_9_components_10_nodes_proven():
     assert r.status.value == "optimal", (r.message, r.details)
     assert r.metrics["feasible"] and abs(r.bound - r.objective) <= TOL
     assert r.objective <= planner.solve(inst, "network", "storm.ras").objective + TOL
+
+
+# --- branch net-twelve ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("size,seed", [((40, 6, 6), 3), ((30, 6, 6), 5)])
+def test_rack_convolution_ordered_losses_agree(size, seed):
+    """The ordered convolution (the nodes of one class read with non-decreasing losses) gives
+    what the unordered one gives: the optimum, None, or with ``need`` a "below" answer (then
+    both say the rack cannot reach need), on racks of three identical nodes."""
+    from formulations import _patterns as P
+    from formulations._nodetable import rack_by_convolution
+
+    pm, info, zs = _rack_contents(size, 14, seed)
+    compared = 0
+    for z in zs:
+        sub = P._rack_sub(pm, 0, z, info["edges"], None, [])
+        assert [f.count for f in sub.families] == [3]
+        ub, duals, maxrc = sub.generate()
+        if ub is None or ub == float("-inf"):
+            continue
+        plain = rack_by_convolution(sub, ub, duals, maxrc, z, ordered=False)
+        got = rack_by_convolution(sub, ub, duals, maxrc, z)
+        assert (got is None) == (plain is None) and "incomplete" not in (got, plain)
+        if plain is None:
+            continue
+        assert got[0] == pytest.approx(plain[0], abs=1e-9)
+        for need in (plain[0] + 0.02, plain[0]):
+            a = rack_by_convolution(sub, ub, duals, maxrc, z, need=need, ordered=False)
+            b = rack_by_convolution(sub, ub, duals, maxrc, z, need=need)
+            for r in (a, b):  # "below" only when need is above the optimum, else the optimum
+                if isinstance(r[0], str):
+                    assert need > plain[0] and plain[0] - 1e-9 <= r[1] <= need + 1e-9
+                else:
+                    assert r[0] == pytest.approx(plain[0], abs=1e-9)
+        compared += 1
+    assert compared >= 8
