@@ -31,6 +31,10 @@ from ._patterns import Column, stream_matrix
 
 NEG = -np.inf
 RACK_CHUNK = 1 << 20  # codes per chunk of a rack table's build (RackTable._contents)
+# the node table's DP keeps the (target, source) row pairs it found (int32 each, 8 bytes a pair)
+# up to this many bytes; past it they are found again at every level (branch net-twelve: 2 GB,
+# 2.5e8 pairs, was 1e8 pairs; 100x11x10's 1.22e8 pairs then fit)
+PAIR_BYTES = 2_000_000_000
 
 
 def lookup(codes: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -166,7 +170,7 @@ class NodeTable:
 
     def __init__(self, pm, ni: int, edges: dict[tuple[int, int], float], limit: int = 2_000_000,
                  box_limit: int = 4_000_000, deadline: float | None = None, dense: bool = False,
-                 pair_limit: int = 100_000_000, budget: float | None = None, pair_rate: float = 4e7,
+                 pair_limit: int | None = None, budget: float | None = None, pair_rate: float = 4e7,
                  content_cap: int = 200_000, merge_free: bool = False):
         G = pm.groups
         K = len(G)
@@ -188,6 +192,8 @@ class NodeTable:
         if vec is None or not len(P):
             return
         self.merge = merge_free_heaps(pm) if merge_free else None
+        if pair_limit is None:  # the merge-free DP also keeps two int8 levels a pair
+            pair_limit = PAIR_BYTES // (8 if self.merge is None else 10)
         # groups on the box axes least used by worker contents first: a content p only extends
         # vectors that are 0 on the axes before its first group (below), so that saves most
         perm = np.argsort((P > 0).sum(axis=0), kind="stable")
@@ -346,16 +352,18 @@ class NodeTable:
             return tgt
 
         if budget is not None:
-            # the work is the pairs x levels: count the pairs of a sample of contents first
+            # the work is the pairs x levels: count the pairs of a sample of contents first (512:
+            # 100x11x10's 1.22e8 pairs were estimated at 0.78-1.49e8 by 12 samples of 64, at
+            # 1.10-1.35e8 by 12 of 512, which cost about 0.3 s more there)
             rng = np.random.default_rng(0)
-            sample = rng.choice(len(P), size=min(len(P), 64), replace=False)
+            sample = rng.choice(len(P), size=min(len(P), 512), replace=False)
             est = float(sum(len(targets(int(j))) for j in sample))
             self.est_pairs = est * len(P) / len(sample)
             # the levels after the first (W_1 needs no pairs, below); pairs are looked up by
             # gathers (dec, below) when there is no look-up table, not binary searches; each
             # content and level also costs a few numpy calls (about 2e-5 s); pairs over
-            # ``pair_limit`` are found again at every level, about as much work again (100x11x10:
-            # 1.5e8 pairs, 41 s of CPU, built past the half of the time left and dropped)
+            # ``pair_limit`` are found again at every level, about as much work again (100x11x10,
+            # 1.22e8 pairs: 41 s of CPU so, 10.6 s with them stored)
             again = 2 if self.est_pairs > pair_limit else 1
             if (self.est_pairs / pair_rate + 2e-5 * len(P)) * levels_used * again > budget:
                 return None
@@ -488,17 +496,32 @@ class TablePricer(_TableColumns):
     def __init__(self, table: NodeTable, fi: int, conv, rowkey, ybound: dict[int, int] | None = None):
         self.t = table
         self.fi, self.conv, self.rowkey = fi, conv, rowkey
+        self._Yf = None
         if ybound is None:
-            self.idx, self.Yf, self.val = table.floats()
+            self.idx, self._Yf, self.val = table.floats()
+            self.whole = True
             return
+        self.whole = False
         mask = table.sel.copy()
         top = table.top()
         for k in range(table.K):  # one column at a time, only where the bound cuts
             if ybound.get(k, 0) < top[k]:
                 mask &= table.Y[:, k] <= ybound.get(k, 0)
-        self.idx = np.flatnonzero(mask)
-        self.Yf = table.Y[self.idx].astype(np.float64)
+        self.idx = np.flatnonzero(mask).astype(np.int32)
         self.val = table.value[self.idx]
+
+    @property
+    def Yf(self) -> np.ndarray:
+        """The rows' counts as floats (the whole table's shared copy, or made on demand)."""
+        if self._Yf is None:
+            self._Yf = self.t.Y[self.idx].astype(np.float64)
+        return self._Yf
+
+    def release(self) -> None:
+        """Drop a rack subproblem's float copy (made again when priced again): the two-rack
+        search keeps hundreds of solved subproblems (100x11x10: 424, 5.4 GB peak with theirs)."""
+        if not self.whole:
+            self._Yf = None
 
     def rc(self, duals: dict, phase1: bool = False) -> np.ndarray:
         pi = np.array([duals.get(self.rowkey(k), 0.0) for k in range(self.t.K)])

@@ -1264,6 +1264,9 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
                                                 max(sd.get(("cover", k), 0.0), duals.get(("link", ri, k), 0.0))
                                                 for k in range(len(G))])))
             if b is not None and b > -math.inf:
+                for f in sub.families:  # kept for an exact solve; its float copies made again then
+                    if hasattr(f.table, "release"):
+                        f.table.release()
                 subs[key] = sub
                 sub_lag[key] = (b, sd, _maxrc)
                 share(ri, sub)  # its node columns seed the next subproblems' LPs
