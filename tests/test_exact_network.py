@@ -1044,3 +1044,35 @@ def test_rack_convolution_ordered_losses_agree(size, seed):
                     assert r[0] == pytest.approx(plain[0], abs=1e-9)
         compared += 1
     assert compared >= 8
+
+
+def test_rack_exact_round_shrinks_after_give_ups(monkeypatch):
+    """RackHeuristic.exact in exact rounds (more than 2 s): each give-up in a row halves the
+    next exact round's seconds (at least 2 s); a success restores them."""
+    import time
+
+    from formulations import _patterns as P
+
+    pm = _network_pm(parse_instance(layered(20, 5, 4, 0)))
+    pat, info, _ = P.build_network(pm, None, 1, tables=False)
+    fi = next(i for i, f in enumerate(pat.families) if f.name.startswith("rack"))
+    rh = P.RackHeuristic(pm, info["racks"][0], info["edges"], fi, pat.families[fi].conv_row)
+    duals = {("cover", k): 0.5 for k in range(len(pm.groups))}
+    given: list[float] = []
+    real = P._splits_above
+
+    def gives_up(*a, deadline=None, **k):
+        given.append(deadline - time.monotonic())
+        return "state cap"
+
+    monkeypatch.setattr(P, "_splits_above", gives_up)
+    monkeypatch.setattr(P, "_splits_above_ordered", gives_up)
+    firsts = []
+    for _ in range(4):
+        given.clear()
+        assert rh.exact(duals, state_cap=6_000_000, seconds=16.0) is None
+        firsts.append(given[0] * 4)  # the first order gets a quarter of the round's seconds
+    assert [round(x) for x in firsts] == [16, 8, 4, 2]
+    monkeypatch.setattr(P, "_splits_above", real)
+    monkeypatch.setattr(P, "_splits_above_ordered", lambda *a, **k: real(*a, **k))
+    assert rh.exact(duals, state_cap=6_000_000, seconds=16.0) is not None and rh.exact_fails == 0
