@@ -519,7 +519,7 @@ class TablePricer(_TableColumns):
 
     def release(self) -> None:
         """Drop a rack subproblem's float copy (made again when priced again): the two-rack
-        search keeps hundreds of solved subproblems (100x11x10: 424, 5.4 GB peak with theirs)."""
+        search keeps hundreds of solved subproblems (100x11x10: 434, 5.4 GB peak with theirs)."""
         if not self.whole:
             self._Yf = None
 
