@@ -1418,8 +1418,7 @@ def rack_dual_term(pm, ri: int, mu) -> float:
     for c in node_classes(pm, True):
         if pm.node_rack[c[0]] != ri:
             continue
-        _, Y, v = tables[table_sig(pm, c[0])].floats()  # the copy the master's TablePricer uses
-        tot += len(c) * float(np.max(v - Y @ np.asarray(mu, dtype=np.float64)))
+        tot += len(c) * tables[table_sig(pm, c[0])].max_minus(mu)
     return tot
 
 

@@ -1088,3 +1088,27 @@ def test_network_100_executors_11_components_10_nodes_proven():
     assert r.status.value == "optimal", (r.message, r.details)
     assert r.metrics["feasible"] and abs(r.bound - r.objective) <= TOL
     assert r.objective <= planner.solve(inst, "network", "storm.ras").objective + TOL
+
+
+@pytest.mark.parametrize("size", [(30, 6, 4), (46, 8, 4)])
+def test_table_max_minus_is_the_float64_scan(size):
+    """NodeTable.max_minus (a float32 scan, then the rows near its maximum in float64) == the
+    float64 max of T(y) - mu . y over every row (to float64 rounding), for multipliers of both signs and several
+    scales, the zero one, and multipliers that make many rows tie (mu = the values' slope)."""
+    import numpy as np
+
+    from formulations import _nodetable as NT
+    from formulations import _patterns as P
+
+    pm = _network_pm(parse_instance(layered(*size, 0)))
+    _, info, _ = P.build_network(pm, None, 1, tables=False)
+    t = NT.NodeTable(pm, 0, info["edges"])
+    assert t.ok
+    _, Y, v = t.floats()
+    rng = np.random.default_rng(7)
+    scale = float(np.abs(v).max()) / max(1.0, float(Y.sum(axis=1).max()))
+    mus = [np.zeros(t.K)] + [rng.normal(0, s, t.K) for s in (1e-3 * scale, 0.1 * scale, scale, 30 * scale) for _ in range(5)]
+    mus.append(np.linalg.lstsq(Y, v, rcond=None)[0])  # T - mu . y nearly flat: many rows close
+    for mu in mus:
+        # equal up to float64 rounding (a product over a subset may sum in another order)
+        assert t.max_minus(mu) == pytest.approx(float(np.max(v - Y @ mu)), rel=1e-13, abs=1e-13)
