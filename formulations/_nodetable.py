@@ -256,9 +256,10 @@ class NodeTable:
         """max over the vectors some split covers of T(y) - mu . y (``rack_dual_term``), as the
         float64 scan of ``floats`` gives it, found by a float32 scan first (half the memory
         traffic: 100x11x10's 1.5 million rows, about 20 ms instead of 33 ms a multiplier): its
-        error is below margin = 4e-6 (max |T| + top . |mu|) (float32 rounding of T, of mu and
-        of 12 products and sums, relative 6e-8 each), so the best row is among those within
-        2 margin of the float32 maximum, which are then scanned in float64 (branch net-twelve)."""
+        error is below margin = 2.5e-7 (K + 4) (max |T| + top . |mu|) (float32 rounding of T,
+        of mu, of the K products and sums and of the difference, 6e-8 relative each, at least
+        twice over), so the best row is among those within 2 margin of the float32 maximum,
+        which are then scanned in float64 (branch net-twelve)."""
         mu = np.asarray(mu, dtype=np.float64)
         idx, Y, v = self.floats()
         if not len(v):
@@ -267,7 +268,7 @@ class NodeTable:
             self._floats32 = (Y.astype(np.float32), v.astype(np.float32), float(np.abs(v).max()))
         Y32, v32, vmax = self._floats32
         approx = v32 - Y32 @ mu.astype(np.float32)
-        margin = 4e-6 * (vmax + float(self.top().astype(np.float64) @ np.abs(mu))) + 1e-12
+        margin = 2.5e-7 * (self.K + 4) * (vmax + float(self.top().astype(np.float64) @ np.abs(mu))) + 1e-12
         cand = np.flatnonzero(approx >= float(approx.max()) - 2 * margin)
         return float(np.max(v[cand] - Y[cand] @ mu))
 
