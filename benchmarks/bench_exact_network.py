@@ -3,6 +3,7 @@ compact count model, CP-SAT vs CBC vs HiGHS; and brute force vs CP-SAT.
 
 Usage: PYTHONPATH=. python benchmarks/bench_exact_network.py [--limit 20] [--sizes 8x5x2,12x5x3,20x5x4]
        [--compact exact.cpsat] [--tiny 20] [--problems network,traffic] [--cpsat-only 60x8x6,100x10x10]
+       [--seed 0]   (the layered generator's seed for the size table; its size column names it when not 0)
 Brute force against CP-SAT alone, on every placement problem:
        PYTHONPATH=. python benchmarks/bench_exact_network.py --sizes '' --tiny 40 --problems network,traffic,feasibility,admission
 and on growing layered instances, up to where brute force gives up (3e6 assignments):
@@ -33,6 +34,7 @@ def main() -> None:
     ap.add_argument("--tiny", type=int, default=20)
     ap.add_argument("--problems", default="network,traffic",
                     help="problems for the size table; the brute-force ratios also take feasibility and admission")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the layered generator for the size table")
     ap.add_argument("--cpsat-only", default="", help="sizes run with exact.cpsat alone (configuration model), to keep the run short")
     ap.add_argument("--bf-sizes", default="",
                     help="layered sizes ExCxN on which brute force and exact.cpsat both run (time and ratio per instance)")
@@ -47,7 +49,8 @@ def main() -> None:
     for problem in a.problems.split(","):
         for size in [s for s in a.sizes.split(",") if s] + solo:
             e, c, n = map(int, size.split("x"))
-            inst = parse_instance(layered(e, c, n, 0, problem=problem))
+            inst = parse_instance(layered(e, c, n, a.seed, problem=problem))
+            label = size if a.seed == 0 else f"{size} seed {a.seed}"
             for model, m in (runs if size not in solo else [("configuration", "exact.cpsat")]):
                 t = time.perf_counter()
                 r = planner.solve(inst, problem, m, time_limit=a.limit, model="auto" if model == "configuration" else "compact")
@@ -55,7 +58,7 @@ def main() -> None:
                 obj = "-" if r.objective is None else f"{r.objective:.4g}"
                 bd = "-" if r.bound is None else f"{r.bound:.4g}"
                 p1 = r.details.get("phase1_seconds", "-")
-                print(f"| {problem} | {size} | {model} | {m} | {r.status.value} | {obj} | {bd} | {dt:.2f} | {p1} |", flush=True)
+                print(f"| {problem} | {label} | {model} | {m} | {r.status.value} | {obj} | {bd} | {dt:.2f} | {p1} |", flush=True)
     if a.tiny <= 0:
         return
     print()

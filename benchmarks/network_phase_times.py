@@ -1,6 +1,6 @@
 """Phase timings of one exact.cpsat network solve of a seeded layered instance (branch net-ls).
 
-Usage: PYTHONPATH=. python benchmarks/network_phase_times.py 100x10x10 60
+Usage: PYTHONPATH=. python benchmarks/network_phase_times.py 100x10x10 60 [generator seed, default 0]
 Prints when the node tables, the seeds (storm.ras, then the local search), column generation
 and the two-rack search started and ended (seconds from the solve's start), the result, its
 details, and the pricing time per (family kind, pricing call's time cap, proven).
@@ -17,7 +17,7 @@ from formulations._gen import layered
 from planner.model import parse_instance
 
 size = tuple(map(int, sys.argv[1].split("x")))
-inst = parse_instance(layered(*size, 0))
+inst = parse_instance(layered(*size, int(sys.argv[3]) if len(sys.argv) > 3 else 0))
 T0 = time.monotonic()
 
 

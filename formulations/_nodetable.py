@@ -31,6 +31,10 @@ from ._patterns import Column, stream_matrix
 
 NEG = -np.inf
 RACK_CHUNK = 1 << 20  # codes per chunk of a rack table's build (RackTable._contents)
+# the node table's DP keeps the (target, source) row pairs it found (int32 each, 8 bytes a pair)
+# up to this many bytes; past it they are found again at every level (branch net-twelve: 2 GB,
+# 2.5e8 pairs, was 1e8 pairs; 100x11x10's 1.22e8 pairs then fit)
+PAIR_BYTES = 2_000_000_000
 
 
 def lookup(codes: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -166,7 +170,7 @@ class NodeTable:
 
     def __init__(self, pm, ni: int, edges: dict[tuple[int, int], float], limit: int = 2_000_000,
                  box_limit: int = 4_000_000, deadline: float | None = None, dense: bool = False,
-                 pair_limit: int = 100_000_000, budget: float | None = None, pair_rate: float = 4e7,
+                 pair_limit: int | None = None, budget: float | None = None, pair_rate: float = 4e7,
                  content_cap: int = 200_000, merge_free: bool = False):
         G = pm.groups
         K = len(G)
@@ -188,6 +192,8 @@ class NodeTable:
         if vec is None or not len(P):
             return
         self.merge = merge_free_heaps(pm) if merge_free else None
+        if pair_limit is None:  # the merge-free DP also keeps two int8 levels a pair
+            pair_limit = PAIR_BYTES // (8 if self.merge is None else 10)
         # groups on the box axes least used by worker contents first: a content p only extends
         # vectors that are 0 on the axes before its first group (below), so that saves most
         perm = np.argsort((P > 0).sum(axis=0), kind="stable")
@@ -245,6 +251,26 @@ class NodeTable:
             idx = np.flatnonzero(self.sel)
             self._floats = (idx, self.Y[idx].astype(np.float64), self.value[idx])
         return self._floats
+
+    def max_minus(self, mu) -> float:
+        """max over the vectors some split covers of T(y) - mu . y (``rack_dual_term``), as the
+        float64 scan of ``floats`` gives it, found by a float32 scan first (half the memory
+        traffic: 100x11x10's 1.5 million rows, about 20 ms instead of 33 ms a multiplier): its
+        error is below margin = 2.5e-7 (K + 4) (max |T| + top . |mu|) (float32 rounding of T,
+        of mu, of the K products and sums and of the difference, 6e-8 relative each, at least
+        twice over), so the best row is among those within 2 margin of the float32 maximum,
+        which are then scanned in float64 (branch net-twelve)."""
+        mu = np.asarray(mu, dtype=np.float64)
+        idx, Y, v = self.floats()
+        if not len(v):
+            return -math.inf
+        if "_floats32" not in self.__dict__:
+            self._floats32 = (Y.astype(np.float32), v.astype(np.float32), float(np.abs(v).max()))
+        Y32, v32, vmax = self._floats32
+        approx = v32 - Y32 @ mu.astype(np.float32)
+        margin = 2.5e-7 * (self.K + 4) * (vmax + float(self.top().astype(np.float64) @ np.abs(mu))) + 1e-12
+        cand = np.flatnonzero(approx >= float(approx.max()) - 2 * margin)
+        return float(np.max(v[cand] - Y[cand] @ mu))
 
     def top(self) -> np.ndarray:
         """The largest count of each group over the table's vectors (computed once): a bound
@@ -346,16 +372,18 @@ class NodeTable:
             return tgt
 
         if budget is not None:
-            # the work is the pairs x levels: count the pairs of a sample of contents first
+            # the work is the pairs x levels: count the pairs of a sample of contents first (512:
+            # 100x11x10's 1.22e8 pairs were estimated at 0.78-1.49e8 by 12 samples of 64, at
+            # 1.10-1.35e8 by 12 of 512, which cost about 0.3 s more there)
             rng = np.random.default_rng(0)
-            sample = rng.choice(len(P), size=min(len(P), 64), replace=False)
+            sample = rng.choice(len(P), size=min(len(P), 512), replace=False)
             est = float(sum(len(targets(int(j))) for j in sample))
             self.est_pairs = est * len(P) / len(sample)
             # the levels after the first (W_1 needs no pairs, below); pairs are looked up by
             # gathers (dec, below) when there is no look-up table, not binary searches; each
             # content and level also costs a few numpy calls (about 2e-5 s); pairs over
-            # ``pair_limit`` are found again at every level, about as much work again (100x11x10:
-            # 1.5e8 pairs, 41 s of CPU, built past the half of the time left and dropped)
+            # ``pair_limit`` are found again at every level, about as much work again (100x11x10,
+            # 1.22e8 pairs: 41 s of CPU so, 10.6 s with them stored)
             again = 2 if self.est_pairs > pair_limit else 1
             if (self.est_pairs / pair_rate + 2e-5 * len(P)) * levels_used * again > budget:
                 return None
@@ -488,17 +516,32 @@ class TablePricer(_TableColumns):
     def __init__(self, table: NodeTable, fi: int, conv, rowkey, ybound: dict[int, int] | None = None):
         self.t = table
         self.fi, self.conv, self.rowkey = fi, conv, rowkey
+        self._Yf = None
         if ybound is None:
-            self.idx, self.Yf, self.val = table.floats()
+            self.idx, self._Yf, self.val = table.floats()
+            self.whole = True
             return
+        self.whole = False
         mask = table.sel.copy()
         top = table.top()
         for k in range(table.K):  # one column at a time, only where the bound cuts
             if ybound.get(k, 0) < top[k]:
                 mask &= table.Y[:, k] <= ybound.get(k, 0)
-        self.idx = np.flatnonzero(mask)
-        self.Yf = table.Y[self.idx].astype(np.float64)
+        self.idx = np.flatnonzero(mask).astype(np.int32)
         self.val = table.value[self.idx]
+
+    @property
+    def Yf(self) -> np.ndarray:
+        """The rows' counts as floats (the whole table's shared copy, or made on demand)."""
+        if self._Yf is None:
+            self._Yf = self.t.Y[self.idx].astype(np.float64)
+        return self._Yf
+
+    def release(self) -> None:
+        """Drop a rack subproblem's float copy (made again when priced again): the two-rack
+        search keeps hundreds of solved subproblems (100x11x10: 434, 5.4 GB peak with theirs)."""
+        if not self.whole:
+            self._Yf = None
 
     def rc(self, duals: dict, phase1: bool = False) -> np.ndarray:
         pi = np.array([duals.get(self.rowkey(k), 0.0) for k in range(self.t.K)])
@@ -684,7 +727,8 @@ def rack_column(fi: int, ri: int, conv, z, value: float) -> Column:
 
 def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict[int, int],
                         deadline: float | None = None, cap: int = 5_000_000,
-                        delta0: float | None = None, need: float | None = None) -> tuple | None | str:
+                        delta0: float | None = None, need: float | None = None,
+                        ordered: bool = True) -> tuple | None | str:
     """Exact single-rack solve without an integer master: the best node + worker co-location of
     a rack holding exactly z, over the node tables of ``sub`` (a ``_rack_sub`` model whose
     families all have a :class:`TablePricer`), from its Lagrangian (``ub``, ``duals``,
@@ -740,6 +784,11 @@ def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict
     seq = [fi for fi, f in enumerate(fams) for _ in range(f.count)]
     if not seq:
         return (0.0, []) if zcode == 0 else None
+    # ordered: the nodes of one class are interchangeable, so a plan can be read with each
+    # class's losses non-decreasing along seq; the row at a node with m - 1 nodes of its class
+    # after it then costs at least m times its loss in all (those nodes lose at least as much)
+    # (branch net-twelve)
+    here = [fams[fi].count - (i - seq.index(fi)) if ordered else 1 for i, fi in enumerate(seq)]
     # the largest loss a plan can have: past it every combination is in the search
     top = sum(float(loss[fi].max()) if len(loss[fi]) else 0.0 for fi in seq)
     delta = max(1e-3 * scale, 1e-6) if delta0 is None else max(delta0, 1e-6)
@@ -754,11 +803,13 @@ def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict
             cand.append(rows)
         # partial sums after the first node: (code, guarded rest z - w, loss, back-pointers)
         r0 = cand[seq[0]]
+        r0 = r0[here[0] * loss[seq[0]][r0] <= delta + tol]
         st_code, st_rest, st_loss = codes[seq[0]][r0], zg - enc[seq[0]][r0], loss[seq[0]][r0]
         ok = (st_rest & guard) == guard
         st_code, st_rest, st_loss = st_code[ok], st_rest[ok], st_loss[ok]
         backs = [(np.full(int(ok.sum()), -1), r0[ok])]
-        for fi in seq[1:-1]:
+        for i in range(1, len(seq) - 1):
+            fi, m = seq[i], here[i]
             rows = cand[fi]
             order = np.argsort(st_loss, kind="stable")
             st_code, st_rest, st_loss = st_code[order], st_rest[order], st_loss[order]
@@ -769,7 +820,7 @@ def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict
                     return "incomplete"
                 r = rows[j]
                 lr = loss[fi][r]
-                n = int(np.searchsorted(st_loss, delta + tol - lr, side="right"))
+                n = int(np.searchsorted(st_loss, delta + tol - m * lr, side="right"))
                 if n == 0:
                     break  # rows are sorted by loss: no later row fits either
                 rest = st_rest[:n] - enc[fi][r]

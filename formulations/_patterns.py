@@ -840,6 +840,7 @@ class RackHeuristic:
         rng = np.random.default_rng(seed)
         self.starts = (rng.random((starts, K)) < 0.5) * self.cap[None, :]
         self.fails = 0  # consecutive give-ups of the exact pricer
+        self.exact_fails = 0  # consecutive give-ups in exact rounds (they ignore the back-off)
         self.skip = 0  # calls left to pass to CP-SAT at once (after give-ups)
         self.order = 0  # the exact pricer's group order tried first (0: group order, 1: by cap)
 
@@ -908,6 +909,11 @@ class RackHeuristic:
         if self.skip > 0 and seconds <= 2.0:  # the back-off applies to quick calls only
             self.skip -= 1
             return None
+        if seconds > 2.0:
+            # an exact round ignores the back-off, but after k give-ups in exact rounds in a row
+            # it gets 2^-k of its seconds (at least 2 s): each give-up was followed by CP-SAT
+            # for up to the same cap again (about 20 s per rack family and round)
+            seconds = max(2.0, seconds / 2 ** self.exact_fails)
         K = self.K
         pi = np.array([duals.get(("cover", k), 0.0) - duals.get(("link", self.ri, k), 0.0) for k in range(K)])
         conv = duals.get(self.conv, 0.0)
@@ -933,8 +939,10 @@ class RackHeuristic:
         if isinstance(got, str):
             self.fails += 1
             self.skip = 2 ** self.fails
+            if seconds > 2.0:
+                self.exact_fails += 1
             return None
-        self.fails = self.skip = 0  # a success ends the back-off
+        self.fails = self.skip = self.exact_fails = 0  # a success ends the back-off
         Z, F = got
         best = max(top, float(F.max())) if len(F) else top
         cols = self._columns(Z, F) if len(F) else []
@@ -1264,6 +1272,9 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
                                                 max(sd.get(("cover", k), 0.0), duals.get(("link", ri, k), 0.0))
                                                 for k in range(len(G))])))
             if b is not None and b > -math.inf:
+                for f in sub.families:  # kept for an exact solve; its float copies made again then
+                    if hasattr(f.table, "release"):
+                        f.table.release()
                 subs[key] = sub
                 sub_lag[key] = (b, sd, _maxrc)
                 share(ri, sub)  # its node columns seed the next subproblems' LPs
@@ -1352,22 +1363,6 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
         delta = 4 * delta if z_best == -math.inf else min(4 * delta, ub - z_best)
 
 
-def _solve_tuple(solve_rack, racks, tup, base: float):
-    """Solve every rack's node problem for one tuple of rack contents: (base + their values,
-    their node columns), value -inf when a rack has no plan, None when a rack's subproblem was
-    not proven (the caller's search cannot claim anything then)."""
-    total, parts = base, []
-    for ri, c in zip(racks, tup):
-        r = solve_rack(ri, c)
-        if r == "incomplete":
-            return None
-        if r is None:
-            return -math.inf, parts
-        total += r[0]
-        parts.extend(r[1])
-    return total, parts
-
-
 def _two_rack_splits(pm, racks, rack_f, fams, duals, ub, maxrc, s, edges, thr, deadline):
     """The rack-1 contents z whose split's Lagrangian bound exceeds thr (``_splits_above``
     over both racks' caps and limits): (Z, bounds), or why it gave up."""
@@ -1389,14 +1384,17 @@ def _two_rack_splits(pm, racks, rack_f, fams, duals, ub, maxrc, s, edges, thr, d
                          const, thr, dem, capr[r1], capr[r2], deadline=deadline)
 
 
-def _solve_tuple_above(solve_rack, rack_bound, racks, tup, base: float, target: float):
-    """As :func:`_solve_tuple`, for a caller that needs only totals >= ``target``: each rack is
-    solved with the value it must reach given the racks solved before it and the bounds of the
-    others; "below" when one cannot reach it (the tuple cannot reach ``target``)."""
-    bounds = [rack_bound(ri, c) for ri, c in zip(racks, tup)]
+def _solve_tuple(solve_rack, racks, tup, base: float, rack_bound=None, target: float | None = None):
+    """Solve every rack's node problem for one tuple of rack contents: (base + their values,
+    their node columns), value -inf when a rack has no plan, None when a rack's subproblem was
+    not proven (the caller's search cannot claim anything then). With ``target`` (and
+    ``rack_bound``), for a caller that needs only totals >= target: each rack is solved with
+    the value it must reach given the racks solved before it and the bounds of the others;
+    "below" when one cannot reach it (the tuple cannot reach ``target``)."""
+    bounds = None if target is None else [rack_bound(ri, c) for ri, c in zip(racks, tup)]
     total, parts = base, []
     for i, (ri, c) in enumerate(zip(racks, tup)):
-        r = solve_rack(ri, c, target - total - sum(bounds[i + 1:]))
+        r = solve_rack(ri, c, None if target is None else target - total - sum(bounds[i + 1:]))
         if r == "incomplete":
             return None
         if r is None:
@@ -1420,8 +1418,7 @@ def rack_dual_term(pm, ri: int, mu) -> float:
     for c in node_classes(pm, True):
         if pm.node_rack[c[0]] != ri:
             continue
-        _, Y, v = tables[table_sig(pm, c[0])].floats()  # the copy the master's TablePricer uses
-        tot += len(c) * float(np.max(v - Y @ np.asarray(mu, dtype=np.float64)))
+        tot += len(c) * tables[table_sig(pm, c[0])].max_minus(mu)
     return tot
 
 
@@ -1623,7 +1620,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
             st["rack_tuples_pruned"] = st.get("rack_tuples_pruned", 0) + 1
             continue
         st["rack_tuples"] += 1
-        res = _solve_tuple_above(solve_rack, rack_bound, racks, tup, float(val[i]), z_best + need)
+        res = _solve_tuple(solve_rack, racks, tup, float(val[i]), rack_bound, z_best + need)
         if res is None:
             st["enumeration"] = "rack subproblem not proven"
             out["bound"] = grid(min(ub, top))

@@ -1008,3 +1008,107 @@ def test_network_100_executors_9_components_10_nodes_proven():
     assert r.status.value == "optimal", (r.message, r.details)
     assert r.metrics["feasible"] and abs(r.bound - r.objective) <= TOL
     assert r.objective <= planner.solve(inst, "network", "storm.ras").objective + TOL
+
+
+# --- branch net-twelve ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("size,seed", [((40, 6, 6), 3), ((30, 6, 6), 5)])
+def test_rack_convolution_ordered_losses_agree(size, seed):
+    """The ordered convolution (the nodes of one class read with non-decreasing losses) gives
+    what the unordered one gives: the optimum, None, or with ``need`` a "below" answer (then
+    both say the rack cannot reach need), on racks of three identical nodes."""
+    from formulations import _patterns as P
+    from formulations._nodetable import rack_by_convolution
+
+    pm, info, zs = _rack_contents(size, 14, seed)
+    compared = 0
+    for z in zs:
+        sub = P._rack_sub(pm, 0, z, info["edges"], None, [])
+        assert [f.count for f in sub.families] == [3]
+        ub, duals, maxrc = sub.generate()
+        if ub is None or ub == float("-inf"):
+            continue
+        plain = rack_by_convolution(sub, ub, duals, maxrc, z, ordered=False)
+        got = rack_by_convolution(sub, ub, duals, maxrc, z)
+        assert (got is None) == (plain is None) and "incomplete" not in (got, plain)
+        if plain is None:
+            continue
+        assert got[0] == pytest.approx(plain[0], abs=1e-9)
+        for need in (plain[0] + 0.02, plain[0]):
+            a = rack_by_convolution(sub, ub, duals, maxrc, z, need=need, ordered=False)
+            b = rack_by_convolution(sub, ub, duals, maxrc, z, need=need)
+            for r in (a, b):  # "below" only when need is above the optimum, else the optimum
+                if isinstance(r[0], str):
+                    assert need > plain[0] and plain[0] - 1e-9 <= r[1] <= need + 1e-9
+                else:
+                    assert r[0] == pytest.approx(plain[0], abs=1e-9)
+        compared += 1
+    assert compared >= 8
+
+
+def test_rack_exact_round_shrinks_after_give_ups(monkeypatch):
+    """RackHeuristic.exact in exact rounds (more than 2 s): each give-up in a row halves the
+    next exact round's seconds (at least 2 s); a success restores them."""
+    import time
+
+    from formulations import _patterns as P
+
+    pm = _network_pm(parse_instance(layered(20, 5, 4, 0)))
+    pat, info, _ = P.build_network(pm, None, 1, tables=False)
+    fi = next(i for i, f in enumerate(pat.families) if f.name.startswith("rack"))
+    rh = P.RackHeuristic(pm, info["racks"][0], info["edges"], fi, pat.families[fi].conv_row)
+    duals = {("cover", k): 0.5 for k in range(len(pm.groups))}
+    given: list[float] = []
+    real = P._splits_above
+
+    def gives_up(*a, deadline=None, **k):
+        given.append(deadline - time.monotonic())
+        return "state cap"
+
+    monkeypatch.setattr(P, "_splits_above", gives_up)
+    monkeypatch.setattr(P, "_splits_above_ordered", gives_up)
+    firsts = []
+    for _ in range(4):
+        given.clear()
+        assert rh.exact(duals, state_cap=6_000_000, seconds=16.0) is None
+        firsts.append(given[0] * 4)  # the first order gets a quarter of the round's seconds
+    assert [round(x) for x in firsts] == [16, 8, 4, 2]
+    monkeypatch.setattr(P, "_splits_above", real)
+    monkeypatch.setattr(P, "_splits_above_ordered", lambda *a, **k: real(*a, **k))
+    assert rh.exact(duals, state_cap=6_000_000, seconds=16.0) is not None and rh.exact_fails == 0
+
+
+@pytest.mark.slow
+def test_network_100_executors_11_components_10_nodes_proven():
+    """11 components: the node table's 1.22e8 pairs are kept (PAIR_BYTES), so it passes the
+    gate; the ordered convolution solves the racks the unordered one gave up on. Proven (bound
+    = plan), the plan passes the evaluator and is no worse than storm.ras."""
+    inst = parse_instance(layered(100, 11, 10, 0))
+    r = planner.solve(inst, "network", "exact.cpsat", time_limit=120)
+    assert r.status.value == "optimal", (r.message, r.details)
+    assert r.metrics["feasible"] and abs(r.bound - r.objective) <= TOL
+    assert r.objective <= planner.solve(inst, "network", "storm.ras").objective + TOL
+
+
+@pytest.mark.parametrize("size", [(30, 6, 4), (46, 8, 4)])
+def test_table_max_minus_is_the_float64_scan(size):
+    """NodeTable.max_minus (a float32 scan, then the rows near its maximum in float64) == the
+    float64 max of T(y) - mu . y over every row (to float64 rounding), for multipliers of both signs and several
+    scales, the zero one, and multipliers that make many rows tie (mu = the values' slope)."""
+    import numpy as np
+
+    from formulations import _nodetable as NT
+    from formulations import _patterns as P
+
+    pm = _network_pm(parse_instance(layered(*size, 0)))
+    _, info, _ = P.build_network(pm, None, 1, tables=False)
+    t = NT.NodeTable(pm, 0, info["edges"])
+    assert t.ok
+    _, Y, v = t.floats()
+    rng = np.random.default_rng(7)
+    scale = float(np.abs(v).max()) / max(1.0, float(Y.sum(axis=1).max()))
+    mus = [np.zeros(t.K)] + [rng.normal(0, s, t.K) for s in (1e-3 * scale, 0.1 * scale, scale, 30 * scale) for _ in range(5)]
+    mus.append(np.linalg.lstsq(Y, v, rcond=None)[0])  # T - mu . y nearly flat: many rows close
+    for mu in mus:
+        # equal up to float64 rounding (a product over a subset may sum in another order)
+        assert t.max_minus(mu) == pytest.approx(float(np.max(v - Y @ mu)), rel=1e-13, abs=1e-13)
