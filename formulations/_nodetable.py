@@ -201,8 +201,8 @@ class NodeTable:
         P = P[:, perm]
         radix = [int(Y[:, k].max()) + 1 for k in range(K)]
         box = math.prod(radix)
-        if dense and box > box_limit:
-            return
+        if (dense and box > box_limit) or box >= 1 << 62:
+            return  # the codes are int64 mixed-radix numbers: past 2^62 they would wrap and collide
         mult = np.ones(K, dtype=np.int64)
         for k in range(K - 2, -1, -1):
             mult[k] = mult[k + 1] * radix[k + 1]

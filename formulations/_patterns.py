@@ -1431,6 +1431,15 @@ def _rack_box(pm, ri: int) -> int:
 TWO_RACK_TABLE_LIMIT = 30_000_000  # rack boxes up to this are scanned whole (RackTable), larger ones by _splits_above
 
 
+
+def _lex_at_least(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Per row, A >= B lexicographically (the first axis most significant; equal rows count):
+    the order of mixed-radix codes, without codes (a box past 2^63 would wrap them)."""
+    diff = A.astype(np.int64) - B.astype(np.int64)
+    nz = diff != 0
+    first = nz.argmax(axis=1)
+    return ~nz.any(axis=1) | (diff[np.arange(len(diff)), first] > 0)
+
 def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, best, out, st,
                      rack_bound, solve_rack, sub_duals, scale, edges,
                      unit: float = 0.0) -> dict | None:
@@ -1525,11 +1534,8 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
         # only the splits whose Lagrangian bound beats the incumbent were generated
         Z1, lagc = got
         Z2 = s - Z1
-        if same:  # interchangeable racks: z >= s - z in code order
-            mult = np.ones(K, dtype=np.int64)
-            for k in range(K - 2, -1, -1):
-                mult[k] = mult[k + 1] * (s[k + 1] + 1)
-            keep = Z1 @ mult >= Z2 @ mult
+        if same:  # interchangeable racks: z >= s - z in lexicographic (= code) order
+            keep = _lex_at_least(Z1, Z2)
             Z1, Z2, lagc = Z1[keep], Z2[keep], lagc[keep]
 
         def co(Z: np.ndarray) -> np.ndarray:

@@ -1112,3 +1112,27 @@ def test_table_max_minus_is_the_float64_scan(size):
     for mu in mus:
         # equal up to float64 rounding (a product over a subset may sum in another order)
         assert t.max_minus(mu) == pytest.approx(float(np.max(v - Y @ mu)), rel=1e-13, abs=1e-13)
+
+
+def test_lex_at_least_is_the_code_order_and_needs_no_codes():
+    # the two-rack search keeps z >= s - z for interchangeable racks; it compared mixed-radix
+    # codes, which wrap past a box of 2^63: the lexicographic test must agree with the codes where
+    # they fit and hold past that (rows whose codes would collide)
+    import numpy as np
+    from formulations._patterns import _lex_at_least
+
+    rng = np.random.default_rng(5)
+    for K in (1, 3, 7):
+        s = rng.integers(0, 9, size=K)
+        Z1 = rng.integers(0, s + 1, size=(300, K))
+        Z2 = s - Z1
+        mult = np.ones(K, dtype=np.int64)
+        for k in range(K - 2, -1, -1):
+            mult[k] = mult[k + 1] * (s[k + 1] + 1)
+        assert np.array_equal(_lex_at_least(Z1, Z2), Z1 @ mult >= Z2 @ mult)
+    # 30 axes of 0..7: a box of 8^30 = 2^90; rows differing only in a low axis still compare
+    a = np.zeros((2, 30), dtype=np.int64)
+    b = a.copy()
+    a[0, 29], b[1, 29] = 1, 1
+    assert _lex_at_least(a, b).tolist() == [True, False]
+    assert _lex_at_least(a[:1], a[:1]).tolist() == [True] and len(_lex_at_least(a[:0], b[:0])) == 0
