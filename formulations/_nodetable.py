@@ -31,10 +31,12 @@ from ._patterns import Column, stream_matrix
 
 NEG = -np.inf
 RACK_CHUNK = 1 << 20  # codes per chunk of a rack table's build (RackTable._contents)
-# the node table's DP keeps the (target, source) row pairs it found (int32 each, 8 bytes a pair)
-# up to this many bytes; past it they are found again at every level (branch net-twelve: 2 GB,
-# 2.5e8 pairs, was 1e8 pairs; 100x11x10's 1.22e8 pairs then fit)
-PAIR_BYTES = 2_000_000_000
+# The memory one table build may take, in bytes: traffic's count tables (``_trafficbp``, all
+# node classes together) and the (target, source) row pairs network's node table keeps for its
+# DP (int32 each: 8 bytes a pair, 10 with the merge-free levels; past it the pairs are found
+# again at every level). 2 GB: 2.5e8 pairs (was 1e8 pairs; 100x11x10's 1.22e8 then fit, branch
+# net-twelve). One solve builds one kind of table, so the two never add up.
+TABLE_BYTES = 2_000_000_000
 
 
 def lookup(codes: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -193,7 +195,7 @@ class NodeTable:
             return
         self.merge = merge_free_heaps(pm) if merge_free else None
         if pair_limit is None:  # the merge-free DP also keeps two int8 levels a pair
-            pair_limit = PAIR_BYTES // (8 if self.merge is None else 10)
+            pair_limit = TABLE_BYTES // (8 if self.merge is None else 10)
         # groups on the box axes least used by worker contents first: a content p only extends
         # vectors that are 0 on the axes before its first group (below), so that saves most
         perm = np.argsort((P > 0).sum(axis=0), kind="stable")
@@ -255,11 +257,13 @@ class NodeTable:
     def max_minus(self, mu) -> float:
         """max over the vectors some split covers of T(y) - mu . y (``rack_dual_term``), as the
         float64 scan of ``floats`` gives it, found by a float32 scan first (half the memory
-        traffic: 100x11x10's 1.5 million rows, about 20 ms instead of 33 ms a multiplier): its
+        traffic: 100x11x10's 1.5 million rows, 16 ms instead of 28 ms a multiplier under cProfile,
+        docs/benchmarks.md): its
         error is below margin = 2.5e-7 (K + 4) (max |T| + top . |mu|) (float32 rounding of T,
         of mu, of the K products and sums and of the difference, 6e-8 relative each, at least
         twice over), so the best row is among those within 2 margin of the float32 maximum,
-        which are then scanned in float64 (branch net-twelve)."""
+        which are then scanned in float64 (branch net-twelve). Multipliers outside float32's
+        range (or not finite) get the float64 scan itself."""
         mu = np.asarray(mu, dtype=np.float64)
         idx, Y, v = self.floats()
         if not len(v):
@@ -267,6 +271,8 @@ class NodeTable:
         if "_floats32" not in self.__dict__:
             self._floats32 = (Y.astype(np.float32), v.astype(np.float32), float(np.abs(v).max()))
         Y32, v32, vmax = self._floats32
+        if not (np.isfinite(mu).all() and float(np.abs(mu).max(initial=0.0)) < 1e30):
+            return float(np.max(v - Y @ mu))  # out of float32's range: the float64 scan itself
         approx = v32 - Y32 @ mu.astype(np.float32)
         margin = 2.5e-7 * (self.K + 4) * (vmax + float(self.top().astype(np.float64) @ np.abs(mu))) + 1e-12
         cand = np.flatnonzero(approx >= float(approx.max()) - 2 * margin)
@@ -314,7 +320,7 @@ class NodeTable:
     def _sparse_levels(self, Y, codes, nw, deadline, pair_limit, budget, pair_rate) -> list[np.ndarray] | None:
         """W_0..W_nw on the feasible rows only (class docstring), -inf where no split covers;
         None when the estimated work (pairs x levels at ``pair_rate`` a second, from a sample
-        of 64 contents, plus a per-content cost) exceeds ``budget`` seconds or the build passes
+        of 512 contents, plus a per-content cost) exceeds ``budget`` seconds or the build passes
         ``deadline``.
 
         Merge-free splits (``self.merge``, ``merge_free_heaps``): in a split with no two
@@ -377,7 +383,11 @@ class NodeTable:
             # 1.10-1.35e8 by 12 of 512, which cost about 0.3 s more there)
             rng = np.random.default_rng(0)
             sample = rng.choice(len(P), size=min(len(P), 512), replace=False)
-            est = float(sum(len(targets(int(j))) for j in sample))
+            est = 0.0
+            for i, j in enumerate(sample):
+                if i % 64 == 63 and deadline is not None and time.monotonic() > deadline:
+                    return None  # the sample alone ran past the deadline
+                est += len(targets(int(j)))
             self.est_pairs = est * len(P) / len(sample)
             # the levels after the first (W_1 needs no pairs, below); pairs are looked up by
             # gathers (dec, below) when there is no look-up table, not binary searches; each
@@ -742,6 +752,11 @@ def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict
     placed can do depends only on the sum so far), and the last node's row is looked up as
     z minus the partial sum. A plan of loss L <= delta has every node's loss and every partial
     loss <= L, so it is in that search: the least loss found, when <= delta, is the optimum.
+    With ``ordered`` (the default; False is kept as the tests' reference), the nodes of a class
+    are read with non-decreasing losses, and a row of loss l with m - 1 nodes of its class after
+    it extends only partial losses <= delta - m l: every plan can be read in that order (its
+    nodes of one class are interchangeable), and so read, each of its prefixes passes the test,
+    so the reading of a plan of loss L <= delta is in the search.
     Otherwise delta doubles, capped by the least loss of the plans the last look-up met (their
     losses exceed delta, but the optimum's is at most theirs), until it covers the largest loss
     a plan can have; then no plan means none exists.

@@ -909,7 +909,8 @@ class RackHeuristic:
         if self.skip > 0 and seconds <= 2.0:  # the back-off applies to quick calls only
             self.skip -= 1
             return None
-        if seconds > 2.0:
+        exact = seconds > 2.0
+        if exact:
             # an exact round ignores the back-off, but after k give-ups in exact rounds in a row
             # it gets 2^-k of its seconds (at least 2 s): each give-up was followed by CP-SAT
             # for up to the same cap again (about 20 s per rack family and round)
@@ -939,7 +940,7 @@ class RackHeuristic:
         if isinstance(got, str):
             self.fails += 1
             self.skip = 2 ** self.fails
-            if seconds > 2.0:
+            if exact:
                 self.exact_fails += 1
             return None
         self.fails = self.skip = self.exact_fails = 0  # a success ends the back-off
@@ -1226,6 +1227,7 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
                     # a bound below what the caller needs, not the optimum: kept as the rack's
                     # bound (with the model, for an exact solve if a later split needs one)
                     lp_bound[key] = min(lp_bound.get(key, math.inf), conv[1])
+                    _release(sub)
                     subs[key], sub_lag[key] = sub, lag
                     st["rack_cutoffs"] = st.get("rack_cutoffs", 0) + 1
                     return conv
@@ -1272,9 +1274,7 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
                                                 max(sd.get(("cover", k), 0.0), duals.get(("link", ri, k), 0.0))
                                                 for k in range(len(G))])))
             if b is not None and b > -math.inf:
-                for f in sub.families:  # kept for an exact solve; its float copies made again then
-                    if hasattr(f.table, "release"):
-                        f.table.release()
+                _release(sub)
                 subs[key] = sub
                 sub_lag[key] = (b, sd, _maxrc)
                 share(ri, sub)  # its node columns seed the next subproblems' LPs
@@ -1384,13 +1384,22 @@ def _two_rack_splits(pm, racks, rack_f, fams, duals, ub, maxrc, s, edges, thr, d
                          const, thr, dem, capr[r1], capr[r2], deadline=deadline)
 
 
-def _solve_tuple(solve_rack, racks, tup, base: float, rack_bound=None, target: float | None = None):
+def _release(sub) -> None:
+    """Drop the float copies of a rack subproblem the two-rack search keeps (for an exact solve
+    later, which makes them again): 100x11x10 keeps hundreds (5.4 GB peak with their copies)."""
+    for f in sub.families:
+        if hasattr(f.table, "release"):
+            f.table.release()
+
+
+def _solve_tuple(solve_rack, racks, tup, base: float, *, rack_bound=None, target: float | None = None):
     """Solve every rack's node problem for one tuple of rack contents: (base + their values,
     their node columns), value -inf when a rack has no plan, None when a rack's subproblem was
     not proven (the caller's search cannot claim anything then). With ``target`` (and
     ``rack_bound``), for a caller that needs only totals >= target: each rack is solved with
     the value it must reach given the racks solved before it and the bounds of the others;
     "below" when one cannot reach it (the tuple cannot reach ``target``)."""
+    assert (target is None) == (rack_bound is None), "target and rack_bound come together"
     bounds = None if target is None else [rack_bound(ri, c) for ri, c in zip(racks, tup)]
     total, parts = base, []
     for i, (ri, c) in enumerate(zip(racks, tup)):
@@ -1626,7 +1635,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
             st["rack_tuples_pruned"] = st.get("rack_tuples_pruned", 0) + 1
             continue
         st["rack_tuples"] += 1
-        res = _solve_tuple(solve_rack, racks, tup, float(val[i]), rack_bound, z_best + need)
+        res = _solve_tuple(solve_rack, racks, tup, float(val[i]), rack_bound=rack_bound, target=z_best + need)
         if res is None:
             st["enumeration"] = "rack subproblem not proven"
             out["bound"] = grid(min(ub, top))

@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from ._nodetable import TABLE_BYTES as _NT_TABLE_BYTES
 from ._nodetable import _node_vectors
 from ._patterns import Column, node_classes
 from ._trafficls import node_column
@@ -94,8 +95,9 @@ def _count_vectors(pm, ni: int) -> int:
 # table filtered from phase 1's (``_one_worker_plan``, ``TrafficBP(fams=...)``) shares its
 # arrays when it keeps every row, else its copy must fit what phase 1's tables left of it
 # (else that search is refused, and phase 2 goes on without it). docs/benchmarks.md, "traffic:
-# tables by memory", has the measured peaks.
-TABLE_BYTES = 2.0e9
+# tables by memory", has the measured peaks. The one budget of ``_nodetable`` (network's node
+# table keeps its DP pairs within it too).
+TABLE_BYTES = float(_NT_TABLE_BYTES)
 # Seconds a table row costs to build (``_node_vectors`` and ``_Fam``'s arrays), measured on
 # this machine under load 5 (2 cores): 0.5-0.9 us a row at 100x10x10 / 100x12x10 (1.8, 6.3 and
 # 9.3 million rows; 1.2-1.3 us before Z was converted from the row-major counts), so 1.5 us
