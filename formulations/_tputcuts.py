@@ -41,7 +41,7 @@ from fractions import Fraction
 # with it off or with presolve_inclusion_work_limit = 0. So rows stay below 2^30 in sum, and the
 # master is also solved with that presolve step off (MASTER_PARAMS).
 CUT_SUM_BITS = 30
-MASTER_PARAMS = {"presolve_inclusion_work_limit": 0}
+MASTER_PARAMS = {"presolve_inclusion_work_limit": 0, "num_workers": 1, "linearization_level": 0}
 WIDE_ROUNDS = 60  # wide_certificate: at most this many LPs per cut
 
 
@@ -114,30 +114,44 @@ def wide_certificate(d, b: list[list[int]], R: float, rounds: int = WIDE_ROUNDS)
     return None
 
 
-def cut_at(d, cert: Certificate, R: float) -> tuple[dict[tuple[int, int], Fraction], Fraction]:
-    """The exact cut of ``cert`` at rate R: ({(c, j): coefficient}, right-hand side) over the
-    allowed pairs; every support that sustains R satisfies sum coefficient b_cj <= rhs."""
-    Rf = Fraction(R)
+def _parts(d, cert: Certificate) -> tuple:
+    """The parts of the cut of ``cert`` that do not depend on R, in fractions: (sum_j u_j cap_j,
+    sum_c g_c v_c, [(c, j, u_j MET_cj, (v_c - u_j a_cj)^+, g_c, (cap_j - MET_cj)^+ / a_cj or None)])."""
     u = [max(Fraction(0), Fraction(x)) for x in cert.u]  # u >= 0 is what makes the cut valid
     v = [Fraction(x) for x in cert.v]
-    rhs = sum((u[j] * Fraction(d.cap[j]) for j in range(d.J)), Fraction(0))
-    rhs -= Rf * sum((Fraction(d.gain[c]) * v[c] for c in range(d.C)), Fraction(0))
-    coef = {}
+    U = sum((u[j] * Fraction(d.cap[j]) for j in range(d.J)), Fraction(0))
+    G = sum((Fraction(d.gain[c]) * v[c] for c in range(d.C)), Fraction(0))
+    terms = []
     for c in range(d.C):
-        g = Fraction(d.gain[c])
         for j in range(d.J):
             if not d.allowed(c, j):
                 continue
             a, met = Fraction(d.a[c][j]), Fraction(d.met[c][j])
-            k = u[j] * met
             lift = v[c] - u[j] * a
-            if lift > 0:  # the pair may carry flow at a profit in these weights: at most X_cj of it
-                X = g * Rf
-                if a > 0:
-                    X = min(X, max(Fraction(0), Fraction(d.cap[j]) - met) / a)
-                k -= lift * X
-            coef[(c, j)] = k
-    return coef, rhs
+            room = max(Fraction(0), Fraction(d.cap[j]) - met) / a if a > 0 else None
+            terms.append((c, j, u[j] * met, lift if lift > 0 else Fraction(0), Fraction(d.gain[c]), room))
+    return U, G, terms
+
+
+def cut_at(d, cert: Certificate, R: float, cache: dict | None = None) -> tuple[dict[tuple[int, int], Fraction], Fraction]:
+    """The exact cut of ``cert`` at rate R: ({(c, j): coefficient}, right-hand side) over the
+    allowed pairs; every support that sustains R satisfies sum coefficient b_cj <= rhs.
+    ``cache`` keeps the R-independent parts per certificate (they are recomputed at every probe
+    rate otherwise)."""
+    parts = cache.get(cert) if cache is not None else None
+    if parts is None:
+        parts = _parts(d, cert)
+        if cache is not None:
+            cache[cert] = parts
+    U, G, terms = parts
+    Rf = Fraction(R)
+    coef = {}
+    for c, j, k, lift, g, room in terms:
+        if lift:  # the pair may carry flow at a profit in these weights: at most X_cj of it
+            X = g * Rf if room is None else min(g * Rf, room)
+            k = k - lift * X
+        coef[(c, j)] = k
+    return coef, U - Rf * G
 
 
 def refutes(d, cert: Certificate, R: float, b: list[list[int]]) -> bool:
@@ -163,7 +177,7 @@ def integer_refutes(A: dict, B: int, b: list[list[int]]) -> bool:
     return sum(k for (c, j), k in A.items() if b[c][j]) > B
 
 
-def master_model(d, R: float, pool: list[Certificate]):
+def master_model(d, R: float, pool: list[Certificate], cache: dict | None = None):
     """CP-SAT model over supports b at the probe rate R: sum_j b_cj >= 1, at most K pairs per
     machine, incompatibilities, identical machines' columns in non-increasing lexicographic order
     (``throughput._structure_cpsat``), each machine's overheads within its capacity (the
@@ -183,7 +197,7 @@ def master_model(d, R: float, pool: list[Certificate]):
         if coef:
             _add_cut(m, b, *integer_cut(coef, Fraction(d.cap[j])))
     for cert in pool:
-        _add_cut(m, b, *integer_cut(*cut_at(d, cert, R)))
+        _add_cut(m, b, *integer_cut(*cut_at(d, cert, R, cache)))
     return m, b
 
 
@@ -230,18 +244,21 @@ def make_cut(d, b: list[list[int]], R: float, rate: float, cert: Certificate | N
     return None
 
 
-def probe(d, R: float, pool: list[Certificate], hint, deadline: float | None, seed: int, stats: dict | None = None):
+def probe(d, R: float, pool: list[Certificate], hint, deadline: float | None, seed: int, stats: dict | None = None,
+          cache: dict | None = None):
     """Does some support sustain R? CP-SAT proposes a support b of the master (:func:`master_model`,
     every certificate of ``pool`` a cut at R); the LP rates it; if rate(b) >= R, b is the answer;
     otherwise a checked cut refuting b (:func:`make_cut`) is appended to ``pool`` (it stays valid
     at every rate: the cut is recomputed at each R) and the master is solved again. Returns
     (status, b): "feasible" with a support whose LP rate is >= R; "infeasible" when the master
     with all its cuts has no solution (a proof, every cut being valid); "unknown" at the
-    deadline or when no checked cut refutes a support."""
+    deadline or when no checked cut refutes a support. ``cache``: see :func:`cut_at`."""
     st = stats if stats is not None else {}
-    for k in ("solves", "cuts", "rejected", "master_s", "cut_s"):
+    for k in ("solves", "cuts", "rejected", "master_s", "cut_s", "build_s"):
         st.setdefault(k, 0)
-    m, b = master_model(d, R, pool)
+    t0 = time.monotonic()
+    m, b = master_model(d, R, pool, cache)
+    st["build_s"] += time.monotonic() - t0
     while True:
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0.01:

@@ -61,6 +61,7 @@ POLISH_SHARE = 0.2  # at most this share of the time left goes to the polish
 POLISH_MAX = 30.0  # seconds of polish when there is no time limit
 WEIGHTED_SHARE = 0.3  # at most this share of the time left goes to the weighted-routing bound
 GALLOP_SHARE = 0.3  # CP-SAT, even routing: a galloping probe's share of the time left
+WEIGHTED_GROWTH = 4  # CP-SAT, weighted routing with cuts: the probe step's growth after a feasible probe
 COUNT_SEARCH_SHARE = 0.7  # even routing: the count-vector search's share of the time left ...
 COUNT_SEARCH_MAX = 60.0  # ... or its seconds without a time limit
 COUNT_SEARCH_DIVES = 32  # random dives that estimate its size first
@@ -1198,17 +1199,18 @@ def _weighted_cuts_search(d: TPData, search: Search, hint_n, deadline: float | N
     from . import _tputcuts as BC
 
     pool: list = []
+    cache: dict = {}
     stats: dict = {}
     details["weighted_cuts"] = stats
 
     def finish(out):
         stats.update(probes=len(search.steps), pool=len(pool))
-        for k in ("master_s", "cut_s"):
+        for k in ("master_s", "cut_s", "build_s"):
             stats[k] = round(stats.get(k, 0.0), 3)
         return out
 
     if search.best_n is None:
-        st, b = BC.probe(d, 0.0, pool, hint_n, deadline, seed, stats)
+        st, b = BC.probe(d, 0.0, pool, hint_n, deadline, seed, stats, cache)
         search.steps.append({"R": 0.0, "status": st})
         if st == "infeasible":
             return finish("infeasible")
@@ -1232,13 +1234,13 @@ def _weighted_cuts_search(d: TPData, search: Search, hint_n, deadline: float | N
             return finish(False)
         capped = step > TOL / 2 and left is not None
         stop = None if left is None else time.monotonic() + (GALLOP_SHARE * left if capped else left)
-        st, b = BC.probe(d, R, pool, search.best_n, stop, seed, stats)
+        st, b = BC.probe(d, R, pool, search.best_n, stop, seed, stats, cache)
         search.steps.append({"R": R, "status": st})
         if st == "feasible":
             r = weighted_rate(d, b)
             if r > search.best_rate:
                 search.best_rate, search.best_n = r, b
-            step *= 4
+            step *= WEIGHTED_GROWTH
         elif st == "infeasible":
             search.hi = min(search.hi, R)
             step = TOL / 2
