@@ -214,7 +214,8 @@ def nasiri(nodes: list[int], routings: list[str], limit: float, solvers: list[st
     """(branch tput-six) The Nasiri reproduction's instances (`planner reproduce --quick`, docs/results.md
     section 2: micro, seed 2, 3 instances, heterogeneous machines, one slot each) solved by each
     exact method within ``limit``, one solve at a time: status, rate, bound, seconds, and the
-    stages' figures (polish, count-vector search) when the method reports them."""
+    stages' figures (polish, count-vector search) when the method reports them. ``exact.cpsat-flows``
+    is exact.cpsat with weighted_cuts=False (branch cpsat-weighted)."""
     from planner.generate import generate
     from planner.reproduce import _with_routing
 
@@ -228,8 +229,9 @@ def nasiri(nodes: list[int], routings: list[str], limit: float, solvers: list[st
         for routing in routings:
             for inst in _with_routing(base, routing):
                 for m in solvers:
+                    method, opts = (m, {}) if m != "exact.cpsat-flows" else ("exact.cpsat", {"weighted_cuts": False})
                     t = time.time()
-                    r = planner.solve(inst, "throughput", m, time_limit=limit)
+                    r = planner.solve(inst, "throughput", method, time_limit=limit, **opts)
                     sec = time.time() - t
                     po = r.details.get("polish")
                     pol = (f"{po['rate']:.2f}, {po.get('count_vectors', 0)}, {po.get('screened', '-')}, {po['seconds']:.1f}"

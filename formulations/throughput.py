@@ -16,9 +16,12 @@ machine's total must stay within its ``cpu``. Maximise the topology input rate R
 * ``weighted`` routing (the best split of each component's rate over its instances): one
   instance per (component, machine) used is enough (more only add MET), so the decision is the
   support b_cj. MILP: max R with flows x_cj <= g_c R_ub b_cj, a direct model. CP-SAT has no
-  continuous variables: bisection on R with flows in integer shares of 1/D of each component's
-  rate, rounded so that the model relaxes the continuous one; each support found is rated by
-  an LP. Tolerance: relative 1e-5 (CP-SAT), the MILP's own optimality gap 1e-7 (MILP).
+  continuous variables: it searches over supports only, at probe rates R just above the
+  incumbent, and every support whose rate LP falls short of R is cut off by a certificate from
+  that LP, checked in exact arithmetic (formulations/_tputcuts.py, a logic-based Benders loop);
+  "infeasible" with all cuts proves R out of reach. (Option ``weighted_cuts=False``: the former
+  bisection with flows in rounded integer units.) Tolerance: relative 1e-5 (CP-SAT), the MILP's
+  own optimality gap 1e-7 (MILP).
 
 Even routing starts (option ``weighted_start``, default on) from the weighted-routing optimum:
 its bound bounds the even optimum from above and its split, rounded, is the first incumbent.
