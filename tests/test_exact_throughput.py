@@ -729,3 +729,19 @@ def test_nasiri_micro_6_machines_weighted_cpsat(index):
     assert r.metrics["feasible"], r.metrics["violations"]
     assert r.objective == pytest.approx(ref.objective, rel=REL)
     assert r.bound >= ref.objective * (1 - 1e-7)
+
+
+def test_weighted_cuts_infeasible_and_hint():
+    """Weighted routing, CP-SAT with cuts: overheads that fit nowhere are proven infeasible (the
+    master at rate 0 has no support); a hint from another method seeds the incumbent and the
+    result still agrees with brute force."""
+    heavy = tiny(1, "weighted", 4, 3)
+    for p in heavy["machine_profiles"]:
+        p["overhead"] = 1000
+    r = planner.solve(heavy, "throughput", "exact.cpsat")
+    assert r.status == Status.INFEASIBLE and "overhead" in r.message.lower(), r.message
+    inst = tiny(2, "weighted", 4, 3)
+    ref = planner.solve(inst, "throughput", "exact.bruteforce")
+    r = planner.solve(inst, "throughput", "exact.cpsat", hint="exact.milp-highs")
+    assert r.details["hint"]["used"] and r.status == Status.OPTIMAL
+    assert r.objective == pytest.approx(ref.objective, rel=REL) and r.metrics["feasible"]
