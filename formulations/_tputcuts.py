@@ -103,17 +103,54 @@ def wide_certificate(d, b: list[list[int]], R: float, rounds: int = WIDE_ROUNDS)
     most flow (in CPU) is taken out of E. Once it falls below R, its dual has v_c <= u_j a_cj on
     every pair of b and E, so its cut lifts only the pairs taken out: a support escapes it only
     by using one of those, or by paying less overhead than b in the weights u. None when E runs
-    out (or ``rounds`` LPs are spent) while the rate still reaches R."""
-    E = [(c, j) for c in range(d.C) for j in range(d.J) if d.allowed(c, j) and not b[c][j]]
+    out (or ``rounds`` LPs are spent) while the rate still reaches R, or an LP is not solved.
+    The LPs are one GLOP model (OR-Tools) whose column bounds change between rounds (warm
+    starts); GLOP only suggests (u, v): the caller checks the cut exactly."""
+    from ortools.linear_solver import pywraplp
+
+    lp = pywraplp.Solver.CreateSolver("GLOP")
+    if lp is None:
+        return None
+    inf = lp.infinity()
+    rate = lp.NumVar(0, inf, "R")
+    pairs = [(c, j) for c in range(d.C) for j in range(d.J) if d.allowed(c, j)]
+    x = {p: lp.NumVar(0, inf if b[p[0]][p[1]] else 0.0, "") for p in pairs}
+    flow_rows = []
+    for c in range(d.C):  # sum_j x_cj - g_c R = 0
+        row = lp.Constraint(0, 0)
+        row.SetCoefficient(rate, -d.gain[c])
+        for j in range(d.J):
+            if (c, j) in x:
+                row.SetCoefficient(x[(c, j)], 1)
+        flow_rows.append(row)
+    cap_rows = []
+    for j in range(d.J):  # sum_c a_cj x_cj <= cap_j - MET(b)_j
+        row = lp.Constraint(-inf, max(0.0, d.cap[j] - sum(d.met[c][j] for c in range(d.C) if b[c][j])))
+        for c in range(d.C):
+            if (c, j) in x:
+                row.SetCoefficient(x[(c, j)], d.a[c][j])
+        cap_rows.append(row)
+    lp.Objective().SetCoefficient(rate, 1)
+    lp.Objective().SetMaximization()
+    E = [p for p in pairs if not b[p[0]][p[1]]]
+    for p in E:
+        x[p].SetUb(inf)
     for _ in range(rounds):
-        flows: dict = {}
-        r, cert = rate_and_certificate(d, b, E, flows)
-        if r < R:
-            return cert
-        used = [p for p in E if flows.get(p, 0.0) > 0]
+        if lp.Solve() != pywraplp.Solver.OPTIMAL:
+            return None
+        if rate.solution_value() < R:
+            u = [max(0.0, row.dual_value()) for row in cap_rows]  # GLOP: capacity duals >= 0 here,
+            v = [-row.dual_value() for row in flow_rows]  # the rate rows' with the opposite sign
+            G = sum(d.gain[c] * v[c] for c in range(d.C))
+            if not (G > 0 and math.isfinite(G)):
+                return None
+            return Certificate(tuple(t / G for t in u), tuple(t / G for t in v))
+        used = [p for p in E if x[p].solution_value() > 0]
         if not used:
             return None
-        E.remove(max(used, key=lambda p: flows[p] * d.a[p[0]][p[1]]))
+        p = max(used, key=lambda p: x[p].solution_value() * d.a[p[0]][p[1]])
+        E.remove(p)
+        x[p].SetUb(0.0)
     return None
 
 
