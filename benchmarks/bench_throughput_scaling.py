@@ -14,6 +14,12 @@ One solve at a time; CP-SAT uses 2 workers, CBC and HiGHS 1 thread. Default run:
     PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --nasiri 3,6 --limit 10
         [--routings even,weighted] [--solvers exact.cpsat,exact.milp-cbc,exact.milp-highs]
 
+    PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --weighted hetero8,tiny8 [--limit 60] [--repeat 3]
+        [--solvers exact.cpsat,exact.cpsat-flows,exact.milp-cbc,exact.milp-highs]
+
+(branch cpsat-weighted) the scaling instances with weighted routing; every plan is checked by
+the evaluator.
+
     PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --partial-cuts hetero6 [--dives 40]
         [--rate R] [--seed 0] [--fill-budget 20000]
 
@@ -208,7 +214,8 @@ def nasiri(nodes: list[int], routings: list[str], limit: float, solvers: list[st
     """(branch tput-six) The Nasiri reproduction's instances (`planner reproduce --quick`, docs/results.md
     section 2: micro, seed 2, 3 instances, heterogeneous machines, one slot each) solved by each
     exact method within ``limit``, one solve at a time: status, rate, bound, seconds, and the
-    stages' figures (polish, count-vector search) when the method reports them."""
+    stages' figures (polish, count-vector search) when the method reports them. ``exact.cpsat-flows``
+    is exact.cpsat with weighted_cuts=False (branch cpsat-weighted)."""
     from planner.generate import generate
     from planner.reproduce import _with_routing
 
@@ -222,8 +229,9 @@ def nasiri(nodes: list[int], routings: list[str], limit: float, solvers: list[st
         for routing in routings:
             for inst in _with_routing(base, routing):
                 for m in solvers:
+                    method, opts = (m, {}) if m != "exact.cpsat-flows" else ("exact.cpsat", {"weighted_cuts": False})
                     t = time.time()
-                    r = planner.solve(inst, "throughput", m, time_limit=limit)
+                    r = planner.solve(inst, "throughput", method, time_limit=limit, **opts)
                     sec = time.time() - t
                     po = r.details.get("polish")
                     pol = (f"{po['rate']:.2f}, {po.get('count_vectors', 0)}, {po.get('screened', '-')}, {po['seconds']:.1f}"
@@ -239,6 +247,42 @@ def nasiri(nodes: list[int], routings: list[str], limit: float, solvers: list[st
                     bd = f"{r.bound:.2f}" if r.bound is not None else "-"
                     print(f"| {inst.name} | {n} | {m} | {r.status.value} | {obj} | {bd} | {sec:.1f} | "
                           f"{os.getloadavg()[0]:.1f} | {pol} | {csx} |", flush=True)
+    print(f"\nload average at end: {os.getloadavg()[0]:.2f}; total wall time {time.time() - t0:.0f} s")
+
+
+def weighted(cases: list[str], limit: float, solvers: list[str], repeat: int) -> None:
+    """(branch cpsat-weighted) The scaling instances (SHAPES, and tiny8 = tiny 8 x 10) with routing
+    set to weighted, solved by each method within ``limit``, ``repeat`` times each, one solve at a
+    time. ``exact.cpsat-flows`` is exact.cpsat with weighted_cuts=False (the rounded integer-flow
+    bisection of the branches before). Prints status, rate, bound, seconds, the load after the
+    solve, and the cut loop's figures (probes, master solves, cuts, seconds in CP-SAT and in the
+    LPs and certificates)."""
+    from planner.reproduce import _with_routing
+
+    shapes = dict(SHAPES, tiny8=("tiny", 8, 10))
+    t0 = time.time()
+    print(f"load average at start: {os.getloadavg()[0]:.2f}\n")
+    print("| instance | method | status | rate | bound | seconds | load | probes / master solves / cuts | CP-SAT s / LP+cut s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in cases:
+        fam, comps, machines = shapes[name]
+        inst = _with_routing([planner.load_instance(instance(fam, comps, machines))], "weighted")[0]
+        for m in solvers:
+            method, opts = (m, {}) if m != "exact.cpsat-flows" else ("exact.cpsat", {"weighted_cuts": False})
+            for _ in range(repeat):
+                t = time.time()
+                r = planner.solve(inst, "throughput", method, time_limit=limit, **opts)
+                sec = time.time() - t
+                ev = planner.evaluate(inst, r.plan, "throughput") if r.plan is not None else None
+                if ev is not None and not ev["feasible"]:
+                    raise SystemExit(f"{m} on {name}: the plan fails the evaluator: {ev['violations']}")
+                wc = r.details.get("weighted_cuts")
+                cuts = f"{wc['probes']} / {wc['solves']} / {wc['cuts']}" if wc else "-"
+                secs = f"{wc['master_s']:.1f} / {wc['cut_s']:.1f}" if wc else "-"
+                obj = f"{r.objective:.2f}" if r.objective is not None else "-"
+                bd = f"{r.bound:.2f}" if r.bound is not None else "-"
+                print(f"| {fam} {comps} x {machines} weighted | {m} | {r.status.value} | {obj} | {bd} | {sec:.1f} | "
+                      f"{os.getloadavg()[0]:.1f} | {cuts} | {secs} |", flush=True)
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}; total wall time {time.time() - t0:.0f} s")
 
 
@@ -361,6 +405,9 @@ def main() -> None:
     ap.add_argument("--start-bp", type=float, default=None, help="--search: start from bp_probe's placement at this rate")
     ap.add_argument("--nasiri", default="", help="the Nasiri reproduction's micro instances on these machine counts (3,6)")
     ap.add_argument("--routings", default="even,weighted", help="--nasiri: routings")
+    ap.add_argument("--weighted", default="", help="scaling cases with weighted routing (cpsat-weighted): "
+                    "hetero5, hetero6, hetero8, tiny5, tiny8; --solvers may name exact.cpsat-flows")
+    ap.add_argument("--repeat", type=int, default=1, help="--weighted: solves per case and method")
     ap.add_argument("--partial-cuts", default="", help="class-consistent fills at partial vectors (tput-six): a case")
     ap.add_argument("--rate", type=float, default=None, help="--partial-cuts: probe rate (default: the case's best x (1 + 1e-5))")
     ap.add_argument("--seed", type=int, default=0, help="--partial-cuts: dives' seed")
@@ -374,6 +421,14 @@ def main() -> None:
     if a.nasiri:
         nasiri([int(x) for x in a.nasiri.split(",") if x], [x for x in a.routings.split(",") if x], a.limit,
                [m for m in (a.solvers if a.solvers != ",".join(SOLVERS) else "exact.cpsat,exact.milp-cbc,exact.milp-highs").split(",") if m])
+        return
+    if a.weighted:
+        names = [x for x in a.weighted.split(",") if x]
+        known = set(SHAPES) | {"tiny8"}
+        if set(names) - known:
+            ap.error(f"--weighted: unknown case(s) {sorted(set(names) - known)}; known: {', '.join(sorted(known))}")
+        weighted(names, a.limit, [m for m in (a.solvers if a.solvers != ",".join(SOLVERS)
+                                              else "exact.cpsat,exact.milp-cbc,exact.milp-highs").split(",") if m], a.repeat)
         return
     if a.search:
         names = [x for x in a.search.split(",") if x]

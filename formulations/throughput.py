@@ -16,9 +16,12 @@ machine's total must stay within its ``cpu``. Maximise the topology input rate R
 * ``weighted`` routing (the best split of each component's rate over its instances): one
   instance per (component, machine) used is enough (more only add MET), so the decision is the
   support b_cj. MILP: max R with flows x_cj <= g_c R_ub b_cj, a direct model. CP-SAT has no
-  continuous variables: bisection on R with flows in integer shares of 1/D of each component's
-  rate, rounded so that the model relaxes the continuous one; each support found is rated by
-  an LP. Tolerance: relative 1e-5 (CP-SAT), the MILP's own optimality gap 1e-7 (MILP).
+  continuous variables: it searches over supports only, at probe rates R just above the
+  incumbent, and every support whose rate LP falls short of R is cut off by a certificate from
+  that LP, checked in exact arithmetic (formulations/_tputcuts.py, a logic-based Benders loop);
+  "infeasible" with all cuts proves R out of reach. (Option ``weighted_cuts=False``: the former
+  bisection with flows in rounded integer units.) Tolerance: relative 1e-5 (CP-SAT), the MILP's
+  own optimality gap 1e-7 (MILP).
 
 Even routing starts (option ``weighted_start``, default on) from the weighted-routing optimum:
 its bound bounds the even optimum from above and its split, rounded, is the first incumbent.
@@ -54,12 +57,14 @@ from . import gap as core
 TOL = 1e-5  # relative: optimal means best rate >= bound / (1 + TOL)
 MILP_SYM_MAX = 10**5  # largest weight in the MILPs' symmetry-breaking key (numerics)
 SHARE_UNITS = 10**6  # CP-SAT weighted routing: flows in 1/D of a component's rate
-OPTIONS = {"hint": None, "max_instances": 10, "weighted_start": True, "polish": True, "count_search": True}
+OPTIONS = {"hint": None, "max_instances": 10, "weighted_start": True, "polish": True, "count_search": True,
+           "weighted_cuts": True}
 POLISH_PROBE = 1.0  # seconds: one fixed-count probe in the start polish
 POLISH_SHARE = 0.2  # at most this share of the time left goes to the polish
 POLISH_MAX = 30.0  # seconds of polish when there is no time limit
 WEIGHTED_SHARE = 0.3  # at most this share of the time left goes to the weighted-routing bound
 GALLOP_SHARE = 0.3  # CP-SAT, even routing: a galloping probe's share of the time left
+WEIGHTED_GROWTH = 4  # CP-SAT, weighted routing with cuts: the probe step's growth after a feasible probe
 COUNT_SEARCH_SHARE = 0.7  # even routing: the count-vector search's share of the time left ...
 COUNT_SEARCH_MAX = 60.0  # ... or its seconds without a time limit
 COUNT_SEARCH_DIVES = 32  # random dives that estimate its size first
@@ -1032,7 +1037,7 @@ def _bisect(d: TPData, check, hint_n, deadline: float | None, search: Search, ga
 
 def solve_throughput(instance: Instance, backend: str, method: str, time_limit=None, seed=0,
                      hint: str | None = None, max_instances: int = 10, weighted_start: bool = True,
-                     polish: bool = True, count_search: bool = True) -> Result:
+                     polish: bool = True, count_search: bool = True, weighted_cuts: bool = True) -> Result:
     """Shared driver of exact.cpsat / exact.milp-cbc / exact.milp-highs for ``throughput``."""
     d = prepare(instance, max_instances)
     deadline = None if time_limit is None else time.monotonic() + time_limit
@@ -1144,6 +1149,10 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
                 finished = False
                 if out.bound is not None and out.bound > 0:
                     search.hi = min(search.hi, search.hi / out.bound)
+    elif d.routing == "weighted" and weighted_cuts:  # CP-SAT over supports with cuts from the rate LP
+        finished = _weighted_cuts_search(d, search, hint_n, deadline, seed, details)
+        if finished == "infeasible":
+            return _infeasible(method, "no support satisfies the caps and overheads (CP-SAT proves it)")
     else:
         if d.routing == "even":
             if backend == "cpsat":
@@ -1178,6 +1187,70 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
     msg = "" if proven else "stopped by the time limit: best placement so far, with the proven upper bound on the rate"
     return Result(problem="throughput", method=method, status=status, plan=make_plan(d, search.best_n, search.best_rate),
                   bound=bound, message=msg, details=details)
+
+
+def _weighted_cuts_search(d: TPData, search: Search, hint_n, deadline: float | None, seed: int, details: dict):
+    """Weighted routing, CP-SAT: probes of ``_tputcuts.probe`` (CP-SAT over supports, each support
+    that fails the probe rate cut off by a checked certificate from its LP; the cuts are kept for
+    every later probe). Probe order: just above the incumbent b, at b (1 + s) with s = TOL / 2,
+    growing 4-fold after each feasible probe and back to TOL / 2 after an infeasible one, never
+    above the midpoint between b and the lowest refuted rate. A feasible probe returns a support
+    whose exact LP rate reaches the probe (the new incumbent); an infeasible one is a proof. A
+    probe with s > TOL / 2 gets at most ``GALLOP_SHARE`` of the time left; if it runs out, s goes
+    back to TOL / 2. Returns True when the bound is within TOL of the incumbent, False when
+    stopped, "infeasible" when no support exists at all."""
+    from . import _tputcuts as BC
+
+    pool: list = []
+    cache: dict = {}
+    stats: dict = {}
+    details["weighted_cuts"] = stats
+
+    def finish(out):
+        stats.update(probes=len(search.steps), pool=len(pool))
+        for k in ("master_s", "cut_s", "build_s"):
+            stats[k] = round(stats.get(k, 0.0), 3)
+        return out
+
+    if search.best_n is None:
+        st, b = BC.probe(d, 0.0, pool, hint_n, deadline, seed, stats, cache)
+        search.steps.append({"R": 0.0, "status": st})
+        if st == "infeasible":
+            return finish("infeasible")
+        if st != "feasible":
+            return finish(False)
+        search.best_rate, search.best_n = weighted_rate(d, b), b
+    step = TOL / 2
+    while True:
+        if search.hi <= search.best_rate * (1 + TOL):
+            return finish(True)
+        best = search.best_rate
+        if best > 0:
+            R = best * (1 + step)
+            if math.isfinite(search.hi):
+                R = min(R, (best + search.hi) / 2)
+            R = max(R, best * (1 + TOL / 2))
+        else:
+            R = search.hi / 2 if math.isfinite(search.hi) else 1.0
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0.01:
+            return finish(False)
+        capped = step > TOL / 2 and left is not None
+        stop = None if left is None else time.monotonic() + (GALLOP_SHARE * left if capped else left)
+        st, b = BC.probe(d, R, pool, search.best_n, stop, seed, stats, cache)
+        search.steps.append({"R": R, "status": st})
+        if st == "feasible":
+            r = weighted_rate(d, b)
+            if r > search.best_rate:
+                search.best_rate, search.best_n = r, b
+            step *= WEIGHTED_GROWTH
+        elif st == "infeasible":
+            search.hi = min(search.hi, R)
+            step = TOL / 2
+        elif capped:
+            step = TOL / 2  # a galloping probe out of its share: probe just above the incumbent
+        else:
+            return finish(False)
 
 
 def _count_search_stage(d: TPData, search: Search, deadline: float | None, details: dict) -> None:
@@ -1430,9 +1503,9 @@ def _bf_even(d: TPData, deadline) -> Result:
 
 def _make(backend: str, name: str):
     def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10,
-               weighted_start=True, polish=True, count_search=True, **_other):
+               weighted_start=True, polish=True, count_search=True, weighted_cuts=True, **_other):
         return solve_throughput(instance, backend, name, time_limit, seed, hint, max_instances, bool(weighted_start),
-                                bool(polish), bool(count_search))
+                                bool(polish), bool(count_search), bool(weighted_cuts))
 
     method.__name__ = f"throughput_{backend}"
     method.__doc__ = f"Exact throughput (Nasiri et al.) with {backend}: see the module docstring."
