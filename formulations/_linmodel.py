@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from formulations.gap import cbc_infeasible_is_proof, run_cbc
+from formulations.gap import cbc_infeasible_is_proof, cpsat_solver, run_cbc
 
 Expr = dict[int, float]  # variable index -> coefficient
 
@@ -243,7 +243,7 @@ def _solve_cpsat(m: LinModel, time_limit, threads, use_hint, seed, params=None) 
     if use_hint:
         for k, v in m.hint.items():
             cm.AddHint(xs[k], v)
-    solver = cp_model.CpSolver()
+    solver = cpsat_solver()
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = float(max(time_limit, 0.01))
     solver.parameters.num_workers = int(threads or 2)

@@ -39,6 +39,7 @@ import numpy as np
 from planner import rates
 from planner.plan import Placement, Plan
 
+from .gap import cpsat_solver
 from ._linmodel import LinModel, Solution, solve_model
 
 EPS = 1e-9
@@ -141,9 +142,7 @@ def _scaled(a: dict[int, float], ubs: dict[int, int]) -> tuple[dict[int, int], f
 
 
 def _solve_cp(cm, time_limit: float, threads: int, enumerate_all: bool = False, cb=None):
-    from ortools.sat.python import cp_model
-
-    s = cp_model.CpSolver()
+    s = cpsat_solver()
     s.parameters.max_time_in_seconds = max(time_limit, 0.01)
     if enumerate_all:
         s.parameters.enumerate_all_solutions = True

@@ -940,7 +940,7 @@ def _pack_model(d, R, tables, L, comps, by_count):
         model would give the same solution again)."""
         # one worker, no LP: measured on Star 100 tuples/s at 6 slots (infeasible), 2.6 s against
         # 12-28 s for two workers or linearization levels 1-2 (load average 6 on 2 cores)
-        solver = cp_model.CpSolver()
+        solver = core.cpsat_solver()
         if limit is not None:
             solver.parameters.max_time_in_seconds = float(limit)
         solver.parameters.num_workers = 1

@@ -254,9 +254,9 @@ def solve_master(model, time_limit: float | None, seed: int, **params):
     with status "feasible", "infeasible" or "unknown"."""
     from ortools.sat.python import cp_model
 
-    from .gap import CPSAT_WORKERS
+    from .gap import CPSAT_WORKERS, cpsat_solver
 
-    solver = cp_model.CpSolver()
+    solver = cpsat_solver()
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = max(0.01, float(time_limit))
     solver.parameters.num_workers = CPSAT_WORKERS

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 
+from .gap import cpsat_solver
 from ._linmodel import LinModel, solve_model
 from ._trafficls import class_nodes
 
@@ -89,7 +90,7 @@ def _split(pm, pairs, ti: int, ys: dict[int, int], o: int, deadline: float | Non
                 cm.AddMultiplicationEquality(p, [x[(a, w)], x[(b, w)]])
                 obj_terms.append((int(round(r * scale)), p, (a, b, w)))
         cm.Maximize(sum(c * p for c, p, _ in obj_terms))
-    s = cp_model.CpSolver()
+    s = cpsat_solver()
     s.parameters.num_workers = 1
     left = None if deadline is None else deadline - time.monotonic()
     if left is not None:

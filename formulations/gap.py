@@ -34,6 +34,27 @@ from typing import Any, Sequence
 from planner.model import InstanceError
 
 CPSAT_WORKERS = 2  # the test machine has 2 cores
+# OR-Tools 9.15's presolve can turn an enforced linear row into an unconditional one when the
+# row's Boolean coefficients sum past 2^31 (an int accumulator in
+# ActivityBoundHelper::RemoveEnforcementThatMakesConstraintTrivial, reached from the
+# linear-with-at-most-one inclusion step; github google/or-tools#5293): the model loses
+# solutions, so "infeasible" or an optimality proof can be false. Branch cpsat-weighted met it
+# (a false bound on a micro throughput instance). Our models scale float data to large integer
+# coefficients, and presolve itself extracts enforcement literals from big-M rows, so every
+# CP-SAT solve here switches that step off (``cpsat_solver``), not only the models where the
+# defect was seen.
+CPSAT_PRESOLVE_GUARD = True
+
+
+def cpsat_solver():
+    """A CP-SAT solver with the presolve guard of or-tools#5293 set (``CPSAT_PRESOLVE_GUARD``):
+    ``presolve_inclusion_work_limit`` 0. Every CP-SAT solve of the package is made with it."""
+    from ortools.sat.python import cp_model
+
+    solver = cp_model.CpSolver()
+    if CPSAT_PRESOLVE_GUARD:
+        solver.parameters.presolve_inclusion_work_limit = 0
+    return solver
 MIP_REL_GAP = 1e-7  # both MILP solvers: "optimal" means proven within this relative gap
 
 
@@ -171,7 +192,7 @@ def run_cpsat(model, time_limit: float | None, seed: int = 0, workers: int = CPS
     """Solve a CP-SAT model; return (Outcome, solver). ``optimal`` only when proven."""
     from ortools.sat.python import cp_model
 
-    solver = cp_model.CpSolver()
+    solver = cpsat_solver()
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = float(time_limit)
     solver.parameters.num_workers = workers
