@@ -38,8 +38,10 @@ from fractions import Fraction
 # presolve sums a row's Boolean coefficients in a 32-bit int (google/or-tools#5293). Measured here
 # (branch cpsat-weighted): cuts scaled to 2^30 or 2^40 per coefficient made a master that a known
 # support satisfies (checked row by row in integers) "infeasible" with presolve on, "feasible"
-# with it off or with presolve_inclusion_work_limit = 0. So rows stay below 2^30 in sum, and the
-# master is solved without presolve (MASTER_PARAMS; with presolve off the master solves were
+# with it off or with presolve_inclusion_work_limit = 0. So cut rows stay below 2^30 in sum (the
+# master's symmetry rows, lexicographic weights up to 2^50, do not: safe only because presolve is
+# off, and every CP-SAT solve of the package also sets presolve_inclusion_work_limit = 0,
+# gap.cpsat_solver), and the master is solved without presolve (MASTER_PARAMS; with presolve off the master solves were
 # also faster: hetero 8 x 10 weighted 10.1 s -> 3.5 s of CP-SAT in all, measured), by one worker
 # without LP (the final refutation on hetero 8 x 10: 9.1 s with two workers, 0.55 s this way).
 CUT_SUM_BITS = 30
@@ -56,19 +58,18 @@ class Certificate:
     v: tuple[float, ...]
 
 
-def rate_and_certificate(d, b: list[list[int]], free=(), flows: dict | None = None) -> tuple[float, Certificate | None]:
-    """The LP rate of the support b (as ``throughput.weighted_rate``), with the pairs of ``free``
-    also allowed to carry flow at no overhead, and the LP's dual as a :class:`Certificate`
-    (None when the LP is not solved to optimality). When b's overheads alone overload a machine
-    j the rate is -1 and the certificate is that machine's row (u = e_j, v = 0). ``flows``, if
-    given, receives the optimal flow of every pair."""
+def rate_and_certificate(d, b: list[list[int]]) -> tuple[float, Certificate | None]:
+    """The LP rate of the support b (as ``throughput.weighted_rate``) and the LP's dual as a
+    :class:`Certificate` (None when the LP is not solved to optimality or its dual is not
+    finite). When b's overheads alone overload a machine j the rate is -1 and the certificate
+    is that machine's row (u = e_j, v = 0)."""
     from scipy.optimize import linprog
 
     C, J = d.C, d.J
     for j in range(J):  # overheads alone over the capacity: the machine's row refutes b at any R
         if sum(d.met[c][j] for c in range(C) if b[c][j]) > d.cap[j] * (1 + 1e-9):
             return -1.0, Certificate(tuple(1.0 if k == j else 0.0 for k in range(J)), tuple(0.0 for _ in range(C)))
-    pairs = [(c, j) for c in range(C) for j in range(J) if b[c][j]] + [p for p in free if not b[p[0]][p[1]]]
+    pairs = [(c, j) for c in range(C) for j in range(J) if b[c][j]]
     nv = 1 + len(pairs)
     a_eq = [[0.0] * nv for _ in range(C)]
     a_ub = [[0.0] * nv for _ in range(J)]
@@ -85,18 +86,26 @@ def rate_and_certificate(d, b: list[list[int]], free=(), flows: dict | None = No
     if res.status != 0:
         return -1.0, None
     rate = float(res.x[0])
-    if flows is not None:
-        flows.update({p: float(res.x[1 + k]) for k, p in enumerate(pairs)})
     # linprog minimises -R, so its marginals are d(-R)/d(rhs): u_j = dR/dcap_j, v_c = the row's marginal
     u = [max(0.0, -float(x)) for x in res.ineqlin.marginals]
     v = [float(x) for x in res.eqlin.marginals]
-    G = sum(d.gain[c] * v[c] for c in range(C))
+    return rate, _normalised(d, u, v)
+
+
+def _normalised(d, u: list[float], v: list[float]) -> Certificate | None:
+    """(u, v) scaled to sum_c g_c v_c = 1, or None when that sum is not positive or any
+    multiplier is not finite (then no cut can be read from them)."""
+    G = sum(d.gain[c] * v[c] for c in range(d.C))
     if not (G > 0 and math.isfinite(G)):
-        return rate, None
-    return rate, Certificate(tuple(x / G for x in u), tuple(x / G for x in v))
+        return None
+    u, v = [x / G for x in u], [x / G for x in v]
+    if not all(math.isfinite(x) for x in u + v):
+        return None
+    return Certificate(tuple(u), tuple(v))
 
 
-def wide_certificate(d, b: list[list[int]], R: float, rounds: int = WIDE_ROUNDS) -> Certificate | None:
+def wide_certificate(d, b: list[list[int]], R: float, rounds: int = WIDE_ROUNDS,
+                     deadline: float | None = None) -> Certificate | None:
     """A certificate that refutes b at R with few lifted pairs. E starts as every allowed pair
     outside b; the LP rate of b with the pairs of E allowed to carry flow free of overhead
     (overheads of b only) is computed, and while it reaches R the pair of E that carries the
@@ -105,7 +114,8 @@ def wide_certificate(d, b: list[list[int]], R: float, rounds: int = WIDE_ROUNDS)
     by using one of those, or by paying less overhead than b in the weights u. None when E runs
     out (or ``rounds`` LPs are spent) while the rate still reaches R, or an LP is not solved.
     The LPs are one GLOP model (OR-Tools) whose column bounds change between rounds (warm
-    starts); GLOP only suggests (u, v): the caller checks the cut exactly."""
+    starts); GLOP only suggests (u, v): the caller checks the cut exactly. None also past
+    ``deadline`` (each LP gets the time left)."""
     from ortools.linear_solver import pywraplp
 
     lp = pywraplp.Solver.CreateSolver("GLOP")
@@ -136,15 +146,17 @@ def wide_certificate(d, b: list[list[int]], R: float, rounds: int = WIDE_ROUNDS)
     for p in E:
         x[p].SetUb(inf)
     for _ in range(rounds):
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            lp.SetTimeLimit(max(1, int(left * 1000)))
         if lp.Solve() != pywraplp.Solver.OPTIMAL:
             return None
         if rate.solution_value() < R:
             u = [max(0.0, row.dual_value()) for row in cap_rows]  # GLOP: capacity duals >= 0 here,
             v = [-row.dual_value() for row in flow_rows]  # the rate rows' with the opposite sign
-            G = sum(d.gain[c] * v[c] for c in range(d.C))
-            if not (G > 0 and math.isfinite(G)):
-                return None
-            return Certificate(tuple(t / G for t in u), tuple(t / G for t in v))
+            return _normalised(d, u, v)
         used = [p for p in E if x[p].solution_value() > 0]
         if not used:
             return None
@@ -208,9 +220,19 @@ def integer_cut(coef: dict, rhs: Fraction, bits: int = CUT_SUM_BITS) -> tuple[di
     top = max(sum((abs(x) for x in coef.values()), Fraction(0)), abs(rhs))
     if top == 0:
         return {p: 0 for p in coef}, 0
-    e = bits - 1 - math.floor(math.log2(top))  # s top < 2^bits (log2 of a Fraction is a float: keep a bit)
-    s = Fraction(2) ** e
-    return {p: math.floor(k * s) for p, k in coef.items()}, math.ceil(rhs * s)
+    # floor(log2 top) exactly, from the numerator's and denominator's bit lengths (a float log2
+    # overflows or underflows on extreme fractions)
+    lg = top.numerator.bit_length() - top.denominator.bit_length()
+    if Fraction(2) ** lg > top:
+        lg -= 1
+    e = bits - 1 - lg  # s top < 2^(bits - 1)
+    while True:  # rounding adds up to one per coefficient: scale down until both sums fit
+        s = Fraction(2) ** e
+        A = {p: math.floor(k * s) for p, k in coef.items()}
+        B = math.ceil(rhs * s)
+        if sum(abs(x) for x in A.values()) < 2 ** bits and abs(B) < 2 ** bits:
+            return A, B
+        e -= 1
 
 
 def integer_refutes(A: dict, B: int, b: list[list[int]]) -> bool:
@@ -249,19 +271,18 @@ def _add_cut(m, b, A: dict, B: int) -> None:
         m.AddBoolOr([])  # 0 <= B < 0: nothing sustains the rate
 
 
-def solve_master(model, time_limit: float | None, seed: int, **params):
-    """CP-SAT on a master model with ``MASTER_PARAMS`` (and ``params``); returns (status, solver)
-    with status "feasible", "infeasible" or "unknown"."""
+def solve_master(model, time_limit: float | None, seed: int):
+    """CP-SAT on a master model with ``MASTER_PARAMS``; returns (status, solver) with status
+    "feasible", "infeasible" or "unknown"."""
     from ortools.sat.python import cp_model
 
-    from .gap import CPSAT_WORKERS, cpsat_solver
+    from .gap import cpsat_solver
 
     solver = cpsat_solver()
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = max(0.01, float(time_limit))
-    solver.parameters.num_workers = CPSAT_WORKERS
     solver.parameters.random_seed = int(seed)
-    for k, v in (MASTER_PARAMS | params).items():
+    for k, v in MASTER_PARAMS.items():
         setattr(solver.parameters, k, v)
     st = solver.Solve(model)
     if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -273,14 +294,21 @@ def solve_master(model, time_limit: float | None, seed: int, **params):
     return "unknown", solver
 
 
-def make_cut(d, b: list[list[int]], R: float, rate: float, cert: Certificate | None):
+def make_cut(d, b: list[list[int]], R: float, cert: Certificate | None, deadline: float | None = None):
     """The checked cut refuting b at R (rate(b) < R): the wide certificate if it refutes b, else
-    the LP's plain dual; (certificate, A, B) or None when neither passes both checks."""
-    for c in (wide_certificate(d, b, R), cert):
-        if c is not None and refutes(d, c, R, b):
+    the LP's plain dual; (certificate, A, B) or None when neither passes both checks (a
+    certificate whose numbers defeat the exact arithmetic counts as not passing)."""
+    for c in (wide_certificate(d, b, R, deadline=deadline), cert):
+        if c is None:
+            continue
+        try:
+            if not refutes(d, c, R, b):
+                continue
             A, B = integer_cut(*cut_at(d, c, R))
-            if integer_refutes(A, B, b):
-                return c, A, B
+        except (ArithmeticError, ValueError):
+            continue
+        if integer_refutes(A, B, b):
+            return c, A, B
     return None
 
 
@@ -321,7 +349,7 @@ def probe(d, R: float, pool: list[Certificate], hint, deadline: float | None, se
         if r >= R:
             st["cut_s"] += time.monotonic() - t0
             return "feasible", bb
-        made = make_cut(d, bb, R, r, cert)
+        made = make_cut(d, bb, R, cert, deadline)
         st["cut_s"] += time.monotonic() - t0
         if made is None:  # no checked cut: this probe cannot be decided
             st["rejected"] += 1

@@ -20,8 +20,9 @@ machine's total must stay within its ``cpu``. Maximise the topology input rate R
   incumbent, and every support whose rate LP falls short of R is cut off by a certificate from
   that LP, checked in exact arithmetic (formulations/_tputcuts.py, a logic-based Benders loop);
   "infeasible" with all cuts proves R out of reach. (Option ``weighted_cuts=False``: the former
-  bisection with flows in rounded integer units.) Tolerance: relative 1e-5 (CP-SAT), the MILP's
-  own optimality gap 1e-7 (MILP).
+  bisection with flows in rounded integer units.) Tolerance: relative 1e-5 (CP-SAT's cut loop
+  and the count-vector search; CP-SAT's bisections, even routing and ``weighted_cuts=False``,
+  accept up to 1e-4 for their rounded weights), the MILP's own optimality gap 1e-7 (MILP).
 
 Even routing starts (option ``weighted_start``, default on) from the weighted-routing optimum:
 its bound bounds the even optimum from above and its split, rounded, is the first incumbent.
@@ -238,9 +239,16 @@ def upper_bound(d: TPData) -> float:
     saved = d.met
     d.met = [[0.0 if d.allowed(c, j) else math.nan for j in range(d.J)] for c in range(d.C)]
     try:
-        return weighted_rate(d, full)
+        r = weighted_rate(d, full)
     finally:
         d.met = saved
+    if r >= 0:
+        return r
+    # the LP was not solved (weighted_rate's -1: it cannot be infeasible, R = 0 is a point):
+    # the CPU bound instead, every unit of input rate needing sum_c g_c min_j a_cj CPU points
+    need = sum(d.gain[c] * min(d.a[c][j] for j in range(d.J) if d.allowed(c, j)) for c in range(d.C)
+               if any(d.allowed(c, j) for j in range(d.J)))
+    return sum(d.cap) / need if need > 0 else math.inf
 
 
 def machine_groups(d: TPData) -> list[list[int]]:
@@ -1184,7 +1192,9 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
     status = Status.OPTIMAL if proven else Status.FEASIBLE
     bound = max(search.hi, search.best_rate) if math.isfinite(search.hi) else None
     details["rate"] = search.best_rate
-    msg = "" if proven else "stopped by the time limit: best placement so far, with the proven upper bound on the rate"
+    msg = "" if proven else (f"stopped: {details['stopped']}; best placement so far, with the proven upper bound on the rate"
+                             if "stopped" in details else
+                             "stopped by the time limit: best placement so far, with the proven upper bound on the rate")
     return Result(problem="throughput", method=method, status=status, plan=make_plan(d, search.best_n, search.best_rate),
                   bound=bound, message=msg, details=details)
 
@@ -1222,7 +1232,7 @@ def _weighted_cuts_search(d: TPData, search: Search, hint_n, deadline: float | N
         search.best_rate, search.best_n = weighted_rate(d, b), b
     step = TOL / 2
     while True:
-        if search.hi <= search.best_rate * (1 + TOL):
+        if search.hi <= search.best_rate * (1 + TOL) + 1e-12:  # the driver's test (a rate 0 too)
             return finish(True)
         best = search.best_rate
         if best > 0:
@@ -1250,6 +1260,9 @@ def _weighted_cuts_search(d: TPData, search: Search, hint_n, deadline: float | N
         elif capped:
             step = TOL / 2  # a galloping probe out of its share: probe just above the incumbent
         else:
+            if stats.get("rejected"):
+                details["stopped"] = ("no certificate of the rate LP passed the exact check, so a support "
+                                      "could not be cut off")
             return finish(False)
 
 

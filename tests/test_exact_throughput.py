@@ -4,6 +4,7 @@ Agreement tolerance: relative 1e-5 on the sustainable rate (the models' stated t
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -619,12 +620,19 @@ def _scipy_fill_feasible(d, N, R, caps) -> bool:
 
 # --- weighted routing, CP-SAT with cuts from the rate LP (branch cpsat-weighted) ---------------
 
+_SUPPORTS: dict = {}
+
+
 def _supports(d):
-    """Every support of a small instance that passes the structure, with its LP rate."""
+    """Every support of a small instance that passes the structure, with its LP rate (computed
+    once per instance: about 1,350 LPs each)."""
     import itertools
 
     from formulations import throughput as T
 
+    key = (tuple(map(tuple, d.a)), tuple(map(tuple, d.met)), tuple(d.cap), tuple(d.gain))
+    if key in _SUPPORTS:
+        return _SUPPORTS[key]
     pairs = [(c, j) for c in range(d.C) for j in range(d.J) if d.allowed(c, j)]
     out = []
     for bits in itertools.product((0, 1), repeat=len(pairs)):
@@ -633,6 +641,7 @@ def _supports(d):
             b[c][j] = x
         if T.structurally_ok(d, b):
             out.append((b, T.weighted_rate(d, b)))
+    _SUPPORTS[key] = out
     return out
 
 
@@ -726,11 +735,11 @@ def test_certificate_check_rejects_a_wrong_certificate():
     R = (r_lo + r_hi) / 2
     assert BC.refutes(d, cert, R, lo) and not BC.refutes(d, cert, R, hi)  # hi sustains R: never cut
     _, cert_hi = BC.rate_and_certificate(d, hi)
-    assert not BC.refutes(d, cert_hi, R, lo) or T.weighted_rate(d, lo) < R  # valid either way; never cuts hi
-    assert not BC.refutes(d, cert_hi, R, hi)
+    # hi's dual, at R: it cuts no support that sustains R (valid), hi itself included
+    assert not any(BC.refutes(d, cert_hi, R, b) for b, r in sup if r >= R * (1 + 1e-9))
     shrunk = BC.Certificate(tuple(0.5 * x for x in cert.u), cert.v)  # claims half the capacity: wrong
     assert not BC.refutes(d, shrunk, r_lo * (1 + 1e-6), lo)
-    assert BC.make_cut(d, hi, R, r_hi, cert_hi) is None
+    assert BC.make_cut(d, hi, R, cert_hi) is None
 
 
 def test_integer_cut_is_implied_and_small():
@@ -741,6 +750,16 @@ def test_integer_cut_is_implied_and_small():
 
     from formulations import _tputcuts as BC
 
+    # many tiny negative coefficients: each rounds down by almost one, so the sum of |A| would pass
+    # 2^CUT_SUM_BITS if the scale were chosen from the exact sum alone
+    tiny_neg = {(0, j): Fraction(-1, 10 ** 9) for j in range(200)}
+    tiny_neg[(1, 0)] = Fraction(1) - sum(-x for x in tiny_neg.values()) - Fraction(1, 10 ** 12)
+    A, B = BC.integer_cut(tiny_neg, Fraction(1, 3))
+    assert sum(abs(x) for x in A.values()) < 2 ** BC.CUT_SUM_BITS and abs(B) < 2 ** BC.CUT_SUM_BITS
+    # extreme scales: a float log2 of these fractions would overflow or underflow
+    for big in (Fraction(10) ** 400, Fraction(1, 10 ** 400)):
+        A, B = BC.integer_cut({(0, 0): big, (0, 1): -big}, big / 2)
+        assert sum(abs(x) for x in A.values()) < 2 ** BC.CUT_SUM_BITS and A[(0, 0)] > 0
     rnd = random.Random(5)
     for scale in (1e-6, 1.0, 1e9):
         coef = {(0, j): Fraction(rnd.uniform(-1, 1) * scale) for j in range(8)}
@@ -779,8 +798,58 @@ def test_weighted_cuts_infeasible_and_hint():
         p["overhead"] = 1000
     r = planner.solve(heavy, "throughput", "exact.cpsat")
     assert r.status == Status.INFEASIBLE and "overhead" in r.message.lower(), r.message
+    assert "CP-SAT proves it" in r.message  # the cut loop's answer (the old path words it otherwise)
     inst = tiny(2, "weighted", 4, 3)
     ref = planner.solve(inst, "throughput", "exact.bruteforce")
     r = planner.solve(inst, "throughput", "exact.cpsat", hint="exact.milp-highs")
     assert r.details["hint"]["used"] and r.status == Status.OPTIMAL
     assert r.objective == pytest.approx(ref.objective, rel=REL) and r.metrics["feasible"]
+
+
+def test_weighted_cuts_without_a_checked_certificate_stop_honestly(monkeypatch):
+    """When no certificate passes the exact check (here: every certificate is bogus, or not
+    finite), the cut loop cannot cut a support off: the result is a feasible plan that passes
+    the evaluator, a bound that is still a true upper bound, and a message that says why it
+    stopped (not "the time limit")."""
+    from formulations import _tputcuts as BC
+
+    inst = tiny(0, "weighted", 4, 3)
+    ref = planner.solve(inst, "throughput", "exact.bruteforce")
+    bogus = [BC.Certificate((0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0)), None]
+    for cert in bogus:
+        monkeypatch.setattr(BC, "wide_certificate", lambda *a, **k: cert)
+        monkeypatch.setattr(BC, "rate_and_certificate",
+                            lambda d, b, _c=cert, _f=BC.rate_and_certificate: (_f(d, b)[0], _c))
+        r = planner.solve(inst, "throughput", "exact.cpsat", time_limit=20)
+        assert r.status == Status.FEASIBLE, r.message  # nothing can be cut: no proof
+        assert r.metrics["feasible"] and r.bound >= ref.objective * (1 - 1e-9)
+        assert "certificate" in r.message and "time limit" not in r.message, r.message
+        assert r.details["weighted_cuts"]["rejected"] >= 1
+
+
+def test_certificates_that_are_not_finite_are_refused():
+    """A dual with an infinite or NaN multiplier gives no certificate (it would break the exact
+    arithmetic and end the solve with an error)."""
+    from formulations import _tputcuts as BC
+    from formulations import throughput as T
+
+    d = T.prepare(planner.load_instance(tiny(1, "weighted", 4, 3)))
+    assert BC._normalised(d, [1.0] * d.J, [1.0] * d.C) is not None
+    assert BC._normalised(d, [math.inf] + [1.0] * (d.J - 1), [1.0] * d.C) is None
+    assert BC._normalised(d, [1.0] * d.J, [math.nan] + [1.0] * (d.C - 1)) is None
+    assert BC._normalised(d, [1e308] * d.J, [1e-300] + [0.0] * (d.C - 1)) is None  # u / G overflows
+
+
+def test_upper_bound_falls_back_to_the_cpu_bound(monkeypatch):
+    """If the rate LP of every allowed pair is not solved (weighted_rate's -1), R_ub is the CPU
+    bound sum_j cap_j / sum_c g_c min_j a_cj, still above every plan, not the sentinel -1 (which
+    would have read as a proof that nothing beats the incumbent)."""
+    from formulations import throughput as T
+
+    inst = tiny(2, "weighted", 4, 3)
+    opt = planner.solve(inst, "throughput", "exact.bruteforce").objective
+    d = T.prepare(planner.load_instance(inst))
+    exact_ub = T.upper_bound(d)
+    monkeypatch.setattr(T, "weighted_rate", lambda d, b: -1.0)
+    crude = T.upper_bound(d)
+    assert crude >= exact_ub * (1 - 1e-9) and crude >= opt and math.isfinite(crude)
