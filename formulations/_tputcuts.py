@@ -59,37 +59,17 @@ class Certificate:
 
 
 def rate_and_certificate(d, b: list[list[int]]) -> tuple[float, Certificate | None]:
-    """The LP rate of the support b (as ``throughput.weighted_rate``) and the LP's dual as a
-    :class:`Certificate` (None when the LP is not solved to optimality or its dual is not
-    finite). When b's overheads alone overload a machine j the rate is -1 and the certificate
-    is that machine's row (u = e_j, v = 0)."""
-    from scipy.optimize import linprog
+    """The LP rate of the support b (``throughput.weighted_lp``, the LP of ``weighted_rate``) and
+    the LP's dual as a :class:`Certificate` (None when the LP is not solved to optimality or its
+    dual is not finite). When b's overheads alone overload a machine j the rate is -1 and the
+    certificate is that machine's row (u = e_j, v = 0)."""
+    from .throughput import overloaded, weighted_lp
 
-    C, J = d.C, d.J
-    for j in range(J):  # overheads alone over the capacity: the machine's row refutes b at any R
-        if sum(d.met[c][j] for c in range(C) if b[c][j]) > d.cap[j] * (1 + 1e-9):
-            return -1.0, Certificate(tuple(1.0 if k == j else 0.0 for k in range(J)), tuple(0.0 for _ in range(C)))
-    pairs = [(c, j) for c in range(C) for j in range(J) if b[c][j]]
-    nv = 1 + len(pairs)
-    a_eq = [[0.0] * nv for _ in range(C)]
-    a_ub = [[0.0] * nv for _ in range(J)]
-    for c in range(C):
-        a_eq[c][0] = -d.gain[c]
-    for k, (c, j) in enumerate(pairs):
-        a_eq[c][1 + k] = 1.0
-        a_ub[j][1 + k] = d.a[c][j]
-    b_ub = [max(0.0, d.cap[j] - sum(d.met[c][j] for c in range(C) if b[c][j])) for j in range(J)]
-    cost = [-1.0] + [0.0] * len(pairs)
-    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=[0.0] * C, bounds=[(0, None)] * nv, method="highs")
-    if res.status == 3:
-        return math.inf, None
-    if res.status != 0:
-        return -1.0, None
-    rate = float(res.x[0])
-    # linprog minimises -R, so its marginals are d(-R)/d(rhs): u_j = dR/dcap_j, v_c = the row's marginal
-    u = [max(0.0, -float(x)) for x in res.ineqlin.marginals]
-    v = [float(x) for x in res.eqlin.marginals]
-    return rate, _normalised(d, u, v)
+    j = overloaded(d, b)
+    if j is not None:  # overheads alone over the capacity: the machine's row refutes b at any R
+        return -1.0, Certificate(tuple(1.0 if k == j else 0.0 for k in range(d.J)), tuple(0.0 for _ in range(d.C)))
+    rate, u, v = weighted_lp(d, b)
+    return rate, (None if u is None else _normalised(d, u, v))
 
 
 def _normalised(d, u: list[float], v: list[float]) -> Certificate | None:

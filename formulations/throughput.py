@@ -174,41 +174,52 @@ def even_rate(d: TPData, n: list[list[int]]) -> float:
     return rates[0] if rates else math.inf
 
 
-def weighted_rate(d: TPData, b: list[list[int]]) -> float:
-    """Best input rate of the support ``b[c][j]`` (instances per pair) under weighted routing: an
-    LP over flows x_cj (SciPy's HiGHS); -1 if the overheads alone overload a machine."""
+def overloaded(d: TPData, b: list[list[int]]) -> int | None:
+    """The first machine whose instances' overheads alone (b[c][j] instances of c, MET each)
+    exceed its capacity (by more than a relative 1e-9), or None."""
+    for j in range(d.J):
+        fixed = sum(b[c][j] * d.met[c][j] for c in range(d.C) if b[c][j])
+        if d.cap[j] - fixed < -1e-9 * max(1.0, d.cap[j]):
+            return j
+    return None
+
+
+def weighted_lp(d: TPData, b: list[list[int]]) -> tuple[float, list[float] | None, list[float] | None]:
+    """The rate LP of ``b[c][j]`` (instances per pair) under weighted routing, by SciPy's HiGHS:
+    max R over flows x_cj >= 0 on b's pairs, sum_j x_cj = g_c R, sum_c a_cj x_cj <= cap_j - the
+    overheads. Returns (rate, u, v) with the LP's duals u_j = dR/dcap_j >= 0 and v_c (the rate
+    rows'); rate -1 and no duals when the overheads alone overload a machine (``overloaded``) or
+    the LP is not solved, inf when it is unbounded."""
     from scipy.optimize import linprog
 
+    if overloaded(d, b) is not None:
+        return -1.0, None, None
     pairs = [(c, j) for c in range(d.C) for j in range(d.J) if b[c][j]]
     nv = 1 + len(pairs)
-    col = {p: 1 + k for k, p in enumerate(pairs)}
-    a_eq, b_eq, a_ub, b_ub = [], [], [], []
+    a_eq = [[0.0] * nv for _ in range(d.C)]
+    a_ub = [[0.0] * nv for _ in range(d.J)]
     for c in range(d.C):
-        row = [0.0] * nv
-        row[0] = -d.gain[c]
-        for j in range(d.J):
-            if b[c][j]:
-                row[col[(c, j)]] = 1.0
-        a_eq.append(row)
-        b_eq.append(0.0)
-    for j in range(d.J):
-        row = [0.0] * nv
-        fixed = 0.0
-        for c in range(d.C):
-            if b[c][j]:
-                row[col[(c, j)]] = d.a[c][j]
-                fixed += b[c][j] * d.met[c][j]
-        room = d.cap[j] - fixed
-        if room < -1e-9 * max(1.0, d.cap[j]):
-            return -1.0
-        a_ub.append(row)
-        b_ub.append(max(room, 0.0))
-    cost = [0.0] * nv
-    cost[0] = -1.0
-    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=[(0, None)] * nv, method="highs")
+        a_eq[c][0] = -d.gain[c]
+    for k, (c, j) in enumerate(pairs):
+        a_eq[c][1 + k] = 1.0
+        a_ub[j][1 + k] = d.a[c][j]
+    b_ub = [max(0.0, d.cap[j] - sum(b[c][j] * d.met[c][j] for c in range(d.C) if b[c][j])) for j in range(d.J)]
+    cost = [-1.0] + [0.0] * len(pairs)
+    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=[0.0] * d.C, bounds=[(0, None)] * nv, method="highs")
     if res.status == 3:
-        return math.inf
-    return float(res.x[0]) if res.status == 0 else -1.0
+        return math.inf, None, None
+    if res.status != 0:
+        return -1.0, None, None
+    # linprog minimises -R, so its marginals are d(-R)/d(rhs): u_j = dR/dcap_j, v_c the row's marginal
+    u = [max(0.0, -float(x)) for x in res.ineqlin.marginals]
+    v = [float(x) for x in res.eqlin.marginals]
+    return float(res.x[0]), u, v
+
+
+def weighted_rate(d: TPData, b: list[list[int]]) -> float:
+    """Best input rate of the support ``b[c][j]`` (instances per pair) under weighted routing
+    (``weighted_lp``); -1 if the overheads alone overload a machine."""
+    return weighted_lp(d, b)[0]
 
 
 def rate_of(d: TPData, n: list[list[int]]) -> float:
