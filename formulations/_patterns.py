@@ -287,7 +287,9 @@ class PatternModel:
         return c.value - sum(duals.get(r, 0.0) * x for r, x in c.coefs.items())
 
     def generate(self) -> tuple[float | None, dict[Any, float] | None, list[float] | None]:
-        """Column generation to convergence; returns (Lagrangian UB, duals, maxrc per family)."""
+        """Column generation to convergence; returns (Lagrangian UB, duals, maxrc per family): the
+        least UB of the iterations whose every maxrc was an upper bound (proven tight or not;
+        ``stats["bound_pricing"]``), or Nones when none was."""
         best_ub, best = math.inf, None
         while True:
             if self.left() <= 0:
@@ -838,7 +840,8 @@ class RackHeuristic:
     CPU and memory. co has no diagonal (no self-streams), so rc is linear in each z_k when the
     others are fixed and its best z_k is 0 or the most that fits: coordinate ascent from many
     starts at once (the empty rack, the rack filled in random group orders, random corners of
-    the box), a few sweeps each; the distinct contents of best rc are returned."""
+    the box), a few sweeps each, then pair ascent (``_pair_ascent``) from the best
+    ``PAIR_STARTS`` of them; the distinct contents of best rc are returned."""
 
     def __init__(self, pm, ri: int, edges, fi: int, conv, starts: int = 256, seed: int = 0):
         from ._nodetable import rack_limits
