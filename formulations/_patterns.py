@@ -903,7 +903,7 @@ class RackHeuristic:
         if self.pairs:
             # pair ascent (branch net-seeds) from the best distinct contents: coordinate ascent
             # stops where both rack limits bind and only trading one group for another helps
-            # (100x9x10 seed 1: every heuristic best was 0 where the maximum was 0.04-0.12)
+            # (100x9x10 seed 1: every heuristic best was 0 where the maximum was 0.03-0.12)
             _, first = np.unique(Z, axis=0, return_index=True)
             top = first[np.argsort(-rc[first], kind="stable")[:self.pairs]]
             Zp = self._pair_ascent(Z[top].copy(), pi)
@@ -1238,7 +1238,7 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
         # the two-rack search will follow, and its split bounds do not read the racks' maxrc
         # (they cancel: ub - maxrc_1 - maxrc_2 + rc_1 + rc_2): where every node class has a
         # table, an exact round settles for a rack search's give-up bound instead of CP-SAT's
-        # (branch net-seeds; docs/formulations.md "Settling for the rack search's bound")
+        # (branch net-seeds; docs/formulations.md "Bound", settling)
         from ._nodetable import table_sig
 
         tables = pm.__dict__.get("_node_tables", {})
