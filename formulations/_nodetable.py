@@ -36,6 +36,8 @@ RACK_CHUNK = 1 << 20  # codes per chunk of a rack table's build (RackTable._cont
 # DP (int32 each: 8 bytes a pair, 10 with the merge-free levels; past it the pairs are found
 # again at every level). 2 GB: 2.5e8 pairs (was 1e8 pairs; 100x11x10's 1.22e8 then fit, branch
 # net-twelve). One solve builds one kind of table, so the two never add up.
+TABLE_SHARE = 0.5  # node_table: a network node table's estimated build time, at most this share of the time left
+TABLE_STOP = 0.65  # node_table: a build still running at this share of the time left is abandoned
 TABLE_BYTES = 2_000_000_000
 
 
@@ -578,17 +580,19 @@ def table_sig(pm, ni: int) -> tuple:
 def node_table(pm, nodes: list[int], edges, deadline: float | None) -> NodeTable | None:
     """The table of a node class (shared by classes of equal capacity in other racks), or None
     when it would be too big: its estimated build time (sampled pairs x levels, see
-    :class:`NodeTable`) over 30 % of the time left, more than 2 million count vectors, or the
-    worker contents not enumerable; or the build passes half of the time left (then it is
-    abandoned)."""
+    :class:`NodeTable`) over ``TABLE_SHARE`` = 50 % of the time left (30 % before branch
+    net-seeds, which refused 100x10x10 seed 1's table: estimated 19 s of the 45 s left at a 60 s
+    limit, built in 24 s), more than 2 million count vectors, or the worker contents not
+    enumerable; or the build passes ``TABLE_STOP`` = 65 % of the time left (half before; then it
+    is abandoned)."""
     ni = nodes[0]
     sig = table_sig(pm, ni)
     cache = pm.__dict__.setdefault("_node_tables", {})
     if sig in cache:
         return cache[sig]
     left = math.inf if deadline is None else deadline - time.monotonic()
-    t = NodeTable(pm, ni, edges, deadline=None if deadline is None else time.monotonic() + 0.5 * left,
-                  budget=None if deadline is None else 0.3 * left)
+    t = NodeTable(pm, ni, edges, deadline=None if deadline is None else time.monotonic() + TABLE_STOP * left,
+                  budget=None if deadline is None else TABLE_SHARE * left)
     table = t if t.ok else None
     cache[sig] = table
     return table

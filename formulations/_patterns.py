@@ -166,6 +166,10 @@ class PatternModel:
         self.cols: list[Column] = []
         self.seen: dict[tuple[int, Any], Column] = {}  # (family, key) -> the stored column
         self.exact_cap = 10.0  # seconds per exact pricing; past it, CP-SAT's bound is used (valid, looser)
+        # settle (branch net-seeds): in an exact round, a rack family whose exact search gave up
+        # is bounded by that search's bound instead of CP-SAT (set by network_racks where the
+        # two-rack search, which does not read the racks' maxrc, follows)
+        self.settle = False
         self.stats: dict[str, Any] = {"lp_iterations": 0, "columns_generated": 0, "columns_enumerated": 0}
 
     def left(self) -> float:
@@ -239,6 +243,11 @@ class PatternModel:
                             state_cap=6_000_000 if exact_round else 1_000_000)
             if got is not None:
                 return got[0], got[1][:want], True
+            gave_up = getattr(getattr(fam.exact, "__self__", None), "gave_up", math.inf)
+            if exact_round and self.settle and math.isfinite(gave_up):
+                # the caller settles for the search's bound (valid, not proven tight): no CP-SAT
+                self.stats["settled"] = self.stats.get("settled", 0) + 1
+                return gave_up, [], False
         pr = fam.pricer or fam.build()
         fam.pricer = pr
         a, var = pr.rc_terms(duals, with_value=not phase1)
@@ -277,7 +286,9 @@ class PatternModel:
         return c.value - sum(duals.get(r, 0.0) * x for r, x in c.coefs.items())
 
     def generate(self) -> tuple[float | None, dict[Any, float] | None, list[float] | None]:
-        """Column generation to convergence; returns (Lagrangian UB, duals, maxrc per family)."""
+        """Column generation to convergence; returns (Lagrangian UB, duals, maxrc per family): the
+        least UB of the iterations whose every maxrc was an upper bound (proven tight or not;
+        ``stats["bound_pricing"]``), or Nones when none was."""
         best_ub, best = math.inf, None
         while True:
             if self.left() <= 0:
@@ -322,11 +333,15 @@ class PatternModel:
                     if self.rc(c, duals) > 1e-7 * max(1.0, abs(c.value)) and self.add(c):
                         added += 1
             self.stats["columns_generated"] += added
-            if exact and not used_art:
+            if not used_art and all(math.isfinite(m) for m in maxrc):
+                # valid for any duals when every maxrc is an upper bound, proven tight or not
+                # (CP-SAT's bound, a give-up's bound): branch net-seeds, where seed 1's rack
+                # pricing was never proven and column generation ended without a bound
                 ub = sum(duals.get(r, 0.0) * rhs for r, rhs in self.rows.items()) + \
                     sum(f.count * m for f, m in zip(self.families, maxrc))
                 if ub < best_ub:
                     best_ub, best = ub, (duals, maxrc)
+                    self.stats["bound_pricing"] = "proven" if exact else "unproven"
             if added == 0:
                 if used_art:  # the LP looks infeasible: prove it (phase 1) or go on with its columns
                     if self.infeasible():
@@ -815,13 +830,17 @@ class NodeHeuristic:
         return cols
 
 
+PAIR_STARTS = 32  # RackHeuristic: the best coordinate-ascent contents improved by pair moves
+
+
 class RackHeuristic:
     """Fast pricing for a network rack family (numpy, no proof; the CP-SAT rack pricer gives
     the exact round): rc(z) = co(z) - pi . z - pi_conv over 0 <= z <= cap within the rack's
     CPU and memory. co has no diagonal (no self-streams), so rc is linear in each z_k when the
     others are fixed and its best z_k is 0 or the most that fits: coordinate ascent from many
     starts at once (the empty rack, the rack filled in random group orders, random corners of
-    the box), a few sweeps each; the distinct contents of best rc are returned."""
+    the box), a few sweeps each, then pair ascent (``_pair_ascent``) from the best
+    ``PAIR_STARTS`` of them; the distinct contents of best rc are returned."""
 
     def __init__(self, pm, ri: int, edges, fi: int, conv, starts: int = 256, seed: int = 0):
         from ._nodetable import rack_limits
@@ -842,6 +861,8 @@ class RackHeuristic:
         self.exact_fails = 0  # consecutive give-ups in exact rounds (they ignore the back-off)
         self.skip = 0  # calls left to pass to CP-SAT at once (after give-ups)
         self.order = 0  # the exact pricer's group order tried first (0: group order, 1: by cap)
+        self.gave_up = math.inf  # after a call that gave up: a valid upper bound on its maximum
+        self.pairs = PAIR_STARTS  # the best contents improved by pair moves (0: none)
 
     def _most(self, Z: np.ndarray, k: int) -> np.ndarray:
         """The most of group k each row of Z can hold with its other counts fixed."""
@@ -878,7 +899,51 @@ class RackHeuristic:
             if not changed:
                 break
         rc = 0.5 * np.einsum("sk,kl,sl->s", Z, self.A, Z) - Z @ pi - duals.get(self.conv, 0.0)
+        if self.pairs:
+            # pair ascent (branch net-seeds) from the best distinct contents: coordinate ascent
+            # stops where both rack limits bind and only trading one group for another helps
+            # (100x9x10 seed 1: every heuristic best was 0 where the maximum was 0.03-0.12)
+            _, first = np.unique(Z, axis=0, return_index=True)
+            top = first[np.argsort(-rc[first], kind="stable")[:self.pairs]]
+            Zp = self._pair_ascent(Z[top].copy(), pi)
+            rcp = 0.5 * np.einsum("sk,kl,sl->s", Zp, self.A, Zp) - Zp @ pi - duals.get(self.conv, 0.0)
+            Z, rc = np.vstack([Z, Zp]), np.concatenate([rc, rcp])
         return self._columns(Z, rc)
+
+    def _pair_ascent(self, Z: np.ndarray, pi: np.ndarray, sweeps: int = 8) -> np.ndarray:
+        """Each row of Z improved by exact moves of two groups at a time: for a pair (a, b), rc
+        with the other counts fixed is g_a x + g_b y + A_ab x y + const over the integer points
+        (x, y) of the box within the rack's limits; every point is tried (vectorised over the
+        rows) and the best taken, pair after pair, until a sweep changes nothing. Every row stays
+        within the box and the limits (no proof: a heuristic)."""
+        K = self.K
+        cap, dem, lim, A = self.cap, self.dem, self.lim, self.A
+        for _ in range(sweeps):
+            changed = False
+            for a in range(K):
+                for b in range(a + 1, K):
+                    x = np.arange(cap[a] + 1)
+                    y = np.arange(cap[b] + 1)
+                    S = Z @ A  # (n, K) slopes with every group
+                    ga = S[:, a] - A[a, b] * Z[:, b] - pi[a]
+                    gb = S[:, b] - A[a, b] * Z[:, a] - pi[b]
+                    use = Z @ dem.T - np.outer(Z[:, a], dem[:, a]) - np.outer(Z[:, b], dem[:, b])  # (n, 2)
+                    val = ga[:, None, None] * x[None, :, None] + gb[:, None, None] * y[None, None, :] \
+                        + A[a, b] * (x[:, None] * y[None, :])[None]
+                    for r in range(2):
+                        over = use[:, r, None, None] + dem[r, a] * x[None, :, None] + dem[r, b] * y[None, None, :] > lim[r]
+                        val = np.where(over, -np.inf, val)
+                    cur = ga * Z[:, a] + gb * Z[:, b] + A[a, b] * Z[:, a] * Z[:, b]
+                    flat = val.reshape(len(Z), -1)
+                    i = flat.argmax(axis=1)
+                    better = flat[np.arange(len(Z)), i] > cur + 1e-12 * np.maximum(1.0, np.abs(cur))
+                    if better.any():
+                        changed = True
+                        Z[better, a] = i[better] // len(y)
+                        Z[better, b] = i[better] % len(y)
+            if not changed:
+                break
+        return Z
 
     def _columns(self, Z: np.ndarray, rc: np.ndarray, want: int = 8) -> list[Column]:
         """The rack columns of the distinct rows of Z of highest ``rc``."""
@@ -905,6 +970,7 @@ class RackHeuristic:
         ``state_cap`` prefixes at a level or ``seconds``): the caller prices by CP-SAT then.
         After the k-th give-up in a row the next 2^k calls go to CP-SAT at once (100x6x10: the
         search gives up at every call, each give-up cost about 0.6 s)."""
+        self.gave_up = math.inf  # an upper bound on the maximum when the call gives up (below)
         if self.skip > 0 and seconds <= 2.0:  # the back-off applies to quick calls only
             self.skip -= 1
             return None
@@ -927,16 +993,20 @@ class RackHeuristic:
         # the order that last succeeded gets a quarter of the prefixes and seconds first, then
         # the other the rest of the seconds with the whole prefix cap (a per-level cap).
         t0 = time.monotonic()
+        bounds: list[float] = []  # each give-up's bound on the maximum (both are valid)
         for i, o in enumerate((self.order, 1 - self.order)):
             search = _splits_above_ordered if o else _splits_above
             secs = seconds / 4 if i == 0 else seconds - (time.monotonic() - t0)
             got = search(self.cap, np.zeros(K, dtype=np.int64), self.cap, -pi, self.edges, -conv, thr,
                          self.dem, self.lim, None, state_cap=state_cap // 4 if i == 0 else state_cap,
-                         deadline=time.monotonic() + max(0.0, secs), both=False, last_ends=True)
+                         deadline=time.monotonic() + max(0.0, secs), both=False, last_ends=True,
+                         bound_out=bounds)
             if not isinstance(got, str):
                 self.order = o
                 break
         if isinstance(got, str):
+            b = min(bounds, default=math.inf)
+            self.gave_up = b + 1e-9 * max(1.0, abs(b)) if math.isfinite(b) else math.inf
             self.fails += 1
             self.skip = 2 ** self.fails
             if exact:
@@ -1162,6 +1232,17 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
     out: dict[str, Any] = {"status": "unknown", "value": None, "bound": None, "chosen": None}
     if incumbent is not None:  # (value, plan) of a known plan
         out.update(status="feasible", value=incumbent[0], chosen=incumbent[1])
+    racks = info["racks"]
+    if len(racks) == 2 and incumbent is not None:
+        # the two-rack search will follow, and its split bounds do not read the racks' maxrc
+        # (they cancel: ub - maxrc_1 - maxrc_2 + rc_1 + rc_2): where every node class has a
+        # table, an exact round settles for a rack search's give-up bound instead of CP-SAT's
+        # (branch net-seeds; docs/formulations.md "Bound", settling)
+        from ._nodetable import table_sig
+
+        tables = pm.__dict__.get("_node_tables", {})
+        model.settle = all(tables.get(table_sig(pm, c[0])) is not None
+                           for c in node_classes(pm, True) if pm.node_rack[c[0]] in racks)
     ub, duals, maxrc = model.generate()
     out["stats"] = st = model.stats
     if ub is None:
@@ -1809,7 +1890,8 @@ def _splits_above_ordered(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, **
 
 
 def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap: int = 6_000_000,
-                  deadline: float | None = None, both: bool = True, last_ends: bool = False):
+                  deadline: float | None = None, both: bool = True, last_ends: bool = False,
+                  bound_out: list | None = None):
     """Every rack-1 content z (rack 2 holds s - z) with lo <= z <= hi, both racks within their
     limits (``dem``: per-group demand rows, ``cap1``/``cap2``: the racks' totals) and
     const + f(z) > thr, where f(z) = lin . z + sum_e w_e (z_a z_b + (s_a - z_a)(s_b - z_b)) (the
@@ -1824,8 +1906,20 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
     lin . z + sum_e w_e z_a z_b, and only ``cap1`` is checked (``cap2`` is ignored).
     ``last_ends`` (with ``both=False``): the last group takes only the ends of its range within
     the limits (lo, and the most that fits after the prefix): f is linear in it, so the best
-    content above thr is among the results, but not every content above thr is."""
+    content above thr is among the results, but not every content above thr is.
+
+    ``bound_out`` (a list; branch net-seeds): when the search gives up, an upper bound on
+    const + f(z) over every z within the limits is appended: max(thr, the largest bound of the
+    prefixes the last completed level kept) (a dropped prefix's bound was <= thr or it was over
+    a limit; inf when no level was completed)."""
     K = len(s)
+    last = math.inf  # the largest bound of the prefixes kept by the last completed level
+
+    def gave_up(why: str) -> str:
+        if bound_out is not None:
+            bound_out.append(max(float(thr), last))
+        return why
+
     s = np.asarray(s, dtype=np.int64)
     lo = np.asarray(lo, dtype=np.int64)
     hi = np.asarray(hi, dtype=np.int64)
@@ -1877,7 +1971,7 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
     c1, c2 = np.asarray(cap1, dtype=np.float64) + 1e-9, np.asarray(cap2, dtype=np.float64) + 1e-9
     for j in range(K):
         if deadline is not None and time.monotonic() > deadline:
-            return f"time limit at group {j}"
+            return gave_up(f"time limit at group {j}")
         n = len(Z)
         if last_ends and j == K - 1:
             # f is linear in the last group: per prefix only its ends, lo and the most that fits
@@ -1892,7 +1986,7 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
             vals = np.arange(lo[j], hi[j] + 1, dtype=np.int16)
             m = len(vals)
             if n * m > state_cap:
-                return f"{n * m} prefixes at group {j}"
+                return gave_up(f"{n * m} prefixes at group {j}")
             idx = np.repeat(np.arange(n), m)
             v = np.tile(vals, n)
         Zn = Z[idx]
@@ -1942,7 +2036,7 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
                 b = np.empty(len(alive))
                 for i in range(0, len(alive), step):
                     if deadline is not None and time.monotonic() > deadline:  # a level's bound can take seconds
-                        return f"time limit at group {j}"
+                        return gave_up(f"time limit at group {j}")
                     b[i:i + step] = bs[i:i + step] + (sl[i:i + step] @ C.T + cc[None, :]).max(axis=1)
                 bnd[alive] = np.minimum(bnd[alive], b)
                 alive = alive[bnd[alive] > thr]
@@ -1956,6 +2050,7 @@ def _splits_above(s, lo, hi, lin, edges, const, thr, dem, cap1, cap2, state_cap:
                     za = za.astype(np.float64)
                     bnd += np.maximum(h(a, b, za, float(lo[b])), h(a, b, za, float(hi[b])))
         keep = bnd > thr
+        last = float(bnd[keep].max()) if keep.any() else -math.inf
         Z = np.concatenate([Zn[keep], v[keep, None]], axis=1)
         F, use1, use2 = Fn[keep], u1[keep], u2[keep]
     ok = F > thr
