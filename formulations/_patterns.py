@@ -831,6 +831,7 @@ class NodeHeuristic:
 
 
 PAIR_STARTS = 32  # RackHeuristic: the best coordinate-ascent contents improved by pair moves
+PAIR_GRID = 2_000_000  # RackHeuristic._pair_ascent: a pair is skipped past rows x (cap_a + 1)(cap_b + 1) points
 
 
 class RackHeuristic:
@@ -884,9 +885,17 @@ class RackHeuristic:
             Z[over, k] = np.minimum(Z[over, k], self._most(Z[over], k))
         return Z
 
+    def _rc(self, Z: np.ndarray, pi: np.ndarray, conv: float) -> np.ndarray:
+        """Reduced costs of the rack contents Z: co(z) - pi . z - conv."""
+        return 0.5 * np.einsum("sk,kl,sl->s", Z, self.A, Z) - Z @ pi - conv
+
     def __call__(self, duals: dict) -> list[Column]:
         K = self.K
         pi = np.array([duals.get(("cover", k), 0.0) - duals.get(("link", self.ri, k), 0.0) for k in range(K)])
+        conv = duals.get(self.conv, 0.0)
+        key = (pi.tobytes(), conv, self.pairs, self.starts.tobytes())
+        if getattr(self, "_last", None) is not None and self._last[0] == key:
+            return list(self._last[1])  # the same duals again (heuristic round, then exact()'s call)
         Z = self._fill(np.vstack([np.zeros((1, K), dtype=np.int64), self.starts.copy()]))
         for _ in range(6):
             changed = False
@@ -898,32 +907,37 @@ class RackHeuristic:
                     Z[:, k] = new
             if not changed:
                 break
-        rc = 0.5 * np.einsum("sk,kl,sl->s", Z, self.A, Z) - Z @ pi - duals.get(self.conv, 0.0)
+        rc = self._rc(Z, pi, conv)
         if self.pairs:
             # pair ascent (branch net-seeds) from the best distinct contents: coordinate ascent
             # stops where both rack limits bind and only trading one group for another helps
-            # (100x9x10 seed 1: every heuristic best was 0 where the maximum was 0.03-0.12)
+            # (docs/benchmarks.md, "network: generator seed 1")
             _, first = np.unique(Z, axis=0, return_index=True)
             top = first[np.argsort(-rc[first], kind="stable")[:self.pairs]]
             Zp = self._pair_ascent(Z[top].copy(), pi)
-            rcp = 0.5 * np.einsum("sk,kl,sl->s", Zp, self.A, Zp) - Zp @ pi - duals.get(self.conv, 0.0)
-            Z, rc = np.vstack([Z, Zp]), np.concatenate([rc, rcp])
-        return self._columns(Z, rc)
+            Z, rc = np.vstack([Z, Zp]), np.concatenate([rc, self._rc(Zp, pi, conv)])
+        cols = self._columns(Z, rc)
+        self._last = (key, cols)
+        return list(cols)
 
-    def _pair_ascent(self, Z: np.ndarray, pi: np.ndarray, sweeps: int = 8) -> np.ndarray:
+    def _pair_ascent(self, Z: np.ndarray, pi: np.ndarray, sweeps: int = 8, grid: int = PAIR_GRID) -> np.ndarray:
         """Each row of Z improved by exact moves of two groups at a time: for a pair (a, b), rc
         with the other counts fixed is g_a x + g_b y + A_ab x y + const over the integer points
         (x, y) of the box within the rack's limits; every point is tried (vectorised over the
-        rows) and the best taken, pair after pair, until a sweep changes nothing. Every row stays
-        within the box and the limits (no proof: a heuristic)."""
+        rows) and the best taken, pair after pair, until a sweep changes nothing. Pairs whose
+        grid of points over all rows exceeds ``grid`` are skipped (large caps: the work and the
+        temporaries grow with (cap_a + 1)(cap_b + 1)). Every row stays within the box and the
+        limits (no proof: a heuristic)."""
         K = self.K
         cap, dem, lim, A = self.cap, self.dem, self.lim, self.A
+        ranges = [np.arange(cap[k] + 1) for k in range(K)]
         for _ in range(sweeps):
             changed = False
             for a in range(K):
                 for b in range(a + 1, K):
-                    x = np.arange(cap[a] + 1)
-                    y = np.arange(cap[b] + 1)
+                    x, y = ranges[a], ranges[b]
+                    if len(Z) * len(x) * len(y) > grid:
+                        continue
                     S = Z @ A  # (n, K) slopes with every group
                     ga = S[:, a] - A[a, b] * Z[:, b] - pi[a]
                     gb = S[:, b] - A[a, b] * Z[:, a] - pi[b]
