@@ -1449,34 +1449,20 @@ def test_two_rack_search_after_settled_column_generation_agrees(size, monkeypatc
 
 
 @pytest.mark.slow
-def test_network_100_executors_9_components_10_nodes_seed_1_proven():
-    """The generator's seed 1 at 100x9x10: the rack heuristic's pair ascent finds the improving
-    rack columns coordinate ascent missed, so column generation converges and the two-rack
-    search proves the plan (branch net-seeds). Proven (bound = plan), the plan passes the
-    evaluator and is no worse than storm.ras. (120 s so the test holds on a loaded machine.)"""
-    inst = parse_instance(layered(100, 9, 10, 1))
+@pytest.mark.parametrize("comps,optimum", [(9, 31.88), (10, 21.08)])
+def test_network_100_executors_10_nodes_seed_1_proven(comps, optimum):
+    """The generator's seed 1 at 100x9x10 and 100x10x10 (branch net-seeds): at 9 components the
+    rack heuristic's pair ascent finds the improving rack columns coordinate ascent missed, so
+    column generation converges; at 10 the node table (about 2.35e8 pairs) passes the gate
+    (``TABLE_SHARE``); then the two-rack search proves the plan. Proven (bound = plan), the
+    plan passes the evaluator, is no worse than storm.ras, and is the optimum all three back
+    ends proved (docs/benchmarks.md), so a search that pruned wrongly and called a worse plan
+    optimal fails here. (120 s so the test holds on a loaded machine; the 60 s figures are
+    docs/benchmarks.md's.)"""
+    inst = parse_instance(layered(100, comps, 10, 1))
     r = planner.solve(inst, "network", "exact.cpsat", time_limit=120)
     assert r.status.value == "optimal", (r.message, r.details)
     assert "two_rack_splits" in r.details, r.details
     assert r.metrics["feasible"] and abs(r.bound - r.objective) <= TOL
     assert r.objective <= planner.solve(inst, "network", "storm.ras").objective + TOL
-    # the optimum all three back ends proved (docs/benchmarks.md): a search that pruned wrongly
-    # and called a worse plan optimal would fail here
-    assert r.objective == pytest.approx(31.88, abs=0.005)
-
-
-@pytest.mark.slow
-def test_network_100_executors_10_components_10_nodes_seed_1_proven():
-    """The generator's seed 1 at 100x10x10: its node table (about 2.35e8 pairs) passes the gate
-    (``TABLE_SHARE``), so the two-rack search runs and proves the plan (branch net-seeds).
-    Proven (bound = plan), the plan passes the evaluator and is no worse than storm.ras.
-    (120 s so the test holds on a loaded machine; the 60 s figures are docs/benchmarks.md's.)"""
-    inst = parse_instance(layered(100, 10, 10, 1))
-    r = planner.solve(inst, "network", "exact.cpsat", time_limit=120)
-    assert r.status.value == "optimal", (r.message, r.details)
-    assert "two_rack_splits" in r.details, r.details
-    assert r.metrics["feasible"] and abs(r.bound - r.objective) <= TOL
-    assert r.objective <= planner.solve(inst, "network", "storm.ras").objective + TOL
-    # the optimum all three back ends proved (docs/benchmarks.md): a search that pruned wrongly
-    # and called a worse plan optimal would fail here
-    assert r.objective == pytest.approx(21.08, abs=0.005)
+    assert r.objective == pytest.approx(optimum, abs=0.005)
