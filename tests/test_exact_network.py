@@ -1119,6 +1119,78 @@ def test_table_max_minus_is_the_float64_scan(size):
         assert t.max_minus(mu) == pytest.approx(float(np.max(v - Y @ mu)), rel=1e-13, abs=1e-13)
 
 
+def test_table_max_minus_lower_is_a_lower_bound_tight_at_seen_multipliers():
+    """NodeTable.max_minus_lower (the two-rack search's screen before a whole-table scan):
+    -inf before any scan, never above max_minus for any multiplier, equal to it at every
+    multiplier already scanned (its maximum's row is kept), and the table's column-major copy
+    holds the same counts."""
+    import numpy as np
+
+    from formulations import _nodetable as NT
+    from formulations import _patterns as P
+
+    pm = _network_pm(parse_instance(layered(30, 6, 4, 0)))
+    _, info, _ = P.build_network(pm, None, 1, tables=False)
+    t = NT.NodeTable(pm, 0, info["edges"])
+    assert t.ok
+    assert (t.columns() == t.Y.T).all() and t.columns().flags["C_CONTIGUOUS"]
+    _, Y, v = t.floats()
+    rng = np.random.default_rng(11)
+    scale = float(np.abs(v).max()) / max(1.0, float(Y.sum(axis=1).max()))
+    mus = [rng.normal(0, s, t.K) for s in (0.1 * scale, scale, 10 * scale) for _ in range(6)]
+    assert t.max_minus_lower(mus[0]) == -math.inf
+    seen = []
+    below = 0
+    for mu in mus:
+        for old in seen:  # every earlier multiplier's maximum is kept: the bound is exact there
+            assert t.max_minus_lower(old) == pytest.approx(t.max_minus(old), rel=1e-13, abs=1e-13)
+        lo = t.max_minus_lower(mu)
+        exact = float(np.max(v - Y @ mu))
+        assert lo <= exact + 1e-12 * max(1.0, abs(exact))
+        below += lo < exact - 1e-9
+        assert t.max_minus(mu) == pytest.approx(exact, rel=1e-13, abs=1e-13)
+        seen.append(mu)
+    assert below >= 1  # the screen is a bound, not the maximum itself, for new multipliers
+
+
+def test_seed_pool_fits_as_the_loop_over_columns():
+    """_SeedPool.fitting (one array comparison) picks the same columns, in the same order, as the
+    loop over every column it replaced: convexity row among the rack's classes, counts <= z."""
+    import numpy as np
+
+    from formulations._patterns import Column, _SeedPool
+
+    rng = np.random.default_rng(4)
+    K = 5
+    convs = [("conv", "node", i) for i in range(4)]
+    cols = []
+    for j in range(300):
+        y = rng.integers(0, 4, K)
+        ri = int(rng.integers(0, 2))
+        coefs = {("link", ri, k) if rng.random() < 0.5 else ("cover", k): float(q) for k, q in enumerate(y) if q}
+        coefs[convs[int(rng.integers(0, 4))]] = 1.0
+        cols.append(Column(-1, float(j), coefs, None, j))
+    pool = _SeedPool(K)
+    for c in cols:
+        pool.append(c)
+    hits = 0
+    for _ in range(20):
+        z = {k: int(q) for k, q in enumerate(rng.integers(1, 5, K))}
+        want = [convs[i] for i in sorted(rng.choice(4, 2, replace=False))]
+        ref = []
+        for i, c in enumerate(cols):
+            conv = next(r for r in c.coefs if r[0] == "conv")
+            if conv in want:
+                coefs = {("cover", r[2]) if r[0] == "link" else r: x for r, x in c.coefs.items()}
+                if all(x <= z.get(r[1], 0) for r, x in coefs.items() if r[0] == "cover"):
+                    ref.append((i, coefs))
+        got = pool.fitting(want, z)
+        assert [i for i, _ in ref] == list(got)
+        assert all(pool.sub_coefs[i] == coefs for i, coefs in ref)
+        hits += len(ref)
+    assert 0 < hits < 20 * len(cols) // 2  # some columns fit, and the test also excludes some
+
+
 def test_lex_at_least_is_the_code_order_and_needs_no_codes():
     # the two-rack search keeps z >= s - z for interchangeable racks; it compared mixed-radix
     # codes, which wrap past a box of 2^63: the lexicographic test must agree with the codes where
