@@ -139,6 +139,17 @@ def worker_contents(pm, ni: int, ti: int, cap: int) -> np.ndarray | None:
     return X[X.any(axis=1)]
 
 
+def table_row_bytes(K: int, slots: int) -> int:
+    """The bytes one count vector of a network node table holds once built: its counts (int16,
+    in box and group order, 4K), their float64 and float32 copies (12K, for pricing and
+    ``max_minus``), the column-major copy (K), the code and the value (16), the W levels
+    (8 (slots + 1)), the covered flag, and the int64 limits and temporaries of
+    ``_node_vectors`` (8 per limit, 3 here, and 2K while rows are copied): about 280 bytes at
+    12 groups and 4 slots. The row limit is ``TABLE_BYTES`` over this (7 million rows there);
+    the DP's stored pairs have their own ``TABLE_BYTES``."""
+    return 19 * K + 8 * (slots + 1) + 16 + 1 + 24
+
+
 def merge_free_heaps(pm) -> tuple[np.ndarray, float] | None:
     """(on-heap MB per group, max heap) when two workers of a node whose heaps sum to at most
     the max heap can always be merged into one worker content: one topology, the RAS limits
@@ -172,7 +183,7 @@ class NodeTable:
       >= p from f on; they are found once and reused by every level. Its work is the number
       of such pairs x slots (46x8x4: 28 million pairs)."""
 
-    def __init__(self, pm, ni: int, edges: dict[tuple[int, int], float], limit: int = 2_000_000,
+    def __init__(self, pm, ni: int, edges: dict[tuple[int, int], float], limit: int | None = None,
                  box_limit: int = 4_000_000, deadline: float | None = None, dense: bool = False,
                  pair_limit: int | None = None, budget: float | None = None, pair_rate: float = 4e7,
                  content_cap: int = 200_000, merge_free: bool = False):
@@ -192,7 +203,9 @@ class NodeTable:
                 return
             parts.append(got)
         P = np.concatenate(parts) if parts else np.zeros((0, K), dtype=np.int64)
-        vec = _node_vectors(pm, ni, limit)
+        if limit is None:  # rows within TABLE_BYTES (was a fixed 2 million, branch net-twelve-2)
+            limit = TABLE_BYTES // table_row_bytes(K, nw)
+        vec = _node_vectors(pm, ni, limit, deadline=deadline)
         if vec is None or not len(P):
             return
         self.merge = merge_free_heaps(pm) if merge_free else None
@@ -614,9 +627,9 @@ def node_table(pm, nodes: list[int], edges, deadline: float | None) -> NodeTable
     when it would be too big: its estimated build time (sampled pairs x levels, see
     :class:`NodeTable`) over ``TABLE_SHARE`` = 50 % of the time left (30 % before branch
     net-seeds, which refused 100x10x10 seed 1's table: estimated 19 s of the 45 s left at a 60 s
-    limit, built in 24 s), more than 2 million count vectors, or the worker contents not
-    enumerable; or the build passes ``TABLE_STOP`` = 65 % of the time left (half before; then it
-    is abandoned)."""
+    limit, built in 24 s), more count vectors than ``TABLE_BYTES`` holds (``table_row_bytes``;
+    a fixed 2 million before branch net-twelve-2), or the worker contents not enumerable; or the
+    build passes ``TABLE_STOP`` = 65 % of the time left (half before; then it is abandoned)."""
     ni = nodes[0]
     sig = table_sig(pm, ni)
     cache = pm.__dict__.setdefault("_node_tables", {})
