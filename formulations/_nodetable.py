@@ -31,14 +31,18 @@ from ._patterns import Column, stream_matrix
 
 NEG = -np.inf
 RACK_CHUNK = 1 << 20  # codes per chunk of a rack table's build (RackTable._contents)
-# The memory one table build may take, in bytes: traffic's count tables (``_trafficbp``, all
-# node classes together) and the (target, source) row pairs network's node table keeps for its
-# DP (int32 each: 8 bytes a pair, 10 with the merge-free levels; past it the pairs are found
-# again at every level). 2 GB: 2.5e8 pairs (was 1e8 pairs; 100x11x10's 1.22e8 then fit, branch
-# net-twelve). One solve builds one kind of table, so the two never add up.
 TABLE_SHARE = 0.5  # node_table: a network node table's estimated build time, at most this share of the time left
 TABLE_STOP = 0.65  # node_table: a build still running at this share of the time left is abandoned
+# The memory of one solve's tables, in bytes: traffic's count tables (``_trafficbp``, all node
+# classes together), or a network node table's rows (``table_row_bytes``). One solve builds one
+# kind of table, so the two never add up.
 TABLE_BYTES = 2_000_000_000
+# The (target, source) row pairs a network node table keeps for its DP (int32 each: 8 bytes a
+# pair, 10 with the merge-free levels; past it the pairs are found again at every level, about
+# as much work again): 5e8 pairs. It was TABLE_BYTES, 2.5e8 pairs (1e8 before branch
+# net-twelve, when 100x11x10's 1.22e8 did not fit); since branch net-twelve-2 100x12x10's
+# 3.7e8 fit: its table in about 46 s instead of 122 s, peak of the solve about 4.5 GB.
+PAIR_BYTES = 4_000_000_000
 
 
 def lookup(codes: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -145,8 +149,8 @@ def table_row_bytes(K: int, slots: int) -> int:
     ``max_minus``), the column-major copy (K), the code and the value (16), the W levels
     (8 (slots + 1)), the covered flag, and the int64 limits and temporaries of
     ``_node_vectors`` (8 per limit, 3 here, and 2K while rows are copied): about 280 bytes at
-    12 groups and 4 slots. The row limit is ``TABLE_BYTES`` over this (7 million rows there);
-    the DP's stored pairs have their own ``TABLE_BYTES``."""
+    12 groups and 4 slots. The row limit is ``TABLE_BYTES`` over this (6.5 million rows there);
+    the DP's stored pairs have their own budget, ``PAIR_BYTES``."""
     return 19 * K + 8 * (slots + 1) + 16 + 1 + 24
 
 
@@ -210,7 +214,7 @@ class NodeTable:
             return
         self.merge = merge_free_heaps(pm) if merge_free else None
         if pair_limit is None:  # the merge-free DP also keeps two int8 levels a pair
-            pair_limit = TABLE_BYTES // (8 if self.merge is None else 10)
+            pair_limit = PAIR_BYTES // (8 if self.merge is None else 10)
         # groups on the box axes least used by worker contents first: a content p only extends
         # vectors that are 0 on the axes before its first group (below), so that saves most
         perm = np.argsort((P > 0).sum(axis=0), kind="stable")
