@@ -33,15 +33,15 @@ NEG = -np.inf
 RACK_CHUNK = 1 << 20  # codes per chunk of a rack table's build (RackTable._contents)
 TABLE_SHARE = 0.5  # node_table: a network node table's estimated build time, at most this share of the time left
 TABLE_STOP = 0.65  # node_table: a build still running at this share of the time left is abandoned
-# The memory of one solve's tables, in bytes: traffic's count tables (``_trafficbp``, all node
-# classes together), or a network node table's rows (``table_row_bytes``). One solve builds one
-# kind of table, so the two never add up.
+# Memory budgets in bytes. TABLE_BYTES: traffic's count tables (``_trafficbp``, all node classes
+# together), or the rows of one network node table (``table_row_bytes``; per table, i.e. per
+# class of nodes with distinct limits: the layered instances have one); a solve builds one kind.
 TABLE_BYTES = 2_000_000_000
 # The (target, source) row pairs a network node table keeps for its DP (int32 each: 8 bytes a
 # pair, 10 with the merge-free levels; past it the pairs are found again at every level, about
 # as much work again): 5e8 pairs. It was TABLE_BYTES, 2.5e8 pairs (1e8 before branch
 # net-twelve, when 100x11x10's 1.22e8 did not fit); since branch net-twelve-2 100x12x10's
-# 3.7e8 fit: its table in about 46 s instead of 122 s, peak of the solve about 4.5 GB.
+# 4.1e8 fit: its table in 41-46 s instead of 122 s, peak of the whole solve 4.2 GB (measured).
 PAIR_BYTES = 4_000_000_000
 
 
@@ -147,11 +147,11 @@ def table_row_bytes(K: int, slots: int) -> int:
     """The bytes one count vector of a network node table holds once built: its counts (int16,
     in box and group order, 4K), their float64 and float32 copies (12K, for pricing and
     ``max_minus``), the column-major copy (K), the code and the value (16), the W levels
-    (8 (slots + 1)), the covered flag, and the int64 limits and temporaries of
-    ``_node_vectors`` (8 per limit, 3 here, and 2K while rows are copied): about 280 bytes at
-    12 groups and 4 slots. The row limit is ``TABLE_BYTES`` over this (6.5 million rows there);
-    the DP's stored pairs have their own budget, ``PAIR_BYTES``."""
-    return 19 * K + 8 * (slots + 1) + 16 + 1 + 24
+    (8 (slots + 1)), the covered flag, the index of ``floats`` (8), and the int64 limits and
+    temporaries of ``_node_vectors`` (8 per limit, 3 here, and 2K while rows are copied): about
+    320 bytes at 12 groups and 4 slots. The row limit is ``TABLE_BYTES`` over this (6.3 million
+    rows there); the DP's stored pairs have their own budget, ``PAIR_BYTES``."""
+    return 19 * K + 8 * (slots + 1) + 16 + 1 + 8 + 24
 
 
 def merge_free_heaps(pm) -> tuple[np.ndarray, float] | None:

@@ -1208,7 +1208,9 @@ class _SeedPool:
     def __init__(self, K: int):
         self.K = K
         self.cols: list[Column] = []  # as stored: rows ("link", rack, group) or ("cover", group)
-        self.sub_coefs: list[dict] = []  # the same with ("cover", group) rows, as a subproblem has them
+        # the same with ("cover", group) rows, as a subproblem has them: one dict per column,
+        # shared by every subproblem it seeds (columns' coefficients are never changed once made)
+        self.sub_coefs: list[dict] = []
         self.conv: list[Any] = []
         self._counts: list[np.ndarray] = []
         self._conv_id: dict[Any, int] = {}
@@ -1591,6 +1593,22 @@ def rack_dual_term_lower(pm, ri: int, mu) -> float:
     return tot
 
 
+def _fold_multiplier(part: np.ndarray, zm: np.ndarray, live: np.ndarray, lower: float,
+                     exact: Callable[[], float]) -> float | None:
+    """One multiplier mu into one side's split bounds B(z) = min over the pool (mu . z + H(mu)):
+    part = min(part, zm + H) in place (zm = Z @ mu, H = ``exact()``, the rack's dual term: a
+    scan of its node tables), unless zm + ``lower`` (a lower bound on H) already reaches part
+    on every ``live`` split: then zm + H >= part there too, no live bound can tighten, and H is
+    not computed (returns None; the part of dead splits is left as it is, which only keeps it
+    higher: still valid). Otherwise returns H. Nothing is ever lowered below the exact minimum
+    (branch net-twelve-2; docs/formulations.md "Two racks")."""
+    if lower > -math.inf and bool((zm[live] + lower >= part[live]).all()):
+        return None
+    h = exact()
+    np.minimum(part, zm + h, out=part)
+    return h
+
+
 def _rack_box(pm, ri: int) -> int:
     from ._nodetable import rack_limits
 
@@ -1735,23 +1753,31 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
 
     def add_mu(ri: int, mu: np.ndarray) -> None:
         terms: dict = {}  # racks whose classes have the same sizes and tables have the same dual term
+        lows: dict = {}
         for side in (0, 1):
             if racks[side] == ri or sig[racks[side]] == sig[ri]:  # any mu is valid: its term per rack
                 tk = term_key[racks[side]]
                 zm = Zs[side] @ mu
-                if tk not in terms:
-                    # H >= its lower bound: if even that tightens no split's bound on this side,
-                    # the scan of the tables for H is skipped (nothing is added, so nothing
-                    # invalid; most multipliers tighten nothing, docs/formulations.md "Two racks")
-                    lo = rack_dual_term_lower(pm, racks[side], mu)
-                    if lo > -math.inf and bool((zm + lo >= node_part[side]).all()):
-                        st["multipliers_skipped"] = st.get("multipliers_skipped", 0) + 1
-                        continue
-                    terms[tk] = H(racks[side], mu)
-                np.minimum(node_part[side], zm + terms[tk], out=node_part[side])
+                if tk in terms:
+                    np.minimum(node_part[side], zm + terms[tk], out=node_part[side])
+                    continue
+                if tk not in lows:
+                    lows[tk] = rack_dual_term_lower(pm, racks[side], mu)
+                live = alive
+                if taken[0] is not None:  # the split being bounded reads node_part[1] next
+                    live = alive.copy()
+                    live[taken[0]] = True
+                got = _fold_multiplier(node_part[side], zm, live, lows[tk], lambda r=racks[side]: H(r, mu))
+                if got is None:
+                    st["multipliers_skipped"] = st.get("multipliers_skipped", 0) + 1
+                else:
+                    terms[tk] = got
 
+    alive = np.ones(len(lagc), dtype=bool)  # splits not yet taken (add_mu screens on these)
+    taken: list[int | None] = [None]  # and the one taken last, while its racks are bounded
     for ri in racks:
         add_mu(ri, np.array([duals.get(("link", ri, k), 0.0) for k in range(K)]))
+
     def grid(b: float) -> float:
         """A bound on plan values, rounded down to their grid (max(z_best, .): a plan exists)."""
         if unit > 10 * tol:
@@ -1759,7 +1785,6 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
         return max(b, z_best)
 
     used = 0
-    alive = np.ones(len(lagc), dtype=bool)
     st["rack_tuples"] = 0
     stale = True  # the split bounds are recomputed only after new multipliers tightened node_part
     while True:
@@ -1771,6 +1796,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
                 lagc, val, bnd, alive = lagc[keep], val[keep], bnd[keep], alive[keep]
                 Zs = [Zs[0][keep], Zs[1][keep]]
                 node_part = [node_part[0][keep], node_part[1][keep]]
+                taken[0] = None  # its index is gone
         i = int(np.argmax(bnd)) if len(bnd) else -1
         top = -math.inf if i < 0 else float(bnd[i])
         if top <= z_best + need:
@@ -1782,6 +1808,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
             out["bound"] = grid(min(ub, top))
             return out
         alive[i] = False
+        taken[0] = i
         bnd[i] = -np.inf
         tup = [column(0, i), column(1, i)]
         # rack 1's LP bound first; with it (and the multiplier its LP adds to the pool) the

@@ -1082,7 +1082,7 @@ def test_rack_exact_round_shrinks_after_give_ups(monkeypatch):
 
 @pytest.mark.slow
 def test_network_100_executors_11_components_10_nodes_proven():
-    """11 components: the node table's 1.22e8 pairs are kept (TABLE_BYTES), so it passes the
+    """11 components: the node table's 1.22e8 pairs are kept (PAIR_BYTES), so it passes the
     gate; the ordered convolution solves the racks the unordered one gave up on. Proven (bound
     = plan), the plan passes the evaluator and is no worse than storm.ras. (The limit is 120 s
     so the test holds on a loaded machine; the 60 s figures are docs/benchmarks.md's.)"""
@@ -1122,8 +1122,41 @@ def test_table_max_minus_is_the_float64_scan(size):
 def test_table_max_minus_lower_is_a_lower_bound_tight_at_seen_multipliers():
     """NodeTable.max_minus_lower (the two-rack search's screen before a whole-table scan):
     -inf before any scan, never above max_minus for any multiplier, equal to it at every
-    multiplier already scanned (its maximum's row is kept), and the table's column-major copy
-    holds the same counts."""
+    multiplier already scanned (its maximum's row is kept, in the index space of ``floats``:
+    the table here has vectors no split covers, so that space is not the table's), also for
+    multipliers outside float32's range (the float64 scan)."""
+    import numpy as np
+
+    from formulations import _nodetable as NT
+    from formulations import _patterns as P
+
+    # one slot a node: vectors over one worker's heap are not covered (sel False)
+    pm = _network_pm(parse_instance(layered(30, 6, 4, 0, slots=1)))
+    _, info, _ = P.build_network(pm, None, 1, tables=False)
+    t = NT.NodeTable(pm, 0, info["edges"])
+    assert t.ok and not t.sel.all() and t.sel.any()
+    _, Y, v = t.floats()
+    rng = np.random.default_rng(11)
+    scale = float(np.abs(v).max()) / max(1.0, float(Y.sum(axis=1).max()))
+    mus = [rng.normal(0, s, t.K) for s in (0.1 * scale, scale, 10 * scale) for _ in range(6)]
+    mus.append(np.array([2e30] + [0.0] * (t.K - 1)))  # the float64 fall-back scan
+    assert t.max_minus_lower(mus[0]) == -math.inf
+    seen = []
+    below = 0
+    for mu in mus:
+        lo = t.max_minus_lower(mu)
+        exact = float(np.max(v - Y @ mu))
+        assert lo <= exact + 1e-12 * max(1.0, abs(exact))
+        below += lo < exact - 1e-9
+        assert t.max_minus(mu) == pytest.approx(exact, rel=1e-13, abs=1e-13)
+        seen.append(mu)
+        for old in seen:  # every scanned multiplier's maximum is kept: the bound is exact there
+            assert t.max_minus_lower(old) == pytest.approx(t.max_minus(old), rel=1e-13, abs=1e-13)
+    assert below >= 1  # the screen is a bound, not the maximum itself, for new multipliers
+
+
+def test_table_columns_are_the_counts_by_group():
+    """NodeTable.columns: the counts group by group, contiguous, uint8 only where they fit."""
     import numpy as np
 
     from formulations import _nodetable as NT
@@ -1132,63 +1165,92 @@ def test_table_max_minus_lower_is_a_lower_bound_tight_at_seen_multipliers():
     pm = _network_pm(parse_instance(layered(30, 6, 4, 0)))
     _, info, _ = P.build_network(pm, None, 1, tables=False)
     t = NT.NodeTable(pm, 0, info["edges"])
-    assert t.ok
-    assert (t.columns() == t.Y.T).all() and t.columns().flags["C_CONTIGUOUS"]
+    assert (t.columns() == t.Y.T).all() and t.columns().flags["C_CONTIGUOUS"] and t.columns().dtype == np.uint8
+    big = NT.NodeTable.__new__(NT.NodeTable)  # counts past 255 (no real table has them): not uint8
+    big.Y, big.K, big._top = np.array([[0, 300], [1, 2]], dtype=np.int16), 2, None
+    assert big.columns().dtype != np.uint8 and (big.columns() == big.Y.T).all()
+
+
+def test_fold_multiplier_keeps_the_exact_minimum_on_live_splits():
+    """_two_rack_search's screen (_fold_multiplier): over a sequence of multipliers, each split's
+    bound part stays >= min over the multipliers of (Z @ mu + max_minus(mu)) (valid: nothing is
+    ever lowered below it), equals it on the live splits (a skip never loses a tightening there),
+    and most multipliers are skipped once the pool has a few."""
+    import numpy as np
+
+    from formulations import _nodetable as NT
+    from formulations import _patterns as P
+
+    pm = _network_pm(parse_instance(layered(30, 6, 4, 0)))
+    _, info, _ = P.build_network(pm, None, 1, tables=False)
+    t = NT.NodeTable(pm, 0, info["edges"])
     _, Y, v = t.floats()
-    rng = np.random.default_rng(11)
-    scale = float(np.abs(v).max()) / max(1.0, float(Y.sum(axis=1).max()))
-    mus = [rng.normal(0, s, t.K) for s in (0.1 * scale, scale, 10 * scale) for _ in range(6)]
-    assert t.max_minus_lower(mus[0]) == -math.inf
-    seen = []
-    below = 0
-    for mu in mus:
-        for old in seen:  # every earlier multiplier's maximum is kept: the bound is exact there
-            assert t.max_minus_lower(old) == pytest.approx(t.max_minus(old), rel=1e-13, abs=1e-13)
-        lo = t.max_minus_lower(mu)
-        exact = float(np.max(v - Y @ mu))
-        assert lo <= exact + 1e-12 * max(1.0, abs(exact))
-        below += lo < exact - 1e-9
-        assert t.max_minus(mu) == pytest.approx(exact, rel=1e-13, abs=1e-13)
-        seen.append(mu)
-    assert below >= 1  # the screen is a bound, not the maximum itself, for new multipliers
+    rng = np.random.default_rng(9)
+    Z = Y[rng.choice(len(Y), 400, replace=False)] * 2  # rack contents of two nodes' worth
+    live = rng.random(len(Z)) < 0.7
+    part = np.full(len(Z), np.inf)
+    best = np.full(len(Z), np.inf)
+    base = np.linalg.lstsq(Y, v, rcond=None)[0]
+    skipped = 0
+    for _ in range(40):
+        mu = base + rng.normal(0, 0.05 * float(np.abs(base).max()), t.K)
+        h = float(np.max(v - Y @ mu))
+        best = np.minimum(best, Z @ mu + h)
+        before = part.copy()
+        got = P._fold_multiplier(part, Z @ mu, live, t.max_minus_lower(mu), lambda: t.max_minus(mu))
+        if got is None:  # skipped: nothing changes, dead splits included
+            skipped += 1
+            assert np.array_equal(part, before)
+        else:
+            assert got == pytest.approx(h, rel=1e-13, abs=1e-13)
+    assert (part >= best - 1e-9).all()
+    assert np.allclose(part[live], best[live], rtol=0, atol=1e-9)
+    assert skipped >= 10
 
 
 def test_seed_pool_fits_as_the_loop_over_columns():
-    """_SeedPool.fitting (one array comparison) picks the same columns, in the same order, as the
-    loop over every column it replaced: convexity row among the rack's classes, counts <= z."""
+    """_SeedPool.fitting (one array comparison) picks the same columns, in the same order and
+    with the same coefficients, as the loop over every column it replaced (convexity row among
+    the rack's classes, counts <= z with absent groups at 0), with columns appended between
+    queries (the two-rack search shares new columns as it goes) and a class no column has."""
     import numpy as np
 
     from formulations._patterns import Column, _SeedPool
 
     rng = np.random.default_rng(4)
     K = 5
-    convs = [("conv", "node", i) for i in range(4)]
-    cols = []
-    for j in range(300):
-        y = rng.integers(0, 4, K)
-        ri = int(rng.integers(0, 2))
-        coefs = {("link", ri, k) if rng.random() < 0.5 else ("cover", k): float(q) for k, q in enumerate(y) if q}
-        coefs[convs[int(rng.integers(0, 4))]] = 1.0
-        cols.append(Column(-1, float(j), coefs, None, j))
-    pool = _SeedPool(K)
-    for c in cols:
-        pool.append(c)
-    hits = 0
-    for _ in range(20):
-        z = {k: int(q) for k, q in enumerate(rng.integers(1, 5, K))}
-        want = [convs[i] for i in sorted(rng.choice(4, 2, replace=False))]
-        ref = []
+    convs = [("conv", "node", i) for i in range(5)]  # the last one: no column has it
+
+    def ref_fitting(cols, want, z):
+        out = []
         for i, c in enumerate(cols):
             conv = next(r for r in c.coefs if r[0] == "conv")
             if conv in want:
                 coefs = {("cover", r[2]) if r[0] == "link" else r: x for r, x in c.coefs.items()}
                 if all(x <= z.get(r[1], 0) for r, x in coefs.items() if r[0] == "cover"):
-                    ref.append((i, coefs))
-        got = pool.fitting(want, z)
-        assert [i for i, _ in ref] == list(got)
-        assert all(pool.sub_coefs[i] == coefs for i, coefs in ref)
-        hits += len(ref)
-    assert 0 < hits < 20 * len(cols) // 2  # some columns fit, and the test also excludes some
+                    out.append((i, coefs))
+        return out
+
+    pool = _SeedPool(K)
+    cols = []
+    hits = 0
+    for j in range(400):
+        y = rng.integers(0, 4, K)
+        ri = int(rng.integers(0, 2))
+        coefs = {("link", ri, k) if rng.random() < 0.5 else ("cover", k): float(q) for k, q in enumerate(y) if q}
+        coefs[convs[int(rng.integers(0, 4))]] = 1.0
+        cols.append(Column(-1, float(j), coefs, None, j))
+        pool.append(cols[-1])
+        if j % 20 == 19:  # queries between appends
+            for _ in range(3):
+                z = {k: int(q) for k, q in enumerate(rng.integers(0, 5, K)) if q and rng.random() < 0.8}
+                want = [convs[i] for i in sorted(rng.choice(5, 2, replace=False))]
+                ref = ref_fitting(cols, want, z)
+                got = pool.fitting(want, z)
+                assert [i for i, _ in ref] == list(got)
+                assert all(pool.sub_coefs[i] == coefs for i, coefs in ref)
+                hits += len(ref)
+    assert 0 < hits
 
 
 def test_lex_at_least_is_the_code_order_and_needs_no_codes():
