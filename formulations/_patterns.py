@@ -1563,11 +1563,14 @@ def _solve_tuple(solve_rack, racks, tup, base: float, *, rack_bound=None, target
     return total, parts
 
 
-def rack_dual_term(pm, ri: int, mu) -> float:
+def rack_dual_term(pm, ri: int, mu, lower: bool = False) -> float:
     """sum over rack ri's node classes c of |c| max_y (T_c(y) - mu . y), T_c the node table's
     values (node + worker co-location of count vector y): for any mu, mu . z plus this bounds
     the node + worker co-location of the rack holding exactly z (Lagrangian relaxation of its
-    cover rows sum_nodes y = z; y over all vectors of the table, y <= z dropped)."""
+    cover rows sum_nodes y = z; y over all vectors of the table, y <= z dropped). With
+    ``lower``, a lower bound on it instead, without scanning the tables: each max over the rows
+    that were a table's maximum for earlier multipliers (``NodeTable.max_minus_lower``; -inf
+    before any)."""
     from ._nodetable import table_sig
 
     tables = pm.__dict__["_node_tables"]
@@ -1575,21 +1578,8 @@ def rack_dual_term(pm, ri: int, mu) -> float:
     for c in node_classes(pm, True):
         if pm.node_rack[c[0]] != ri:
             continue
-        tot += len(c) * tables[table_sig(pm, c[0])].max_minus(mu)
-    return tot
-
-
-def rack_dual_term_lower(pm, ri: int, mu) -> float:
-    """A lower bound on ``rack_dual_term(pm, ri, mu)`` from the rows that were the tables'
-    maxima for earlier multipliers (``NodeTable.max_minus_lower``; -inf before any)."""
-    from ._nodetable import table_sig
-
-    tables = pm.__dict__["_node_tables"]
-    tot = 0.0
-    for c in node_classes(pm, True):
-        if pm.node_rack[c[0]] != ri:
-            continue
-        tot += len(c) * tables[table_sig(pm, c[0])].max_minus_lower(mu)
+        t = tables[table_sig(pm, c[0])]
+        tot += len(c) * (t.max_minus_lower(mu) if lower else t.max_minus(mu))
     return tot
 
 
@@ -1762,7 +1752,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
                     np.minimum(node_part[side], zm + terms[tk], out=node_part[side])
                     continue
                 if tk not in lows:
-                    lows[tk] = rack_dual_term_lower(pm, racks[side], mu)
+                    lows[tk] = rack_dual_term(pm, racks[side], mu, lower=True)
                 live = alive
                 if taken[0] is not None:  # the split being bounded reads node_part[1] next
                     live = alive.copy()
