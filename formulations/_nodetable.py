@@ -38,8 +38,8 @@ TABLE_STOP = 0.65  # node_table: a build still running at this share of the time
 # class of nodes with distinct limits: the layered instances have one); a solve builds one kind.
 TABLE_BYTES = 2_000_000_000
 # The (target, source) row pairs a network node table keeps for its DP (int32 each: 8 bytes a
-# pair, 10 with the merge-free levels; past it the pairs are found again at every level, about
-# as much work again): 5e8 pairs. It was TABLE_BYTES, 2.5e8 pairs (1e8 before branch
+# pair, 10 with the merge-free levels; past it the pairs of the later contents are found again
+# at every level, about as much work again for them): 5e8 pairs. It was TABLE_BYTES, 2.5e8 pairs (1e8 before branch
 # net-twelve, when 100x11x10's 1.22e8 did not fit); since branch net-twelve-2 100x12x10's
 # 4.1e8 fit: its table in 41-46 s instead of 122 s, peak of the whole solve 4.2 GB (measured).
 PAIR_BYTES = 4_000_000_000
@@ -441,13 +441,15 @@ class NodeTable:
             self.est_pairs = est * len(P) / len(sample)
             # the levels after the first (W_1 needs no pairs, below); pairs are looked up by
             # gathers (dec, below) when there is no look-up table, not binary searches; each
-            # content and level also costs a few numpy calls (about 2e-5 s); pairs over
-            # ``pair_limit`` are found again at every level, about as much work again (100x11x10,
-            # 1.22e8 pairs: 41 s of CPU so, 10.6 s with them stored)
-            again = 2 if self.est_pairs > pair_limit else 1
-            if (self.est_pairs / pair_rate + 2e-5 * len(P)) * levels_used * again > budget:
+            # content and level also costs a few numpy calls (about 2e-5 s); the pairs past
+            # ``pair_limit`` (those of the contents after the first ones that fill it) are found
+            # again at every level, about as much work again for them (100x11x10, 1.22e8 pairs:
+            # 41 s of CPU all found again, 10.6 s all stored)
+            work = self.est_pairs + max(0.0, self.est_pairs - pair_limit)
+            if (work / pair_rate + 2e-5 * len(P)) * levels_used > budget:
                 return None
-        pairs: list[tuple] | None = []
+        pairs: list[tuple] = []  # those of contents 0 .. len(pairs) - 1, within pair_limit
+        full = False  # the limit was reached: the later contents' pairs are found at every level
         total = 0
         dec = None
         if self._lut is None:
@@ -493,14 +495,14 @@ class NodeTable:
             for j in range(len(P)):
                 if j % 64 == 0 and deadline is not None and time.monotonic() > deadline:
                     return None
-                if pairs is not None and m > 1:
+                if m > 1 and j < len(pairs):
                     tgt, src, lo, hi = pairs[j]
                 else:
                     tgt, src, lo, hi = pairs_of(j)
-                    if pairs is not None:
+                    if m == 1 and not full:
                         total += len(tgt)
                         if total > pair_limit:
-                            pairs = None  # too many to keep: found again at every level
+                            full = True  # the pairs kept so far stay; the rest are found again
                         else:
                             pairs.append((tgt, src, lo, hi))
                 if m > 1 and len(tgt):  # level 1 only finds (and stores) the pairs

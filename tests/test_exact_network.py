@@ -1171,6 +1171,26 @@ def test_table_max_minus_lower_is_a_lower_bound_tight_at_seen_multipliers():
     assert below >= 1  # the screen is a bound, not the maximum itself, for new multipliers
 
 
+@pytest.mark.parametrize("size", [(30, 6, 4), (46, 8, 4)])
+def test_node_table_pairs_over_the_limit_give_the_same_levels(size):
+    """The DP's pairs past ``pair_limit``: the contents whose pairs fit stay stored and the rest
+    are found again at every level (none stored, some, all): the same W levels, bit for bit."""
+    import numpy as np
+
+    from formulations import _nodetable as NT
+    from formulations import _patterns as P
+
+    pm = _network_pm(parse_instance(layered(*size, 0)))
+    _, info, _ = P.build_network(pm, None, 1, tables=False)
+    ref = NT.NodeTable(pm, 0, info["edges"])
+    assert ref.ok
+    tables = [NT.NodeTable(pm, 0, info["edges"], pair_limit=lim) for lim in (0, 1000, 200_000)]
+    for t in tables:
+        assert t.ok and len(t.levels) == len(ref.levels)
+        assert all(np.array_equal(a, b) for a, b in zip(t.levels, ref.levels))
+        assert np.array_equal(t.value, ref.value) and np.array_equal(t.sel, ref.sel)
+
+
 def test_table_columns_are_the_counts_by_group():
     """NodeTable.columns: the counts group by group, contiguous, uint8 only where they fit."""
     import numpy as np
