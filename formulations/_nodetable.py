@@ -34,8 +34,8 @@ RACK_CHUNK = 1 << 20  # codes per chunk of a rack table's build (RackTable._cont
 TABLE_SHARE = 0.5  # node_table: a network node table's estimated build time, at most this share of the time left
 TABLE_STOP = 0.65  # node_table: a build still running at this share of the time left is abandoned
 # Memory budgets in bytes. TABLE_BYTES: traffic's count tables (``_trafficbp``, all node classes
-# together), or the rows of one network node table (``table_row_bytes``; per table, i.e. per
-# class of nodes with distinct limits: the layered instances have one); a solve builds one kind.
+# together), or the rows of a network solve's node tables (``table_row_bytes``; all its tables
+# together, one per class of nodes with distinct limits); a solve builds one kind.
 TABLE_BYTES = 2_000_000_000
 # The (target, source) row pairs a network node table keeps for its DP (int32 each: 8 bytes a
 # pair, 10 with the merge-free levels; past it the pairs of the later contents are found again
@@ -198,6 +198,7 @@ class NodeTable:
         self.dense = dense
         self._top: np.ndarray | None = None
         nw = len(pm.nodes[ni].slots)
+        self.slots = nw
         parts = []
         for ti, _ in pm.topos:
             # the table's own enumeration (numpy), with a larger cap than the CP-SAT pricer's
@@ -633,16 +634,22 @@ def node_table(pm, nodes: list[int], edges, deadline: float | None) -> NodeTable
     when it would be too big: its estimated build time (sampled pairs x levels, see
     :class:`NodeTable`) over ``TABLE_SHARE`` = 50 % of the time left (30 % before branch
     net-seeds, which refused 100x10x10 seed 1's table: estimated 19 s of the 45 s left at a 60 s
-    limit, built in 24 s), more count vectors than ``TABLE_BYTES`` holds (``table_row_bytes``;
-    a fixed 2 million before branch net-twelve-2), or the worker contents not enumerable; or the
-    build passes ``TABLE_STOP`` = 65 % of the time left (half before; then it is abandoned)."""
+    limit, built in 24 s), more count vectors than what ``TABLE_BYTES`` still holds after the
+    solve's tables built before it (``table_row_bytes``; a fixed 2 million a table before branch
+    net-twelve-2), or the worker contents not enumerable; or the build passes ``TABLE_STOP`` =
+    65 % of the time left (half before; then it is abandoned)."""
     ni = nodes[0]
     sig = table_sig(pm, ni)
     cache = pm.__dict__.setdefault("_node_tables", {})
     if sig in cache:
         return cache[sig]
     left = math.inf if deadline is None else deadline - time.monotonic()
-    t = NodeTable(pm, ni, edges, deadline=None if deadline is None else time.monotonic() + TABLE_STOP * left,
+    # one budget for the rows of all the solve's node tables (they stay for the whole solve)
+    used = sum(len(t.Y) * table_row_bytes(t.K, t.slots) for t in cache.values() if t is not None)
+    nw = len(pm.nodes[ni].slots)
+    limit = max(0, TABLE_BYTES - used) // table_row_bytes(len(pm.groups), nw)
+    t = NodeTable(pm, ni, edges, limit=limit,
+                  deadline=None if deadline is None else time.monotonic() + TABLE_STOP * left,
                   budget=None if deadline is None else TABLE_SHARE * left)
     table = t if t.ok else None
     cache[sig] = table

@@ -1191,6 +1191,37 @@ def test_node_table_pairs_over_the_limit_give_the_same_levels(size):
         assert np.array_equal(t.value, ref.value) and np.array_equal(t.sel, ref.sel)
 
 
+def test_node_tables_share_one_row_budget():
+    """The rows of a solve's node tables (one per class of nodes with distinct limits) share
+    TABLE_BYTES: with a budget that holds the first class's table and not both, the second class
+    gets none (priced by CP-SAT then); with the default budget both have one."""
+    from formulations import _nodetable as NT
+    from formulations import _patterns as P
+
+    d = layered(20, 5, 4, 0)
+    for n in d["cluster"]["racks"][1]["nodes"]:  # a second class of nodes: more CPU
+        n["cpu"] += 20
+    inst = parse_instance(d)
+    pm = _network_pm(inst)
+    model, _, _ = P.build_network(pm, None, 1, tables=True)
+    tables = {id(f.table.t): f.table.t for f in model.families if f.table is not None and hasattr(f.table, "t")}
+    assert len(tables) == 2
+    first, second = sorted(tables.values(), key=lambda t: list(pm._node_tables.values()).index(t))
+    need = len(first.Y) * NT.table_row_bytes(first.K, first.slots)
+    old = NT.TABLE_BYTES
+    try:
+        NT.TABLE_BYTES = need + len(second.Y) * NT.table_row_bytes(second.K, second.slots) // 2
+        pm2 = _network_pm(inst)
+        model2, _, _ = P.build_network(pm2, None, 1, tables=True)
+    finally:
+        NT.TABLE_BYTES = old
+    built = [t for t in pm2._node_tables.values()]
+    assert built[0] is not None and len(built[0].Y) == len(first.Y)
+    assert built[1] is None
+    assert sum(f.table is not None and hasattr(f.table, "t") for f in model2.families) < \
+        sum(f.table is not None and hasattr(f.table, "t") for f in model.families)
+
+
 def test_table_columns_are_the_counts_by_group():
     """NodeTable.columns: the counts group by group, contiguous, uint8 only where they fit."""
     import numpy as np
