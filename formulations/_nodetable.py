@@ -198,7 +198,6 @@ class NodeTable:
         self.dense = dense
         self._top: np.ndarray | None = None
         nw = len(pm.nodes[ni].slots)
-        self.slots = nw
         parts = []
         for ti, _ in pm.topos:
             # the table's own enumeration (numpy), with a larger cap than the CP-SAT pricer's
@@ -328,6 +327,11 @@ class NodeTable:
             dt = np.uint8 if self.top().max(initial=0) < 256 else self.Y.dtype
             self._YT = np.ascontiguousarray(self.Y.T, dtype=dt)
         return self._YT
+
+    def row_bytes(self) -> int:
+        """The bytes of this (built) table's rows, by ``table_row_bytes``: its levels are
+        W_0..W_slots."""
+        return len(self.Y) * table_row_bytes(self.K, len(self.levels) - 1)
 
     def top(self) -> np.ndarray:
         """The largest count of each group over the table's vectors (computed once): a bound
@@ -645,7 +649,7 @@ def node_table(pm, nodes: list[int], edges, deadline: float | None) -> NodeTable
         return cache[sig]
     left = math.inf if deadline is None else deadline - time.monotonic()
     # one budget for the rows of all the solve's node tables (they stay for the whole solve)
-    used = sum(len(t.Y) * table_row_bytes(t.K, t.slots) for t in cache.values() if t is not None)
+    used = sum(t.row_bytes() for t in cache.values() if t is not None)
     nw = len(pm.nodes[ni].slots)
     limit = max(0, TABLE_BYTES - used) // table_row_bytes(len(pm.groups), nw)
     t = NodeTable(pm, ni, edges, limit=limit,

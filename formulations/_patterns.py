@@ -1203,7 +1203,8 @@ class _SeedPool:
     seeding rack subproblems: each with its convexity row and its counts per group, so that
     the columns fitting a rack content z are found by one comparison over an array instead of
     a Python loop over every column per subproblem (100x12x10: 2,600 subproblems x about 5,000
-    columns were 20 of the two-rack search's 85 s)."""
+    columns were 20 of the two-rack search's 85 s). The arrays grow by doubling: the search
+    appends columns after most subproblems."""
 
     def __init__(self, K: int):
         self.K = K
@@ -1212,52 +1213,40 @@ class _SeedPool:
         # shared by every subproblem it seeds (columns' coefficients are never changed once made)
         self.sub_coefs: list[dict] = []
         self.conv: list[Any] = []
-        self._counts: list[np.ndarray] = []
         self._conv_id: dict[Any, int] = {}
-        self._ids: list[int] = []
-        self._arr: tuple[np.ndarray, np.ndarray] | None = None
-
-    def __len__(self) -> int:
-        return len(self.cols)
+        self._ids = np.zeros(64, dtype=np.int64)
+        self._counts = np.zeros((64, K))
 
     def append(self, c: Column) -> None:
         coefs = {("cover", r[2]) if r[0] == "link" else r: x for r, x in c.coefs.items()}
         conv = next(r for r in c.coefs if r[0] == "conv")
-        y = np.zeros(self.K)
-        for r, x in coefs.items():
+        n = len(self.cols)
+        if n == len(self._ids):
+            self._ids = np.concatenate([self._ids, np.zeros(n, dtype=np.int64)])
+            self._counts = np.concatenate([self._counts, np.zeros((n, self.K))])
+        for r, x in coefs.items():  # row n is still zeros
             if r[0] == "cover":
-                y[r[1]] = x
+                self._counts[n, r[1]] = x
+        self._ids[n] = self._conv_id.setdefault(conv, len(self._conv_id))
         self.cols.append(c)
         self.sub_coefs.append(coefs)
         self.conv.append(conv)
-        self._counts.append(y)
-        self._ids.append(self._conv_id.setdefault(conv, len(self._conv_id)))
-        self._arr = None
 
     def fitting(self, convs, z: dict[int, int]) -> np.ndarray:
         """Indices (in order) of the columns whose convexity row is in ``convs`` and whose
         counts are at most z."""
-        if not self.cols:
-            return np.zeros(0, dtype=np.int64)
-        if self._arr is None:
-            self._arr = (np.array(self._ids), np.array(self._counts))
-        ids, Y = self._arr
+        n = len(self.cols)
         want = [self._conv_id[c] for c in convs if c in self._conv_id]
         zz = np.array([z.get(k, 0) for k in range(self.K)], dtype=np.float64)
-        return np.flatnonzero(np.isin(ids, want) & (Y <= zz).all(axis=1))
+        return np.flatnonzero(np.isin(self._ids[:n], want) & (self._counts[:n] <= zz).all(axis=1))
 
 
-def _rack_sub(pm, ri: int, z: dict[int, int], edges, deadline, seed: "_SeedPool | list[Column]") -> PatternModel:
+def _rack_sub(pm, ri: int, z: dict[int, int], edges, deadline, seed: _SeedPool | None) -> PatternModel:
     """Rack ri holding exactly z: its node classes as families (single-rack configuration
-    model), seeded with node columns already generated for that rack (a pool, or a list)."""
+    model), seeded with node columns already generated for that rack (none without a pool)."""
     from ._nodetable import TablePricer
 
     G = pm.groups
-    if not isinstance(seed, _SeedPool):
-        pool = _SeedPool(len(G))
-        for c in seed:
-            pool.append(c)
-        seed = pool
     rows: dict[Any, float] = {("cover", k): float(z.get(k, 0)) for k in range(len(G))}
     fams = []
     fam_of = {}
@@ -1279,7 +1268,7 @@ def _rack_sub(pm, ri: int, z: dict[int, int], edges, deadline, seed: "_SeedPool 
             fam.heuristic = NodeHeuristic(pm, cls, edges, len(fams), conv, lambda k: ("cover", k), ybound=z)
         fams.append(fam)
     sub = PatternModel(rows, fams, 0.0, deadline, 1)
-    for i in seed.fitting(list(fam_of), z):
+    for i in (seed.fitting(list(fam_of), z) if seed is not None else []):
         c = seed.cols[i]
         sub.add(Column(fam_of[seed.conv[i]], c.value, seed.sub_coefs[i], c.payload, c.key))
     return sub
@@ -1753,18 +1742,15 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
                     continue
                 if tk not in lows:
                     lows[tk] = rack_dual_term(pm, racks[side], mu, lower=True)
-                live = alive
-                if taken[0] is not None:  # the split being bounded reads node_part[1] next
-                    live = alive.copy()
-                    live[taken[0]] = True
-                got = _fold_multiplier(node_part[side], zm, live, lows[tk], lambda r=racks[side]: H(r, mu))
+                got = _fold_multiplier(node_part[side], zm, alive, lows[tk], lambda r=racks[side]: H(r, mu))
                 if got is None:
                     st["multipliers_skipped"] = st.get("multipliers_skipped", 0) + 1
                 else:
                     terms[tk] = got
 
-    alive = np.ones(len(lagc), dtype=bool)  # splits not yet taken (add_mu screens on these)
-    taken: list[int | None] = [None]  # and the one taken last, while its racks are bounded
+    # splits not yet taken, and the one being bounded until its racks' multipliers are in
+    # (add_mu screens on these: the split reads node_part[1] after rack 1's multiplier)
+    alive = np.ones(len(lagc), dtype=bool)
     for ri in racks:
         add_mu(ri, np.array([duals.get(("link", ri, k), 0.0) for k in range(K)]))
 
@@ -1786,7 +1772,6 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
                 lagc, val, bnd, alive = lagc[keep], val[keep], bnd[keep], alive[keep]
                 Zs = [Zs[0][keep], Zs[1][keep]]
                 node_part = [node_part[0][keep], node_part[1][keep]]
-                taken[0] = None  # its index is gone
         i = int(np.argmax(bnd)) if len(bnd) else -1
         top = -math.inf if i < 0 else float(bnd[i])
         if top <= z_best + need:
@@ -1797,8 +1782,6 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
             st["enumeration"] = "time limit in the two-rack search"
             out["bound"] = grid(min(ub, top))
             return out
-        alive[i] = False
-        taken[0] = i
         bnd[i] = -np.inf
         tup = [column(0, i), column(1, i)]
         # rack 1's LP bound first; with it (and the multiplier its LP adds to the pool) the
@@ -1816,6 +1799,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
         else:
             st["rack_lp_skipped"] = st.get("rack_lp_skipped", 0) + 1
             lpb += float(node_part[1][i])
+        alive[i] = False  # its multipliers are in; bnd[i] is already -inf
         if lpb <= z_best + need:
             st["rack_tuples_pruned"] = st.get("rack_tuples_pruned", 0) + 1
             continue

@@ -449,9 +449,9 @@ def test_rack_dual_term_bounds_every_rack_content():
     tight = 0
     for r in rng.choice(len(rt.Z), 12, replace=False):
         z = {k: int(q) for k, q in enumerate(rt.Z[r]) if q}
-        sub = P._rack_sub(pm, 0, z, info["edges"], None, [])
+        sub = P._rack_sub(pm, 0, z, info["edges"], None, None)
         lp, duals, _ = sub.generate()
-        o = P.run_patterns(P._rack_sub(pm, 0, z, info["edges"], None, []), "cpsat", 1)
+        o = P.run_patterns(P._rack_sub(pm, 0, z, info["edges"], None, None), "cpsat", 1)
         if o["status"] == "infeasible":
             continue
         assert o["status"] == "optimal"
@@ -490,9 +490,9 @@ def test_rack_convolution_agrees_with_configuration_model(size, seed):
     pm, info, zs = _rack_contents(size, 12, seed)
     solved = 0
     for z in zs:
-        sub = P._rack_sub(pm, 0, z, info["edges"], None, [])
+        sub = P._rack_sub(pm, 0, z, info["edges"], None, None)
         ub, duals, maxrc = sub.generate()
-        ref = P.run_patterns(P._rack_sub(pm, 0, z, info["edges"], None, []), "cpsat", 1)
+        ref = P.run_patterns(P._rack_sub(pm, 0, z, info["edges"], None, None), "cpsat", 1)
         if ub == float("-inf") or ref["status"] == "infeasible":
             assert ref["status"] == "infeasible" and (ub == float("-inf") or
                                                       rack_by_convolution(sub, ub, duals, maxrc, z) is None)
@@ -535,7 +535,7 @@ def test_rack_convolution_matches_brute_force_over_table_rows():
     checked = 0
     for zr in rt.Z:
         z = {k: int(q) for k, q in enumerate(zr) if q}
-        sub = P._rack_sub(pm, 0, z, info["edges"], None, [])
+        sub = P._rack_sub(pm, 0, z, info["edges"], None, None)
         assert [f.count for f in sub.families] == [2]
         ub, duals, maxrc = sub.generate()
         key = tuple(int(q) for q in zr)
@@ -629,10 +629,10 @@ def test_rack_convolution_with_two_node_classes_and_its_cap():
     solved = incomplete = 0
     for r in np.random.default_rng(4).choice(len(rt.Z), 10, replace=False):
         z = {k: int(q) for k, q in enumerate(rt.Z[r]) if q}
-        sub = P._rack_sub(pm, 0, z, info["edges"], None, [])
+        sub = P._rack_sub(pm, 0, z, info["edges"], None, None)
         assert len(sub.families) == 2 and all(f.table is not None for f in sub.families)
         ub, duals, maxrc = sub.generate()
-        ref = P.run_patterns(P._rack_sub(pm, 0, z, info["edges"], None, []), "cpsat", 1)
+        ref = P.run_patterns(P._rack_sub(pm, 0, z, info["edges"], None, None), "cpsat", 1)
         if ub == float("-inf") or ref["status"] == "infeasible":
             assert ref["status"] == "infeasible"
             continue
@@ -830,7 +830,7 @@ def test_rack_convolution_cutoff(size, seed):
     done = below = 0
     for z in zs:
         def fresh():
-            sub = P._rack_sub(pm, 0, z, info["edges"], None, [])
+            sub = P._rack_sub(pm, 0, z, info["edges"], None, None)
             return (sub, *sub.generate())
 
         sub, ub, duals, maxrc = fresh()
@@ -1025,7 +1025,7 @@ def test_rack_convolution_ordered_losses_agree(size, seed):
     pm, info, zs = _rack_contents(size, 14, seed)
     compared = 0
     for z in zs:
-        sub = P._rack_sub(pm, 0, z, info["edges"], None, [])
+        sub = P._rack_sub(pm, 0, z, info["edges"], None, None)
         assert [f.count for f in sub.families] == [3]
         ub, duals, maxrc = sub.generate()
         if ub is None or ub == float("-inf"):
@@ -1207,10 +1207,10 @@ def test_node_tables_share_one_row_budget():
     tables = {id(f.table.t): f.table.t for f in model.families if f.table is not None and hasattr(f.table, "t")}
     assert len(tables) == 2
     first, second = sorted(tables.values(), key=lambda t: list(pm._node_tables.values()).index(t))
-    need = len(first.Y) * NT.table_row_bytes(first.K, first.slots)
+    need = first.row_bytes()
     old = NT.TABLE_BYTES
     try:
-        NT.TABLE_BYTES = need + len(second.Y) * NT.table_row_bytes(second.K, second.slots) // 2
+        NT.TABLE_BYTES = need + second.row_bytes() // 2
         pm2 = _network_pm(inst)
         model2, _, _ = P.build_network(pm2, None, 1, tables=True)
     finally:
