@@ -342,6 +342,126 @@ def gen_micro(count: int, seed: int, **params: Any) -> Iterator[Instance]:
 
 
 # ---------------------------------------------------------------------------------------------
+# shukla-app: application-sized DAGs of Shukla and Simmhan's five modelled tasks
+
+# The VM pool of the shipped shukla-* instances (instances/README.md; seed 004, section 7.1):
+# Azure D-series VMs, (type, slots, price $/h, count), 3.5 GB of memory per slot.
+SHUKLA_POOL: list[tuple[str, int, float, int]] = [("D4", 8, 0.784, 6), ("D3", 4, 0.392, 3), ("D2", 2, 0.196, 3),
+                                                  ("D1", 1, 0.098, 3)]
+SHUKLA_TASKS = ["blob", "table", "pi", "parse", "batchwrite"]
+
+SHUKLA_APP_DEFAULTS: dict[str, Any] = {
+    "tasks": [7, 11, 15],  # logic tasks per DAG (the paper's application DAGs: 7 to 15)
+    "paths": [2, 3, 4],  # DAG selectivity 1:paths (the paper: 1:2 to 1:4), paired with tasks
+    "rates": [50.0, 100.0],  # input rates (the paper ran its application DAGs at 50 and 100)
+    "pool_copies": 1,  # copies of the shipped 69-slot VM pool
+    "max_width": 4,  # most logic tasks in one layer
+}
+
+
+def _app_dag(rng: random.Random, n: int, paths: int, max_width: int, tries: int = 20000) -> list[tuple[int, int]]:
+    """Edges of a layered DAG over logic tasks 0..n-1 plus source -1 and sink n, with exactly
+    ``paths`` source-to-sink paths (the DAG's selectivity when every task has selectivity 1 and
+    a task's output goes to all its successors). Layers: a random composition of n with parts
+    of at most ``max_width``; the source feeds every task of the first layer, the last layer
+    feeds the sink; every other task has 1 or 2 parents in the layer above and every task a
+    child. Drawn again until the path count matches; InstanceError if ``tries`` draws miss."""
+    for _ in range(tries):
+        widths, left = [], n
+        while left:
+            w = rng.randint(1, min(max_width, left))
+            widths.append(w)
+            left -= w
+        layers, k = [], 0
+        for w in widths:
+            layers.append(list(range(k, k + w)))
+            k += w
+        edges = [(-1, t) for t in layers[0]]
+        for up, low in zip(layers, layers[1:]):
+            for t in low:
+                for par in rng.sample(up, min(len(up), rng.choice((1, 1, 2)))):
+                    edges.append((par, t))
+            for par in up:  # every task has a child
+                if not any(a == par for a, _ in edges):
+                    edges.append((par, rng.choice(low)))
+        edges += [(t, n) for t in layers[-1]]
+        count = {-1: 1}
+        for t in range(n + 1):  # tasks are numbered layer by layer: parents come first
+            count[t] = sum(count[a] for a, b in edges if b == t)
+        if count[n] == paths:
+            return edges
+    raise InstanceError("params.paths", f"no layered DAG of {n} tasks with {paths} source-to-sink paths found "
+                                        f"in {tries} draws; choose more tasks or fewer paths")
+
+
+def gen_shukla_app(count: int, seed: int, **params: Any) -> Iterator[Instance]:
+    """Application-sized DAGs for ``slots``, built to what Shukla and Simmhan's text says of
+    their application DAGs (seed 004, section 8.3): 7 to 15 logic tasks, the five modelled
+    tasks (Azure Blob, Azure Table, Pi, XML parse, batched file write) assigned to random
+    vertices in turn, selectivity 1 per task, DAG selectivity 1:2 to 1:4, one source and one
+    sink, input rates 50 and 100 tuples/s. The paper's DAGs themselves (Traffic, Finance, Grid;
+    its Fig. 6) are an image not in the seed, so the structures here are our own draws, not
+    theirs. Instance i takes (``tasks``, ``paths``)[i % len] and rate
+    ``rates[(i // len) % len(rates)]``, the same DAG at every rate (drawn from the stream of
+    index i % len); the cluster is ``pool_copies`` copies of the shipped
+    shukla-* VM pool (Azure D-series, 69 slots, prices per hour), with ``slot_usage = "rate"``
+    and interpolated task models as in the shipped instances.
+    """
+    p = _check_params("shukla-app", params, SHUKLA_APP_DEFAULTS)
+    tasks = [int(x) for x in p["tasks"]]
+    paths = [int(x) for x in p["paths"]]
+    rates = [float(x) for x in p["rates"]]
+    if not tasks or len(tasks) != len(paths):
+        raise InstanceError("params.paths", f"expected one path count per entry of tasks ({len(tasks)}), got {len(paths)}")
+    if any(t < 1 for t in tasks):
+        raise InstanceError("params.tasks", "every DAG needs at least 1 task")
+    if any(q < 1 for q in paths):
+        raise InstanceError("params.paths", "every DAG has at least 1 source-to-sink path")
+    if not rates or any(not r > 0 for r in rates):
+        raise InstanceError("params.rates", f"expected positive input rates, got {p['rates']!r}")
+    for k in ("pool_copies", "max_width"):
+        if p[k] < 1:
+            raise InstanceError(f"params.{k}", "must be >= 1")
+    for i in range(count):
+        # the DAG and its tasks come from the stream of its shape, so a DAG is the same at every rate
+        rng = _rng("shukla-app", seed, i % len(tasks))
+        n, q = tasks[i % len(tasks)], paths[i % len(tasks)]
+        rate = rates[(i // len(tasks)) % len(rates)]
+        edges = _app_dag(rng, n, q, p["max_width"])
+        # the five tasks dealt in turn over the vertices in a random order
+        order = list(range(n))
+        rng.shuffle(order)
+        kind = {v: SHUKLA_TASKS[k % len(SHUKLA_TASKS)] for k, v in enumerate(order)}
+        names = {-1: "source", n: "sink"}
+        seen: dict[str, int] = {}
+        for v in range(n):
+            seen[kind[v]] = seen.get(kind[v], 0) + 1
+            names[v] = f"{kind[v]}-{seen[kind[v]]}"
+        comps = [{"id": "source", "kind": "spout", "perf_model": "source"}]
+        comps += [{"id": names[v], "kind": "bolt", "perf_model": kind[v]} for v in range(n)]
+        comps.append({"id": "sink", "kind": "bolt", "perf_model": "sink"})
+        nodes, racks = [], []
+        for copy in range(p["pool_copies"]):
+            for ty, slots, price, cnt in SHUKLA_POOL:
+                for k in range(cnt):
+                    nodes.append({"id": f"{ty.lower()}-{copy}-{k + 1}", "type": ty, "slots": slots, "cpu": 100.0 * slots,
+                                  "memory_mb": 3584.0 * slots, "price": price})
+        perf = [{"name": c, "interpolate": True,
+                 "points": [{"threads": t, "rate": r, "cpu": cu, "memory": m} for t, r, cu, m in SHUKLA_MODELS[c]]}
+                for c in SHUKLA_TASKS + ["source", "sink"]]
+        data = {
+            "name": f"shukla-app-s{seed}-{i:05d}",
+            "description": f"{n} modelled tasks, DAG selectivity 1:{q}, {rate:g} tuples/s (Shukla-style application DAG)",
+            "topologies": [{"id": f"app{n}", "input_rate": rate, "components": comps,
+                            "streams": [{"source": names[a], "target": names[b]} for a, b in edges]}],
+            "cluster": _cluster(nodes, _rack_layout(len(nodes), 2), 2),
+            "perf_models": perf,
+            "params": {"slot_usage": "rate"},
+        }
+        yield _finish(data, "shukla-app", p, seed, i, ["slots"], tasks=n, paths=q)
+
+
+# ---------------------------------------------------------------------------------------------
 # hetero: Nasiri-style heterogeneous clusters
 
 HETERO_SCENARIOS: dict[str, tuple[int, int, int]] = {
@@ -552,6 +672,7 @@ GENERATORS: dict[str, Callable[..., Iterator[Instance]]] = {
     "ras-random": gen_ras_random,
     "micro": gen_micro,
     "hetero": gen_hetero,
+    "shukla-app": gen_shukla_app,
     "layered": gen_layered,
     "storm-large": gen_storm_large,
 }
