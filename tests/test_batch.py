@@ -53,7 +53,7 @@ def _same(a, b) -> bool:
 # generators
 
 
-@pytest.mark.parametrize("kind", ["ras-random", "micro", "hetero", "layered"])
+@pytest.mark.parametrize("kind", ["ras-random", "micro", "hetero", "layered", "shukla-app"])
 def test_generators_deterministic_per_seed(kind):
     a = [i.model_dump(mode="json") for i in generate(kind, 4, seed=7)]
     b = [i.model_dump(mode="json") for i in generate(kind, 4, seed=7)]
@@ -121,6 +121,43 @@ def test_other_generators_fit_their_problems():
         assert inst.size["executors"] == 30 and inst.size["nodes"] == 6
         assert inst.size["components"] == 10
         assert planner.solve(inst, "network", "storm.even").status.value in ("feasible", "infeasible")
+
+
+def test_shukla_app_follows_the_papers_description():
+    """shukla-app: the stated task counts and DAG selectivities (the sink's rate over the input
+    rate), the five modelled tasks dealt in turn, one DAG per shape at every rate, the shipped
+    69-slot Azure pool, rate usage."""
+    from planner.rates import component_rates
+
+    insts = generate("shukla-app", 6, seed=2)
+    assert [(i.meta["tasks"], i.meta["paths"], i.topologies[0].input_rate) for i in insts] == [
+        (7, 2, 50.0), (11, 3, 50.0), (15, 4, 50.0), (7, 2, 100.0), (11, 3, 100.0), (15, 4, 100.0)]
+    for k, inst in enumerate(insts):
+        (t,) = inst.topologies
+        logic = [c for c in t.components if c.id not in ("source", "sink")]
+        assert len(logic) == inst.meta["tasks"]
+        kinds = [c.perf_model for c in logic]
+        per = [kinds.count(m) for m in ("blob", "table", "pi", "parse", "batchwrite")]
+        assert sum(per) == len(logic) and max(per) - min(per) <= 1, per  # dealt in turn
+        assert all(inst.perf_model(m) is not None for m in kinds + ["source", "sink"])
+        r = component_rates(t)
+        assert r["sink"] == pytest.approx(inst.meta["paths"] * t.input_rate)  # DAG selectivity 1:paths
+        assert max(r[c.id] for c in logic) <= inst.meta["paths"] * t.input_rate + 1e-9
+        assert sum(len(n.slots) for n in inst.cluster.nodes) == 69
+        assert {n.type: n.price for n in inst.cluster.nodes} == {"D4": 0.784, "D3": 0.392, "D2": 0.196, "D1": 0.098}
+        assert inst.params.slot_usage == "rate" and inst.meta["problems"] == ["slots"]
+        if k >= 3:  # the same DAG at the other rate
+            other = insts[k - 3].topologies[0]
+            assert [(s.source, s.target) for s in t.streams] == [(s.source, s.target) for s in other.streams]
+            assert [c.perf_model for c in t.components] == [c.perf_model for c in other.components]
+    (big,) = generate("shukla-app", 1, seed=0, tasks=[5], paths=[2], rates=[20], pool_copies=2)
+    assert sum(len(n.slots) for n in big.cluster.nodes) == 138
+    for params, path in (({"paths": [2]}, "params.paths"), ({"tasks": [0], "paths": [1]}, "params.tasks"),
+                         ({"tasks": [3], "paths": [60]}, "params.paths"), ({"rates": [0]}, "params.rates"),
+                         ({"pool_copies": 0}, "params.pool_copies"), ({"colour": 1}, "params.colour")):
+        with pytest.raises(InstanceError) as e:
+            generate("shukla-app", 1, seed=0, **params)
+        assert e.value.path == path, params
 
 
 def test_storm_large_without_the_storm_module_is_a_clear_error(monkeypatch):
