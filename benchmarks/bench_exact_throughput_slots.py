@@ -8,6 +8,7 @@ types c and d with a 60 s limit. Prints markdown tables (docs/benchmarks.md).
 ``--slots-interpolated`` the same micro-DAGs with interpolated task models (up to 9 minutes);
 ``--slots-rate`` the shipped shukla-* instances and the micro-DAGs under slot_usage='rate';
 ``--slots-rate-low`` the same at 10 and 25 tuples/s, where some Shukla pairs pass;
+``--slots-app`` the application-style DAGs of generator shukla-app (``--limit``, ``--seed``);
 ``--slots-rate-200`` the shipped shukla-* at 200 tuples/s (as ``planner reproduce`` builds them)
 and the micro-DAGs with interpolated task models at 200 tuples/s, under slot_usage='rate'.
 
@@ -157,6 +158,38 @@ def slots_rate(limit: float, dags, rates_, shipped: bool = True, shipped_rate: f
         print(f"| {name} | " + " | ".join(cells) + f" | {seed} | {bcell} ({len(passing)}/{len(PAIRS)}) | {fcell} |", flush=True)
 
 
+def slots_app(limit: float, count: int = 6, seed: int = 0, tasks=None, paths=None) -> None:
+    """Application-style DAGs (``planner.generate`` kind ``shukla-app``, seed ``seed``: 7, 11
+    and 15 modelled tasks with DAG selectivity 1:2, 1:3, 1:4, at 50 and 100 tuples/s, on the
+    shipped 69-slot Azure pool, rate usage) with each back end; the even-routing bound and the
+    greedy seed the exact driver started from; the Shukla pairs."""
+    from planner.generate import generate
+
+    params = {} if tasks is None else {"tasks": tasks, "paths": paths}
+    print(f"\n### slots, application-style DAGs (shukla-app, seed {seed}; time limit {limit:g} s, model building included)\n")
+    print("| instance | tasks, selectivity, rate | " + " | ".join(f"{m}: time status, slots / bound (VM $/h)" for m in SOLVERS)
+          + " | even-routing bound | greedy seed | Shukla pairs: best passing (passing / 5) | fewest slots of any pair (passes?) |")
+    print("|---|---|" + "---|" * (len(SOLVERS) + 4))
+    for inst in generate("shukla-app", count, seed, **params):
+        rs = [planner.solve(inst, "slots", m, time_limit=limit) for m in SOLVERS]
+        for r in rs:
+            assert r.plan is None or r.metrics["feasible"], (inst.name, r.method, r.metrics["violations"])
+        cells = [f"{cell(r)}, {r.objective if r.objective is not None else '-'} / {r.bound if r.bound is not None else '-'}"
+                 + (f" ({r.metrics['vm_cost']:.3f})" if r.plan is not None else "") for r in rs]
+        eb = rs[0].details.get("even_bound", {}).get("slots", "-")
+        seed_n = rs[0].details.get("greedy_seed", "-")
+        hs = [planner.solve(inst, "slots", p) for p in PAIRS]
+        hs = [h for h in hs if h.plan is not None]
+        passing = [h for h in hs if h.metrics["feasible"]]
+        bp = min(passing, key=lambda h: (h.objective, h.metrics["vm_cost"]), default=None)
+        fewest = min(hs, key=lambda h: h.objective, default=None)
+        bcell = "-" if bp is None else f"{bp.objective:g} ({bp.method})"
+        fcell = "-" if fewest is None else f"{fewest.objective:g} ({'yes' if fewest.metrics['feasible'] else 'no'})"
+        t = inst.topologies[0]
+        print(f"| {inst.name} | {inst.meta['tasks']}, 1:{inst.meta['paths']}, {t.input_rate:g} | " + " | ".join(cells)
+              + f" | {eb} | {seed_n} | {bcell} ({len(passing)}/{len(PAIRS)}) | {fcell} |", flush=True)
+
+
 def gap(limit: float, names) -> None:
     import csv
 
@@ -190,6 +223,11 @@ def main() -> None:
                          "study builds them, and the micro-DAGs with interpolated task models")
     ap.add_argument("--slots-rate-low", action="store_true",
                     help="the micro-DAGs under slot_usage='rate' at 10 and 25 tuples/s, where Shukla pairs' plans pass")
+    ap.add_argument("--slots-app", action="store_true",
+                    help="application-style DAGs (generator shukla-app: 7/11/15 tasks at 50 and 100 tuples/s) under "
+                         "slot_usage='rate', each back end at --limit (default 60 s)")
+    ap.add_argument("--limit", type=float, default=None, help="time limit per solve for --slots-app (default 60)")
+    ap.add_argument("--seed", type=int, default=0, help="generator seed for --slots-app (default 0)")
     a = ap.parse_args()
     t0 = time.time()
     def with_load(run, *args, **kw):
@@ -199,7 +237,9 @@ def main() -> None:
         print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
     dags = ["linear", "diamond", "star"]
-    if a.slots_rate_200:
+    if a.slots_app:
+        with_load(slots_app, a.limit or 60.0, seed=a.seed)
+    elif a.slots_rate_200:
         with_load(slots_rate, 20, dags, [200], shipped_rate=200, interpolate=True)
     elif a.slots_rate_low:
         with_load(slots_rate, 20, dags, [10, 25], shipped=False)
