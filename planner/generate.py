@@ -18,6 +18,9 @@ Kinds (see docs/batch.md for the distributions):
 * ``hetero``: Nasiri-style heterogeneous clusters, machine types with per-type profiles, in
   small, medium and large scenarios (throughput).
 * ``layered``: random layered DAGs sized by executors and nodes (traffic, network scaling).
+* ``shukla-app``: application-sized DAGs of Shukla and Simmhan's five modelled tasks (slots),
+  built to the paper's description of its application DAGs (7-15 tasks, DAG selectivity
+  1:2-1:4, 50 and 100 tuples/s) on the shipped Azure VM pool.
 * ``storm-large``: the real Storm clusters of ../shared/data/storm-largecluster, read with
   ``planner.storm.load_cluster_dir`` (another module; imported lazily).
 """
@@ -63,6 +66,8 @@ def _check_params(kind: str, given: dict[str, Any], defaults: dict[str, Any]) ->
                 v = float(v)
             elif isinstance(d, list) and isinstance(v, str):
                 v = [x for x in v.split("|") if x]
+            elif isinstance(d, list) and not isinstance(v, (list, tuple)):
+                v = [v]  # one value (``-P rates=50`` reaches here as the number 50)
         except (TypeError, ValueError):
             raise InstanceError(f"params.{k}", f"expected a {type(d).__name__}, got {v!r}") from None
         out[k] = v
@@ -408,9 +413,17 @@ def gen_shukla_app(count: int, seed: int, **params: Any) -> Iterator[Instance]:
     and interpolated task models as in the shipped instances.
     """
     p = _check_params("shukla-app", params, SHUKLA_APP_DEFAULTS)
-    tasks = [int(x) for x in p["tasks"]]
-    paths = [int(x) for x in p["paths"]]
-    rates = [float(x) for x in p["rates"]]
+    def numbers(k: str, kind: type) -> list:
+        try:
+            out = [kind(x) for x in p[k]]
+        except (TypeError, ValueError):
+            raise InstanceError(f"params.{k}", f"expected {kind.__name__}s (a list, or a|b on the command line), "
+                                               f"got {p[k]!r}") from None
+        if kind is int and any(float(x) != int(x) for x in p[k]):
+            raise InstanceError(f"params.{k}", f"expected whole numbers, got {p[k]!r}")
+        return out
+
+    tasks, paths, rates = numbers("tasks", int), numbers("paths", int), numbers("rates", float)
     if not tasks or len(tasks) != len(paths):
         raise InstanceError("params.paths", f"expected one path count per entry of tasks ({len(tasks)}), got {len(paths)}")
     if any(t < 1 for t in tasks):

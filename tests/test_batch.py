@@ -152,9 +152,13 @@ def test_shukla_app_follows_the_papers_description():
             assert [c.perf_model for c in t.components] == [c.perf_model for c in other.components]
     (big,) = generate("shukla-app", 1, seed=0, tasks=[5], paths=[2], rates=[20], pool_copies=2)
     assert sum(len(n.slots) for n in big.cluster.nodes) == 138
+    # one value where a list is expected (``-P rates=80`` reaches the generator as the number 80)
+    (one,) = generate("shukla-app", 1, seed=0, tasks=9, paths=2, rates=80)
+    assert (one.meta["tasks"], one.meta["paths"], one.topologies[0].input_rate) == (9, 2, 80.0)
     for params, path in (({"paths": [2]}, "params.paths"), ({"tasks": [0], "paths": [1]}, "params.tasks"),
                          ({"tasks": [3], "paths": [60]}, "params.paths"), ({"rates": [0]}, "params.rates"),
-                         ({"pool_copies": 0}, "params.pool_copies"), ({"colour": 1}, "params.colour")):
+                         ({"pool_copies": 0}, "params.pool_copies"), ({"colour": 1}, "params.colour"),
+                         ({"tasks": "x|y", "paths": "2|2"}, "params.tasks"), ({"tasks": [2.5], "paths": [2]}, "params.tasks")):
         with pytest.raises(InstanceError) as e:
             generate("shukla-app", 1, seed=0, **params)
         assert e.value.path == path, params
