@@ -827,11 +827,15 @@ def test_packing_check_listed_and_by_count_agree(monkeypatch):
         assert answers.count("infeasible") >= 10 and answers.count("feasible") >= 10, answers
 
 
-def _star_100_with_check(monkeypatch, answers: dict):
+def _star_100_with_check(monkeypatch, answers: dict, plan_search: bool = False):
     """exact.cpsat on Star at 100 tuples/s (bound 6, optimum 7), 6 s, with the packing check's
-    answer replaced at the slot counts in ``answers``."""
+    answer replaced at the slot counts in ``answers``; the plan search by bisection before the
+    climb off unless ``plan_search`` (it would find the 7-slot plan before the climb)."""
     from formulations import _slotsrate as sr
+    from formulations import slots as sl
 
+    if not plan_search:
+        monkeypatch.setattr(sl, "PLAN_SEARCH_SHARE", 0.0)
     real = sr.packing_check
     monkeypatch.setattr(sr, "packing_check", lambda d, R, t, L, dl: (answers[L], None) if L in answers else real(d, R, t, L, dl))
     inst = shukla_micro_dag("star", 100, nodes=8)
@@ -849,6 +853,31 @@ def test_climb_searches_above_an_undecided_count(monkeypatch):
     assert steps[1]["slots"] == 7 and steps[1]["status"] == "feasible"
     assert r.objective == 7 and r.bound in (6.0, 7.0), (r.status, r.objective, r.bound)
     assert r.details["climb_bound"] == 6, r.details
+    assert r.metrics["feasible"], r.metrics["violations"]
+
+
+def test_plan_search_finds_the_plan_above_an_undecided_bound(monkeypatch):
+    """The plan search by bisection between the bound and the seed's count finds the 7-slot
+    plan when the check leaves 6 undecided; the climb then keeps the bound at 6 and does not
+    look at 7 again."""
+    r = _star_100_with_check(monkeypatch, {6: "unknown"}, plan_search=True)
+    probes = r.details["plan_search"]
+    assert any(p["slots"] == 7 and p["status"] == "feasible" for p in probes), probes
+    assert all(p["slots"] < 7 or p["status"] == "feasible" for p in probes), probes
+    assert [p["slots"] for p in r.details["packing"]] == [6], r.details
+    assert r.objective == 7 and r.bound in (6.0, 7.0) and r.details["climb_bound"] == 6, r.details
+    assert r.metrics["feasible"], r.metrics["violations"]
+
+
+def test_plan_search_infeasible_is_reused_as_a_proof(monkeypatch):
+    """An "infeasible" from the plan search (no plan on exactly that many slots) counts in the
+    climb as if the climb had found it: with 6 infeasible there, the climb does not ask again
+    and proves 7 (the plan search's probe at 6 is the only check at 6)."""
+    r = _star_100_with_check(monkeypatch, {6: "infeasible"}, plan_search=True)
+    assert [p for p in r.details["plan_search"] if p["slots"] == 6] == [
+        p for p in r.details["plan_search"] if p["slots"] == 6 and p["status"] == "infeasible"]
+    assert all(p["slots"] != 6 for p in r.details.get("packing", [])), r.details
+    assert r.status == Status.OPTIMAL and r.objective == 7, (r.status, r.details)
     assert r.metrics["feasible"], r.metrics["violations"]
 
 
