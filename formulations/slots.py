@@ -550,20 +550,24 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
     # proves the count, or finds a plan on exactly that many slots, in seconds)
     packed = {}  # slot count -> the packing check's answer there
     if interchangeable and n0 is not None and eb is not None and eb < n0 and deadline is not None and PLAN_SEARCH_SHARE > 0:
-        # plans first, by bisection between the bound and the best count (PLAN_SEARCH_SHARE,
-        # 35 % of the time left; each count a fifth of the time left, at least 3 s: the check spends most of a
-        # short slice listing; with 4.4 s it found no 25-slot plan where 8 s found one): the climb below starts at the
-        # bound, where the check is slowest and often undecided, and after an undecided count
-        # the counts above got only a quarter of the time left each, so on the generated
-        # application DAGs the greedy seed's count was often the answer (15 tasks at 100
-        # tuples/s: 31 slots with the bound at 19, where the check finds 24-slot plans in 2.5 s)
+        # plans first (PLAN_SEARCH_SHARE, 35 % of the time left): the bound's own count with a
+        # short slice (5 % of the time left, at least 1 s: where the bound is tight the check
+        # finds the plan there in under a second, as on every micro-DAG cell), then bisection
+        # between the bound and the best count, each count a fifth of the time left, at least
+        # 3 s (the check spends most of a short slice listing: with 4.4 s it found no 25-slot
+        # plan where 8 s found one). The climb below starts at the bound, where the check is
+        # slowest and often undecided, and after an undecided count the counts above got only
+        # a quarter of the time left each, so on the generated application DAGs the greedy
+        # seed's count was often the answer (15 tasks at 100 tuples/s: 31 slots with the bound
+        # at 19, where the check finds 24-slot plans in 2.5 s)
         lo, hi = eb, n0
         phase_end = time.monotonic() + left(PLAN_SEARCH_SHARE)
         probes = details.setdefault("plan_search", [])
         while lo < hi and phase_end - time.monotonic() > 0.5:
-            mid = (lo + hi) // 2
+            mid = eb if not probes else (lo + hi) // 2
             t_pk = time.monotonic()
-            pk, qk = _sr.packing_check(d, R, tables, mid, min(phase_end, t_pk + max(3.0, left(0.2))))
+            slice_ = max(1.0, left(0.05)) if not probes else max(3.0, left(0.2))
+            pk, qk = _sr.packing_check(d, R, tables, mid, min(phase_end, t_pk + slice_))
             probes.append({"slots": mid, "status": pk, "seconds": round(time.monotonic() - t_pk, 3)})
             if pk == "n/a":
                 break
