@@ -549,50 +549,54 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
     # the packing check from the bound up (before the full model: where the bound is tight it
     # proves the count, or finds a plan on exactly that many slots, in seconds)
     packed = {}  # slot count -> the packing check's answer there
-    if interchangeable and n0 is not None and eb is not None and eb < n0 and deadline is not None and PLAN_SEARCH_SHARE > 0:
-        # plans first (PLAN_SEARCH_SHARE, 35 % of the time left): the bound's own count with a
-        # short slice (5 % of the time left, at least 1 s: where the bound is tight the check
-        # finds the plan there in under a second, as on every micro-DAG cell), then bisection
-        # between the bound and the best count, each count a fifth of the time left, at least
-        # 3 s (the check spends most of a short slice listing: with 4.4 s it found no 25-slot
-        # plan where 8 s found one). The climb below starts at the bound, where the check is
-        # slowest and often undecided, and after an undecided count the counts above got only
-        # a quarter of the time left each, so on the generated application DAGs the greedy
-        # seed's count was often the answer (15 tasks at 100 tuples/s: 31 slots with the bound
-        # at 19, where the check finds 24-slot plans in 2.5 s)
-        lo, hi = eb, n0
+
+    def plan_search(lo: int, hi: int) -> None:
+        """Plans by bisection over the slot counts lo..hi - 1 (hi: the best count), each count a
+        fifth of the time left, at least 3 s, the whole search PLAN_SEARCH_SHARE (35 %) of it:
+        a plan found becomes the incumbent and lowers hi, an undecided or infeasible count
+        raises lo. A search, not a proof; only its "infeasible" answers are kept (``packed``)."""
+        nonlocal best
         phase_end = time.monotonic() + left(PLAN_SEARCH_SHARE)
         probes = details.setdefault("plan_search", [])
         while lo < hi and phase_end - time.monotonic() > 0.5:
-            mid = eb if not probes else (lo + hi) // 2
+            mid = (lo + hi) // 2
             t_pk = time.monotonic()
-            slice_ = max(1.0, left(0.05)) if not probes else max(3.0, left(0.2))
-            pk, qk = _sr.packing_check(d, R, tables, mid, min(phase_end, t_pk + slice_))
+            pk, qk = _sr.packing_check(d, R, tables, mid, min(phase_end, t_pk + max(3.0, left(0.2))))
             probes.append({"slots": mid, "status": pk, "seconds": round(time.monotonic() - t_pk, 3)})
-            if pk == "n/a":
-                break
             if pk == "infeasible":
                 packed[mid] = pk  # a proof for exactly mid slots: the climb reuses it
             if pk == "feasible":
                 if obj(qk) < obj(best):
                     best = qk
                 hi = len({s for (_, s) in best})
+            elif pk == "n/a":
+                return
             else:  # unknown or infeasible: look above
                 lo = mid + 1
+
     if interchangeable and n0 is not None and eb is not None:
-        n0 = len({s for (_, s) in best})
         L = eb
         undecided = None  # the first count the check left undecided: the bound stays there
-        while L < n0 and (deadline is None or left() > 0.5):
+        while L < len({s for (_, s) in best}) and (deadline is None or left() > 0.5):
             t_pk = time.monotonic()
-            share = 0.75 if undecided is None else 0.25
-            if packed.get(L) == "infeasible":  # proven by the plan search above
+            # the bound's count first: where the bound is tight the check settles it within
+            # 2 s (every micro-DAG cell); half the time left there (three quarters before
+            # session 9), a quarter each for the counts after an undecided one
+            share = 0.5 if undecided is None else 0.25
+            if packed.get(L) == "infeasible":  # proven by the plan search
                 pk, qk = "infeasible", None
             else:
                 pk, qk = _sr.packing_check(d, R, tables, L, None if deadline is None else t_pk + left(share))
                 packed[L] = pk
                 details.setdefault("packing", []).append({"slots": L, "status": pk,
                                                           "seconds": round(time.monotonic() - t_pk, 3)})
+            if pk == "unknown" and undecided is None and deadline is not None and PLAN_SEARCH_SHARE > 0:
+                # the first undecided count: plans by bisection between it and the best count
+                # before the counts above one by one (a quarter of the time left each, which
+                # left the greedy seed's count the answer on application-size DAGs: 15 tasks
+                # at 100 tuples/s, 31 slots with the bound at 19, where the check finds a
+                # 24-slot plan in 2.5 s)
+                plan_search(L + 1, len({s for (_, s) in best}))
             if pk == "feasible":
                 if obj(qk) < obj(best):
                     best = qk

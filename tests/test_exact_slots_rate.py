@@ -857,27 +857,26 @@ def test_climb_searches_above_an_undecided_count(monkeypatch):
 
 
 def test_plan_search_finds_the_plan_above_an_undecided_bound(monkeypatch):
-    """The plan search by bisection between the bound and the seed's count finds the 7-slot
-    plan when the check leaves 6 undecided; the climb then keeps the bound at 6 and does not
-    look at 7 again."""
+    """After the check leaves the bound's count (6) undecided, the plan search by bisection
+    between 7 and the seed's count finds the 7-slot plan; the climb then ends (nothing is left
+    between the bound and the plan) and the bound stays at 6."""
     r = _star_100_with_check(monkeypatch, {6: "unknown"}, plan_search=True)
     probes = r.details["plan_search"]
     assert any(p["slots"] == 7 and p["status"] == "feasible" for p in probes), probes
-    assert all(p["slots"] < 7 or p["status"] == "feasible" for p in probes), probes
+    assert all(p["slots"] >= 7 for p in probes), probes
     assert [p["slots"] for p in r.details["packing"]] == [6], r.details
     assert r.objective == 7 and r.bound in (6.0, 7.0) and r.details["climb_bound"] == 6, r.details
     assert r.metrics["feasible"], r.metrics["violations"]
 
 
-def test_plan_search_infeasible_is_reused_as_a_proof(monkeypatch):
-    """An "infeasible" from the plan search (no plan on exactly that many slots) counts in the
-    climb as if the climb had found it: with 6 infeasible there, the climb does not ask again
-    and proves 7 (the plan search's probe at 6 is the only check at 6)."""
-    r = _star_100_with_check(monkeypatch, {6: "infeasible"}, plan_search=True)
-    assert [p for p in r.details["plan_search"] if p["slots"] == 6] == [
-        p for p in r.details["plan_search"] if p["slots"] == 6 and p["status"] == "infeasible"]
-    assert all(p["slots"] != 6 for p in r.details.get("packing", [])), r.details
-    assert r.status == Status.OPTIMAL and r.objective == 7, (r.status, r.details)
+def test_plan_search_infeasible_is_reused_and_raises_no_bound(monkeypatch):
+    """An "infeasible" from the plan search counts in the climb as the climb's own answer (it
+    does not ask that count again), and like one above an undecided count it proves nothing
+    below: with 6 undecided and (falsely) 7 infeasible, the bound stays at 6."""
+    r = _star_100_with_check(monkeypatch, {6: "unknown", 7: "infeasible"}, plan_search=True)
+    assert any(p["slots"] == 7 and p["status"] == "infeasible" for p in r.details["plan_search"]), r.details
+    assert [p["slots"] for p in r.details["packing"]] == [6], r.details
+    assert r.details["climb_bound"] == 6 and r.bound is not None and r.bound <= 7, r.details
     assert r.metrics["feasible"], r.metrics["violations"]
 
 
