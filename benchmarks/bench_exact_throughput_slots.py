@@ -119,6 +119,19 @@ def slots(limit: float, dags, rates_, assign: bool = True, interpolate: bool = F
     print(f"{n} instances solved by both: brute force {tot_bf:.2f} s, CP-SAT {tot_cp:.2f} s, ratio {tot_bf / tot_cp:.1f}")
 
 
+def pair_cells(inst) -> str:
+    """The Shukla pairs' cells: the best passing plan (slots, method; how many of the five
+    pass) | the fewest slots of any pair's plan (does it pass?)."""
+    hs = [planner.solve(inst, "slots", p) for p in PAIRS]
+    hs = [h for h in hs if h.plan is not None]
+    passing = [h for h in hs if h.metrics["feasible"]]
+    bp = min(passing, key=lambda h: (h.objective, h.metrics["vm_cost"]), default=None)
+    fewest = min(hs, key=lambda h: h.objective, default=None)
+    bcell = "-" if bp is None else f"{bp.objective:g} ({bp.method})"
+    fcell = "-" if fewest is None else f"{fewest.objective:g} ({'yes' if fewest.metrics['feasible'] else 'no'})"
+    return f"{bcell} ({len(passing)}/{len(PAIRS)}) | {fcell}"
+
+
 def slots_rate(limit: float, dags, rates_, shipped: bool = True, shipped_rate: float | None = None,
                interpolate: bool = False) -> None:
     """Under ``params.slot_usage = "rate"``: the shipped shukla-* instances (at their own input
@@ -148,14 +161,8 @@ def slots_rate(limit: float, dags, rates_, shipped: bool = True, shipped_rate: f
             assert r.plan is None or r.metrics["feasible"], (name, r.method, r.metrics["violations"])
         cells = [f"{cell(r)}, {r.objective if r.objective is not None else '-'} / {r.bound if r.bound is not None else '-'}" for r in rs]
         seed = rs[0].details.get("peak_seed", {}).get("slots", "-")  # "-": proven before the peak seed ran
-        hs = [planner.solve(inst, "slots", p) for p in PAIRS]
-        hs = [h for h in hs if h.plan is not None]
-        passing = [h for h in hs if h.metrics["feasible"]]
-        bp = min(passing, key=lambda h: (h.objective, h.metrics["vm_cost"]), default=None)
-        fewest = min(hs, key=lambda h: h.objective, default=None)
-        bcell = "-" if bp is None else f"{bp.objective:g} ({bp.method})"
-        fcell = "-" if fewest is None else f"{fewest.objective:g} ({'yes' if fewest.metrics['feasible'] else 'no'})"
-        print(f"| {name} | " + " | ".join(cells) + f" | {seed} | {bcell} ({len(passing)}/{len(PAIRS)}) | {fcell} |", flush=True)
+        pcells = pair_cells(inst)
+        print(f"| {name} | " + " | ".join(cells) + f" | {seed} | {pcells} |", flush=True)
 
 
 def slots_app(limit: float, count: int = 6, seed: int = 0, tasks=None, paths=None) -> None:
@@ -178,16 +185,10 @@ def slots_app(limit: float, count: int = 6, seed: int = 0, tasks=None, paths=Non
                  + (f" ({r.metrics['vm_cost']:.3f})" if r.plan is not None else "") for r in rs]
         eb = rs[0].details.get("even_bound", {}).get("slots", "-")
         seed_n = rs[0].details.get("greedy_seed", "-")
-        hs = [planner.solve(inst, "slots", p) for p in PAIRS]
-        hs = [h for h in hs if h.plan is not None]
-        passing = [h for h in hs if h.metrics["feasible"]]
-        bp = min(passing, key=lambda h: (h.objective, h.metrics["vm_cost"]), default=None)
-        fewest = min(hs, key=lambda h: h.objective, default=None)
-        bcell = "-" if bp is None else f"{bp.objective:g} ({bp.method})"
-        fcell = "-" if fewest is None else f"{fewest.objective:g} ({'yes' if fewest.metrics['feasible'] else 'no'})"
+        pcells = pair_cells(inst)
         t = inst.topologies[0]
         print(f"| {inst.name} | {inst.meta['tasks']}, 1:{inst.meta['paths']}, {t.input_rate:g} | " + " | ".join(cells)
-              + f" | {eb} | {seed_n} | {bcell} ({len(passing)}/{len(PAIRS)}) | {fcell} |", flush=True)
+              + f" | {eb} | {seed_n} | {pcells} |", flush=True)
 
 
 def gap(limit: float, names) -> None:

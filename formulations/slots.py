@@ -46,7 +46,8 @@ OPTIONS = {"hint": None, "max_instances": 10, "model": "auto"}
 SOURCE = "Shukla and Simmhan, model-driven scheduling (problem statement); exact models in docs/formulations.md"
 PCT_SCALE = 10_000
 # rate usage: the share of the time left for the plan search by bisection over slot counts that
-# runs before the climb from the even-routing bound (``_solve_rate``); 0 turns it off
+# runs when the climb from the even-routing bound leaves its first count undecided
+# (``_solve_rate``); 0 turns it off
 PLAN_SEARCH_SHARE = 0.35
 
 
