@@ -165,19 +165,18 @@ def slots_rate(limit: float, dags, rates_, shipped: bool = True, shipped_rate: f
         print(f"| {name} | " + " | ".join(cells) + f" | {seed} | {pcells} |", flush=True)
 
 
-def slots_app(limit: float, count: int = 6, seed: int = 0, tasks=None, paths=None) -> None:
+def slots_app(limit: float, count: int = 6, seed: int = 0) -> None:
     """Application-style DAGs (``planner.generate`` kind ``shukla-app``, seed ``seed``: 7, 11
     and 15 modelled tasks with DAG selectivity 1:2, 1:3, 1:4, at 50 and 100 tuples/s, on the
     shipped 69-slot Azure pool, rate usage) with each back end; the even-routing bound and the
     greedy seed the exact driver started from; the Shukla pairs."""
     from planner.generate import generate
 
-    params = {} if tasks is None else {"tasks": tasks, "paths": paths}
     print(f"\n### slots, application-style DAGs (shukla-app, seed {seed}; time limit {limit:g} s, model building included)\n")
     print("| instance | tasks, selectivity, rate | " + " | ".join(f"{m}: time status, slots / bound (VM $/h)" for m in SOLVERS)
           + " | even-routing bound | greedy seed | Shukla pairs: best passing (passing / 5) | fewest slots of any pair (passes?) |")
     print("|---|---|" + "---|" * (len(SOLVERS) + 4))
-    for inst in generate("shukla-app", count, seed, **params):
+    for inst in generate("shukla-app", count, seed):
         rs = [planner.solve(inst, "slots", m, time_limit=limit) for m in SOLVERS]
         for r in rs:
             assert r.plan is None or r.metrics["feasible"], (inst.name, r.method, r.metrics["violations"])

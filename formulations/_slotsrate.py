@@ -706,9 +706,10 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     distribution (or a thread count and groups) per component and packs the groups into L
     slots (CPU and memory rounded down to 10^-4 %: a relaxation, so "infeasible" is a proof; a
     plan found is checked exactly; ``_pack_split``). When some component is described by thread
-    count, a randomised search (``_search``) and a search with cut budgets (a plan search
-    only: there "infeasible" says "unknown") look for a plan first; when the thread counts
-    cannot be listed in the time, only the latter runs."""
+    count, a randomised search (``_search``), the share MILP by HiGHS on the first L slots
+    (``share_search``, under a time limit) and a search with cut budgets (plan searches only:
+    there "infeasible" says "unknown") look for a plan first; when the thread counts cannot be
+    listed in the time, only the last runs."""
     cap = CAP
     if tables is None or any(x is not None for x in d.max_per_node) or not all(all(a) for a in d.allowed):
         return "n/a", None

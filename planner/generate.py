@@ -350,9 +350,12 @@ def gen_micro(count: int, seed: int, **params: Any) -> Iterator[Instance]:
 # shukla-app: application-sized DAGs of Shukla and Simmhan's five modelled tasks
 
 # The VM pool of the shipped shukla-* instances (instances/README.md; seed 004, section 7.1):
-# Azure D-series VMs, (type, slots, price $/h, count), 3.5 GB of memory per slot.
+# Azure D-series VMs, (type, slots, price $/h, count), 3.5 GB of memory per slot (a test
+# checks it against instances/shukla-linear.json).
 SHUKLA_POOL: list[tuple[str, int, float, int]] = [("D4", 8, 0.784, 6), ("D3", 4, 0.392, 3), ("D2", 2, 0.196, 3),
                                                   ("D1", 1, 0.098, 3)]
+# the five modelled tasks (SHUKLA_MODELS less source and sink) in the order they are dealt over
+# the vertices: the order fixes the generated instances (and the figures of docs/benchmarks.md)
 SHUKLA_TASKS = ["blob", "table", "pi", "parse", "batchwrite"]
 
 SHUKLA_APP_DEFAULTS: dict[str, Any] = {

@@ -129,6 +129,8 @@ def test_shukla_app_follows_the_papers_description():
     69-slot Azure pool, rate usage."""
     from planner.rates import component_rates
 
+    shipped_pool = sorted((n.type, len(n.slots), n.price, n.cpu, n.memory_mb)
+                          for n in planner.load_instance("shukla-linear").cluster.nodes)
     insts = generate("shukla-app", 6, seed=2)
     assert [(i.meta["tasks"], i.meta["paths"], i.topologies[0].input_rate) for i in insts] == [
         (7, 2, 50.0), (11, 3, 50.0), (15, 4, 50.0), (7, 2, 100.0), (11, 3, 100.0), (15, 4, 100.0)]
@@ -144,7 +146,8 @@ def test_shukla_app_follows_the_papers_description():
         assert r["sink"] == pytest.approx(inst.meta["paths"] * t.input_rate)  # DAG selectivity 1:paths
         assert max(r[c.id] for c in logic) <= inst.meta["paths"] * t.input_rate + 1e-9
         assert sum(len(n.slots) for n in inst.cluster.nodes) == 69
-        assert {n.type: n.price for n in inst.cluster.nodes} == {"D4": 0.784, "D3": 0.392, "D2": 0.196, "D1": 0.098}
+        pool = sorted((n.type, len(n.slots), n.price, n.cpu, n.memory_mb) for n in inst.cluster.nodes)
+        assert pool == shipped_pool  # the shipped shukla-* instances' VMs, one copy
         assert inst.params.slot_usage == "rate" and inst.meta["problems"] == ["slots"]
         if k >= 3:  # the same DAG at the other rate
             other = insts[k - 3].topologies[0]
