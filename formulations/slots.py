@@ -150,6 +150,11 @@ def prepare(instance: Instance, peak_usage_filter: bool = True) -> SlotsData:
                      [n.price or 0.0 for n in nodes], allowed, mpn, sorted(inc), ident, t.input_rate)
 
 
+def _n_slots(q: dict[tuple[int, int], int]) -> int:
+    """The slots a plan ``q`` ({(component, slot): threads}) uses."""
+    return len({s for (_, s) in q})
+
+
 def _pct(x: float) -> int:
     return math.ceil(x * PCT_SCALE - 1e-6)
 
@@ -267,7 +272,7 @@ def _milp_build_and_solve(d: SlotsData, hint, time_limit, solver, started, pulp)
                 w[k].setInitialValue(1 if any(d.slot_node[s] == k for s in used) else 0)
             warm = True
         else:  # HiGHS through SciPy takes no start: the hint's value becomes a cutoff
-            hv = big * len({s for (_, s) in hint}) + sum(pw[k] for k in {d.slot_node[s] for (_, s) in hint})
+            hv = big * _n_slots(hint) + sum(pw[k] for k in {d.slot_node[s] for (_, s) in hint})
             p += big * pulp.lpSum(u) + pulp.lpSum(pw[k] * w[k] for k in range(len(d.nodes))) <= hv
     if time_limit is not None:
         # building the PuLP model counts against the limit; a budget spent on it is honest "unknown"
@@ -399,7 +404,7 @@ def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, 
                               "not enough slot CPU/memory for the models' peak rates")
     if q is None:
         return Result(problem="slots", method=method, status=Status.UNKNOWN, message="time limit reached before any allocation")
-    slots_used = len({s for (_, s) in q})
+    slots_used = _n_slots(q)
     if out.bound is not None and out.status == "feasible":
         # the bound is on big * slots + cost with cost < big: slots >= ceil((bound - big + 1) / big)
         lb = _sr.slot_bound(out.bound, big)
@@ -486,7 +491,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
     if hq is not None:
         seeds.append(hq)
     gq = _sr.greedy(d, R)
-    details["greedy_seed"] = None if gq is None else len({s for (_, s) in gq})
+    details["greedy_seed"] = None if gq is None else _n_slots(gq)
     if gq is not None:
         seeds.append(gq)
     def peak_seed():
@@ -496,7 +501,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         pr = solve_slots(peak_inst, backend, method, None if deadline is None else left(0.4), seed, None, model)
         pq = _plan_to_q(d, pr.plan) if pr.plan is not None else None
         details["peak_seed"] = {"status": pr.status.value, "used": pq is not None and checked(d, pq),
-                                "slots": None if pq is None else len({s for (_, s) in pq})}
+                                "slots": None if pq is None else _n_slots(pq)}
         if details["peak_seed"]["used"]:
             seeds.append(pq)
         return pq if details["peak_seed"]["used"] else None
@@ -531,7 +536,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
     best = min(seeds, key=obj) if seeds else None
     # the even-routing volume bound (least usage of each component within L slots): no plan
     # has fewer slots; computed up to the best seed's count less one (milliseconds to a second)
-    n0 = None if best is None else len({s for (_, s) in best})
+    n0 = None if best is None else _n_slots(best)
     lmax = d.S if n0 is None else min(d.S, n0 - 1)
     t_eb = time.monotonic()
     tables = _sr.usage_tables(d, R, lmax, None if deadline is None else t_eb + left(0.25))
@@ -569,7 +574,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
             if pk == "feasible":
                 if obj(qk) < obj(best):
                     best = qk
-                hi = len({s for (_, s) in best})
+                hi = _n_slots(best)
             elif pk == "n/a":
                 return
             else:  # unknown or infeasible: look above
@@ -578,7 +583,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
     if interchangeable and n0 is not None and eb is not None:
         L = eb
         undecided = None  # the first count the check left undecided: the bound stays there
-        while L < len({s for (_, s) in best}) and (deadline is None or left() > 0.5):
+        while L < _n_slots(best) and (deadline is None or left() > 0.5):
             t_pk = time.monotonic()
             # the bound's count first: where the bound is tight the check settles it within
             # 2 s (every micro-DAG cell); half the time left there (three quarters before
@@ -597,7 +602,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
                 # left the greedy seed's count the answer on application-size DAGs: 15 tasks
                 # at 100 tuples/s, 31 slots with the bound at 19, where the check finds a
                 # 24-slot plan in 2.5 s)
-                plan_search(L + 1, len({s for (_, s) in best}))
+                plan_search(L + 1, _n_slots(best))
             if pk == "feasible":
                 if obj(qk) < obj(best):
                     best = qk
@@ -613,7 +618,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
             L += 1
         eb = L if undecided is None else undecided  # no plan has fewer slots
         details["climb_bound"] = eb
-        n1 = len({s for (_, s) in best})
+        n1 = _n_slots(best)
         if eb >= n1:
             res = settle(n1)
             if res is not None:
@@ -625,7 +630,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         pq = peak_seed()
         if pq is not None and obj(pq) < obj(best):
             best = pq
-            n1 = len({s for (_, s) in best})
+            n1 = _n_slots(best)
             if eb is not None and eb >= n1 and interchangeable:
                 res = settle(n1)
                 if res is not None:
@@ -666,7 +671,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         # quick proofs): each infeasible k raises the bound; the first k with a plan that
         # passes is the optimal slot count; the cheapest node set holding n slots then gives
         # the cost.
-        n = len({s for (_, s) in best})
+        n = _n_slots(best)
         floor_ = max(_sr.volume_bound(d, R), eb or 0, _sr.slot_bound(out.bound, big) or 0)
         descent = {"steps": []}
         while floor_ < n and (deadline is None or left() > 0.2):
@@ -696,7 +701,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
                 floor_ += 1
                 continue
             if qk is not None and _sr.valid(dk, R, qk):
-                best, n = qk, len({s for (_, s) in qk})  # n == floor_: nothing below is left
+                best, n = qk, _n_slots(qk)  # n == floor_: nothing below is left
             break
         if floor_ >= n:
             moved = on_cheapest(best, n)
@@ -717,7 +722,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         return Result(problem="slots", method=method, status=Status.UNKNOWN, details=details,
                       bound=float(max(vb, eb or 0, lb or 0)),
                       message="time limit reached before any allocation")
-    n = len({s for (_, s) in best})
+    n = _n_slots(best)
     if proven:
         status, bound, msg = Status.OPTIMAL, float(n), ""
     else:
