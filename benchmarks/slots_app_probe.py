@@ -1,0 +1,264 @@
+"""Probe one slot count of an application-style DAG under rate usage: does a plan on exactly L
+interchangeable slots exist, and which of the exact driver's routes decides it?
+(docs/benchmarks.md, "slots: application-style DAGs, where the proofs stop (session 10)").
+
+    PYTHONPATH=. python benchmarks/slots_app_probe.py --cell 1 --slots 8 --limit 60
+    PYTHONPATH=. python benchmarks/slots_app_probe.py --cell 1 --routes fixed-random --tries 20 --limit 10
+
+The instance is cell ``--cell`` (0-5) of ``planner generate shukla-app`` with ``--seed``
+(default 0: cell 1 is the 11-task DAG at 50 tuples/s, bound 8). ``--slots`` defaults to the
+even-routing bound. Routes, each with ``--limit`` seconds, one after another:
+
+* ``check``: ``_slotsrate.packing_check`` (its searches, then the per-count models);
+* ``share``: the share MILP on the first L slots with the component cuts (HiGHS; exact, so
+  "infeasible" would be a proof for that back end);
+* ``split``: ``_pack_split`` alone (one CP-SAT model per thread count of the component with
+  the most counts), on the check's own descriptions;
+* ``fixed-cpsat`` / ``fixed-highs``: every rate-scaled component's thread count fixed at its
+  least-CPU count; a plain 0/1 packing (one binary per component, slot and row kept at that
+  count, constant sizes) by CP-SAT (2 workers) or HiGHS. A probe, neither a relaxation nor a
+  restriction of the question: a plan it finds is checked by the evaluator's rate rule;
+* ``fixed-random``: ``fixed-cpsat`` on ``--tries`` random count vectors (each component's k-th
+  cheapest count, k exponential with mean 2, the vector's CPU excess within the room; seeded),
+  ``--limit`` seconds each, until one gives a plan;
+* ``vectors``: how many thread-count vectors of the components described by thread count
+  fit the CPU and memory room (the size of a search over them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from formulations import _slotsrate as sr  # noqa: E402
+from formulations.slots import prepare  # noqa: E402
+from planner.generate import generate  # noqa: E402
+
+CPU, MEM = (1.0, 0.0), (0.0, 1.0)
+
+
+def setup(cell: int, seed: int, L: int | None):
+    inst = list(generate("shukla-app", 6, seed))[cell]
+    d = prepare(inst, peak_usage_filter=False)
+    R = sr.rows(d)
+    gq = sr.greedy(d, R)
+    n0 = len({s for _, s in gq})
+    tables = sr.usage_tables(d, R, max(n0 - 1, (L or 0) + 1), None)
+    eb = sr.even_bound(d, R, n0 - 1, tables=tables)
+    return inst, d, R, tables, eb, n0
+
+
+def descriptions(d, R, tables, L):
+    """The packing check's own descriptions at L: (comps, by_count, counts of every scaled
+    component, room)."""
+    tot = {w: sum(U[L] for U in tables[w]) for w in sr.EVEN_WEIGHTS}
+    room = {w: sr.CAP * L - tot[w] for w in sr.EVEN_WEIGHTS}
+    comps, by_count, counts = [], {}, {}
+    for c in range(d.C):
+        if not sr.all_scaled(d, R, c):
+            comps.append([[(r.q, 0, 1)] for r in R[c]])
+            continue
+        dp = sr._dp_sets(R, c, L, list(sr.EVEN_WEIGHTS))
+        budget = {w: tables[w][c][L] + room[w] for w in sr.EVEN_WEIGHTS}
+        tc = counts[c] = sr.thread_counts(R, c, L, budget, dp, None)
+        ds = None if len(tc) > sr.LIST_COUNTS else sr.distributions(
+            R, c, L, budget, time.monotonic() + 5, limit=3000, max_nodes=100_000, dp=dp)
+        if ds is None:
+            by_count[c] = tc
+            comps.append(None)
+        else:
+            comps.append([[(q, Q, n) for q, n in ch] for Q, ch in ds])
+    return comps, by_count, counts, room
+
+
+def fixed_items(d, R, counts):
+    """Per component its group options (threads, CPU %, memory %) with every scaled component's
+    thread count fixed at its least-CPU count; and that count (None for constant rows)."""
+    out = []
+    for c in range(d.C):
+        if c in counts:
+            Q, _, _, rws = min(counts[c], key=lambda e: e[1])
+            out.append(([(r.q, r.a_cpu / Q, r.a_mem / Q) for r in rws], Q))
+        else:
+            out.append(([(r.q, r.cpu, r.mem) for r in R[c]], None))
+    return out
+
+
+def fixed_cpsat(d, R, L, counts, limit):
+    from ortools.sat.python import cp_model
+
+    m, x, unit = cp_model.CpModel(), {}, 10_000
+    load_c, load_m = [[] for _ in range(L)], [[] for _ in range(L)]
+    for c, (items, Q) in enumerate(fixed_items(d, R, counts)):
+        allv = []
+        for b in range(L):
+            here = []
+            for q, uc, um in items:
+                v = x[(c, b, q)] = m.NewBoolVar("")
+                here.append(v)
+                allv.append((v, q))
+                load_c[b].append(math.ceil(uc * unit) * v)  # rounded up: its plans are plans
+                load_m[b].append(math.ceil(um * unit) * v)
+            m.AddAtMostOne(here)
+        m.Add(sum(q * v for v, q in allv) == Q) if Q is not None else m.AddExactlyOne(v for v, _ in allv)
+    loads = []
+    for b in range(L):
+        m.Add(sum(load_m[b]) <= 100 * unit)
+        lc = m.NewIntVar(0, 100 * unit, "")
+        m.Add(lc == sum(load_c[b]))
+        loads.append(lc)
+    for b in range(L - 1):
+        m.Add(loads[b] >= loads[b + 1])
+    s = cp_model.CpSolver()
+    s.parameters.max_time_in_seconds = limit
+    s.parameters.num_workers = 2
+    st = s.Solve(m)
+    if st == cp_model.INFEASIBLE:
+        return "infeasible", None
+    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return "unknown", None
+    return "feasible", {(c, b): q for (c, b, q), v in x.items() if s.Value(v)}
+
+
+def fixed_highs(d, R, L, counts, limit):
+    import highspy
+    import numpy as np
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("time_limit", float(limit))
+    h.setOptionValue("threads", 1)
+    inf = highspy.kHighsInf
+    x = {}
+    load_c, load_m = [[] for _ in range(L)], [[] for _ in range(L)]
+
+    def row(lo, hi, terms):
+        h.addRow(lo, hi, len(terms), np.array([i for i, _ in terms], dtype=np.int32), np.array([a for _, a in terms], dtype=float))
+
+    for c, (items, Q) in enumerate(fixed_items(d, R, counts)):
+        allv = []
+        for b in range(L):
+            here = []
+            for q, uc, um in items:
+                i = x[(c, b, q)] = h.getNumCol()
+                h.addVar(0, 1)
+                h.changeColIntegrality(i, highspy.HighsVarType.kInteger)
+                here.append((i, 1.0))
+                allv.append((i, float(q)))
+                load_c[b].append((i, uc))
+                load_m[b].append((i, um))
+            row(-inf, 1, here)
+        row(Q, Q, allv) if Q is not None else row(1, 1, [(i, 1.0) for i, _ in allv])
+    for b in range(L):
+        row(-inf, 100 * (1 - 1e-7), load_c[b])
+        row(-inf, 100 * (1 - 1e-7), load_m[b])
+    for b in range(L - 1):
+        row(0, inf, load_c[b] + [(i, -a) for i, a in load_c[b + 1]])
+    h.run()
+    st = h.getModelStatus()
+    if st == highspy.HighsModelStatus.kInfeasible:
+        return "infeasible", None
+    if st != highspy.HighsModelStatus.kOptimal:
+        return "unknown", None
+    val = h.getSolution().col_value
+    return "feasible", {(c, b): q for (c, b, q), i in x.items() if val[i] > 0.5}
+
+
+def fixed_random(d, R, L, counts, room, tries: int, limit: float):
+    """``fixed_cpsat`` on random count vectors within the CPU room: (outcome, plan or None),
+    the outcome counting the vectors by answer."""
+    import random
+
+    rng = random.Random(0)
+    base = {c: sorted(tc, key=lambda e: e[1]) for c, tc in counts.items()}
+    seen = {"infeasible": 0, "unknown": 0}
+    for _ in range(tries):
+        while True:
+            pick = {c: tc[min(len(tc) - 1, int(rng.expovariate(0.5)))] for c, tc in base.items()}
+            if sum(pick[c][1] - tc[0][1] for c, tc in base.items()) <= room[CPU]:
+                break
+        st, q = fixed_cpsat(d, R, L, {c: [e] for c, e in pick.items()}, limit)
+        if st == "feasible":
+            return f"feasible after {sum(seen.values()) + 1} vectors", q
+        seen[st] += 1
+    return f"{seen['infeasible']} vectors infeasible, {seen['unknown']} unknown", None
+
+
+def vectors(by_count, room, cap: int = 10 ** 8) -> int:
+    """Thread-count vectors of the components described by thread count whose CPU and memory
+    excess over their least usage fits the room (counted up to ``cap``)."""
+    ex = []
+    for tc in by_count.values():
+        lc, lm = min(e[1] for e in tc), min(e[2] for e in tc)
+        ex.append(sorted(((e[1] - lc, e[2] - lm) for e in tc)))
+    n = 0
+
+    def rec(i, rc, rm):
+        nonlocal n
+        if n >= cap:
+            return
+        if i == len(ex):
+            n += 1
+            return
+        for a, b in ex[i]:
+            if a > rc + 1e-9:
+                break
+            if b <= rm + 1e-9:
+                rec(i + 1, rc - a, rm - b)
+
+    rec(0, room[CPU], room[MEM])
+    return n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cell", type=int, default=1, help="cell of the shukla-app batch, 0-5 (default 1)")
+    ap.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
+    ap.add_argument("--slots", type=int, default=None, help="the slot count L to probe (default: the even-routing bound)")
+    ap.add_argument("--limit", type=float, default=60.0, help="seconds per route (default 60)")
+    ap.add_argument("--routes", default="check,share,split,fixed-cpsat,fixed-highs,vectors",
+                    help="comma-separated, from check, share, split, fixed-cpsat, fixed-highs, fixed-random, vectors")
+    ap.add_argument("--tries", type=int, default=20, help="count vectors for fixed-random (default 20)")
+    a = ap.parse_args()
+    known = {"check", "share", "split", "fixed-cpsat", "fixed-highs", "fixed-random", "vectors"}
+    routes = [r for r in a.routes.split(",") if r]
+    if not 0 <= a.cell <= 5 or not set(routes) <= known:
+        ap.error(f"--cell must be 0-5 and --routes a list of {sorted(known)}")
+    inst, d, R, tables, eb, n0 = setup(a.cell, a.seed, a.slots)
+    L = a.slots or eb
+    comps, by_count, counts, room = descriptions(d, R, tables, L)
+    print(f"{inst.name}: {inst.meta['tasks']} tasks, {inst.topologies[0].input_rate:g} tuples/s; greedy {n0} slots, "
+          f"even-routing bound {eb}; probing L = {L}: room CPU {room[CPU]:.2f} %, memory {room[MEM]:.2f} %")
+    print("described by thread count: " + ", ".join(f"{d.comps[c]} ({len(v)} counts)" for c, v in by_count.items()))
+    print("| route | seconds | outcome |\n|---|---|---|")
+    for r in routes:
+        t = time.monotonic()
+        if r == "check":
+            st, q = sr.packing_check(d, R, tables, L, t + a.limit)
+        elif r == "share":
+            dk = sr.first_slots(d, L)
+            out, q, _ = sr.milp(dk, R, None, a.limit, True, solver="highs", cuts=sr.component_cuts(d, tables, L), min_slots=L)
+            st = out.status if q is None else "feasible"
+            q = None if q is None else q if sr.valid(dk, R, q) else {}  # its plan is on dk's slots
+        elif r == "split":
+            st, q = sr._pack_split(d, R, tables, L, comps, by_count, t + a.limit)
+        elif r == "fixed-random":
+            st, q = fixed_random(d, R, L, counts, room, a.tries, a.limit)
+        elif r == "vectors":
+            st, q = f"{vectors(by_count, room):,} vectors", None
+        else:
+            st, q = (fixed_cpsat if r == "fixed-cpsat" else fixed_highs)(d, R, L, counts, a.limit)
+        if q == {}:
+            st += " (its plan fails the rate rule)"
+        elif q is not None:
+            st += f" (a plan on {len({s for _, s in q})} slots; passes the rate rule: {sr.valid(d, R, q)})"
+        print(f"| {r} | {time.monotonic() - t:.1f} | {st} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
