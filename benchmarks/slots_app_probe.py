@@ -250,7 +250,8 @@ def main() -> None:
         elif r == "fixed-random":
             st, q = fixed_random(d, R, L, counts, room, a.tries, a.limit)
         elif r == "vectors":
-            st, q = f"{vectors(by_count, room):,} vectors", None
+            n = vectors(by_count, room)
+            st, q = (f"{n:,} vectors" if n < 10 ** 8 else "at least 100,000,000 vectors (counting stopped)"), None
         else:
             st, q = (fixed_cpsat if r == "fixed-cpsat" else fixed_highs)(d, R, L, counts, a.limit)
         if q == {}:
