@@ -49,6 +49,9 @@ PCT_SCALE = 10_000
 # runs when the climb from the even-routing bound leaves its first count undecided
 # (``_solve_rate``); 0 turns it off
 PLAN_SEARCH_SHARE = 0.35
+# rate usage: after the first undecided count (and the plan search), look for plans from the
+# best count down instead of climbing up from the bound (session 10); False: the climb upwards
+DESCEND_PLANS = True
 
 
 @dataclass
@@ -580,6 +583,27 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
             else:  # unknown or infeasible: look above
                 lo = mid + 1
 
+    def plans_down(floor: int) -> None:
+        """Plans only, above the undecided count ``floor``: from the best count less one down,
+        a quarter of the time left each, until a count gives no plan (an "infeasible" here
+        proves nothing below it). Higher counts pack more easily, so going down from the best
+        finds the plans the climb upwards, starting next to the bound, ran out of time before."""
+        nonlocal best
+        k = _n_slots(best) - 1
+        while k > floor and left() > 0.5:
+            if packed.get(k) == "infeasible":  # the plan search found none there
+                return
+            t_pk = time.monotonic()
+            pk, qk = _sr.packing_check(d, R, tables, k, None if deadline is None else t_pk + left(0.25))
+            packed[k] = pk
+            details.setdefault("packing", []).append({"slots": k, "status": pk,
+                                                      "seconds": round(time.monotonic() - t_pk, 3)})
+            if pk != "feasible":
+                return
+            if obj(qk) < obj(best):
+                best = qk
+            k = _n_slots(best) - 1
+
     if interchangeable and n0 is not None and eb is not None:
         L = eb
         undecided = None  # the first count the check left undecided: the bound stays there
@@ -612,6 +636,9 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
                 break
             if pk == "unknown" and undecided is None:
                 undecided = L
+                if DESCEND_PLANS:
+                    plans_down(L)
+                    break
             # infeasible: no plan has exactly L slots (a proof below the first undecided
             # count); unknown: the counts above are searched for a plan only (a quarter of the
             # time left each), which may improve the incumbent but proves nothing

@@ -846,11 +846,14 @@ def _star_100_with_check(monkeypatch, answers: dict, plan_search: bool = False):
 def test_climb_searches_above_an_undecided_count(monkeypatch):
     """When the packing check leaves the bound's count undecided, the climb still looks for a
     plan on the counts above (the 7-slot plan here, which the seeds do not have), and the bound
-    stays at the undecided count."""
+    stays at the undecided count. Since session 10 it looks from the best count down
+    (``DESCEND_PLANS``): every count it asks is above 6, in decreasing order, ending at 7."""
     r = _star_100_with_check(monkeypatch, {6: "unknown"})
     steps = r.details["packing"]
     assert steps[0] == steps[0] | {"slots": 6, "status": "unknown"}
-    assert steps[1]["slots"] == 7 and steps[1]["status"] == "feasible"
+    above = [p["slots"] for p in steps[1:]]
+    assert above == sorted(above, reverse=True) and min(above) == 7, steps
+    assert steps[-1]["status"] == "feasible" and all(p["status"] == "feasible" for p in steps[1:]), steps
     assert r.objective == 7 and r.bound in (6.0, 7.0), (r.status, r.objective, r.bound)
     assert r.details["climb_bound"] == 6, r.details
     assert r.metrics["feasible"], r.metrics["violations"]
@@ -877,6 +880,19 @@ def test_plan_search_infeasible_is_reused_and_raises_no_bound(monkeypatch):
     assert any(p["slots"] == 7 and p["status"] == "infeasible" for p in r.details["plan_search"]), r.details
     assert [p["slots"] for p in r.details["packing"]] == [6], r.details
     assert r.details["climb_bound"] == 6 and r.bound is not None and r.bound <= 7, r.details
+    assert r.metrics["feasible"], r.metrics["violations"]
+
+
+def test_climb_upwards_when_plans_down_is_off(monkeypatch):
+    """With ``DESCEND_PLANS`` off the climb goes on upwards above the undecided count, as
+    before session 10: its next count is 7, where the plan is."""
+    from formulations import slots as sl
+
+    monkeypatch.setattr(sl, "DESCEND_PLANS", False)
+    r = _star_100_with_check(monkeypatch, {6: "unknown"})
+    steps = r.details["packing"]
+    assert [p["slots"] for p in steps[:2]] == [6, 7] and steps[1]["status"] == "feasible", steps
+    assert r.objective == 7 and r.details["climb_bound"] == 6, r.details
     assert r.metrics["feasible"], r.metrics["violations"]
 
 
