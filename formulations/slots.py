@@ -602,7 +602,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
                 return
             if obj(qk) < obj(best):
                 best = qk
-            k = _n_slots(best) - 1
+            k = min(k, _n_slots(best)) - 1  # always down: the loop ends whatever obj says
 
     if interchangeable and n0 is not None and eb is not None:
         L = eb
