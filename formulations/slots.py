@@ -49,9 +49,6 @@ PCT_SCALE = 10_000
 # runs when the climb from the even-routing bound leaves its first count undecided
 # (``_solve_rate``); 0 turns it off
 PLAN_SEARCH_SHARE = 0.35
-# rate usage: after the first undecided count (and the plan search), look for plans from the
-# best count down instead of climbing up from the bound (session 10); False: the climb upwards
-DESCEND_PLANS = True
 
 
 @dataclass
@@ -573,7 +570,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
             pk, qk = _sr.packing_check(d, R, tables, mid, min(phase_end, t_pk + max(3.0, left(0.2))))
             probes.append({"slots": mid, "status": pk, "seconds": round(time.monotonic() - t_pk, 3)})
             if pk == "infeasible":
-                packed[mid] = pk  # a proof for exactly mid slots: the climb reuses it
+                packed[mid] = pk  # exactly mid slots: ``plans_down`` does not ask it again
             if pk == "feasible":
                 if obj(qk) < obj(best):
                     best = qk
@@ -583,21 +580,26 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
             else:  # unknown or infeasible: look above
                 lo = mid + 1
 
+    def checked_at(k: int, share: float):
+        """The packing check at k slots with ``share`` of the time left, its answer recorded
+        (``packed``, ``details["packing"]``)."""
+        t_pk = time.monotonic()
+        pk, qk = _sr.packing_check(d, R, tables, k, None if deadline is None else t_pk + left(share))
+        packed[k] = pk
+        details.setdefault("packing", []).append({"slots": k, "status": pk, "seconds": round(time.monotonic() - t_pk, 3)})
+        return pk, qk
+
     def plans_down(floor: int) -> None:
         """Plans only, above the undecided count ``floor``: from the best count less one down,
         a quarter of the time left each, until a count gives no plan (an "infeasible" here
-        proves nothing below it). Higher counts pack more easily, so going down from the best
-        finds the plans the climb upwards, starting next to the bound, ran out of time before."""
+        proves nothing below it). Higher counts pack more easily: climbing up from the bound
+        instead (before session 10) spent the time on the counts where plans are hardest."""
         nonlocal best
         k = _n_slots(best) - 1
         while k > floor and left() > 0.5:
             if packed.get(k) == "infeasible":  # the plan search found none there
                 return
-            t_pk = time.monotonic()
-            pk, qk = _sr.packing_check(d, R, tables, k, None if deadline is None else t_pk + left(0.25))
-            packed[k] = pk
-            details.setdefault("packing", []).append({"slots": k, "status": pk,
-                                                      "seconds": round(time.monotonic() - t_pk, 3)})
+            pk, qk = checked_at(k, 0.25)
             if pk != "feasible":
                 return
             if obj(qk) < obj(best):
@@ -606,43 +608,31 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
 
     if interchangeable and n0 is not None and eb is not None:
         L = eb
-        undecided = None  # the first count the check left undecided: the bound stays there
+        undecided = None  # the count the check left undecided: the bound stays there
         while L < _n_slots(best) and (deadline is None or left() > 0.5):
-            t_pk = time.monotonic()
-            # the bound's count first: where the bound is tight the check settles it within
-            # 2 s (every micro-DAG cell); half the time left there (three quarters before
-            # session 9), a quarter each for the counts after an undecided one
-            share = 0.5 if undecided is None else 0.25
-            if packed.get(L) == "infeasible":  # proven by the plan search
-                pk, qk = "infeasible", None
-            else:
-                pk, qk = _sr.packing_check(d, R, tables, L, None if deadline is None else t_pk + left(share))
-                packed[L] = pk
-                details.setdefault("packing", []).append({"slots": L, "status": pk,
-                                                          "seconds": round(time.monotonic() - t_pk, 3)})
-            if pk == "unknown" and undecided is None and deadline is not None and PLAN_SEARCH_SHARE > 0:
-                # the first undecided count: plans by bisection between it and the best count
-                # before the counts above one by one (a quarter of the time left each, which
-                # left the greedy seed's count the answer on application-size DAGs: 15 tasks
-                # at 100 tuples/s, 31 slots with the bound at 19, where the check finds a
-                # 24-slot plan in 2.5 s)
-                plan_search(L + 1, _n_slots(best))
-            if pk == "feasible":
+            # from the bound up while each count is proven infeasible: where the bound is tight
+            # the check settles it within 2 s (every micro-DAG cell); half the time left for
+            # each (three quarters before session 9)
+            pk, qk = checked_at(L, 0.5)
+            if pk == "feasible":  # exactly L slots, every count below excluded: optimal
                 if obj(qk) < obj(best):
                     best = qk
                 break
             if pk == "n/a":  # the check does not handle this instance: the same at every count
-                undecided = L if undecided is None else undecided
-                break
-            if pk == "unknown" and undecided is None:
                 undecided = L
-                if DESCEND_PLANS:
-                    plans_down(L)
-                    break
-            # infeasible: no plan has exactly L slots (a proof below the first undecided
-            # count); unknown: the counts above are searched for a plan only (a quarter of the
-            # time left each), which may improve the incumbent but proves nothing
-            L += 1
+                break
+            if pk == "unknown":
+                undecided = L
+                # the counts above prove nothing now: plans only, first by bisection between
+                # L + 1 and the best count (which left the greedy seed's 31 slots the answer on
+                # the 15-task application DAG at 100 tuples/s when the counts above got a
+                # quarter of the time left each, one by one from the bound, while the check
+                # finds a 24-slot plan in 2.5 s), then from the best count down
+                if deadline is not None and PLAN_SEARCH_SHARE > 0:
+                    plan_search(L + 1, _n_slots(best))
+                plans_down(L)
+                break
+            L += 1  # infeasible: no plan has exactly L slots (nor fewer): the bound rises
         eb = L if undecided is None else undecided  # no plan has fewer slots
         details["climb_bound"] = eb
         n1 = _n_slots(best)

@@ -847,7 +847,7 @@ def test_climb_searches_above_an_undecided_count(monkeypatch):
     """When the packing check leaves the bound's count undecided, the climb still looks for a
     plan on the counts above (the 7-slot plan here, which the seeds do not have), and the bound
     stays at the undecided count. Since session 10 it looks from the best count down
-    (``DESCEND_PLANS``): every count it asks is above 6, in decreasing order, ending at 7."""
+    (``plans_down``): every count it asks is above 6, in decreasing order, ending at 7."""
     r = _star_100_with_check(monkeypatch, {6: "unknown"})
     steps = r.details["packing"]
     assert steps[0] == steps[0] | {"slots": 6, "status": "unknown"}
@@ -873,26 +873,13 @@ def test_plan_search_finds_the_plan_above_an_undecided_bound(monkeypatch):
 
 
 def test_plan_search_infeasible_is_reused_and_raises_no_bound(monkeypatch):
-    """An "infeasible" from the plan search counts in the climb as the climb's own answer (it
-    does not ask that count again), and like one above an undecided count it proves nothing
+    """An "infeasible" from the plan search is kept (the search from the best count down does
+    not ask that count again), and like any answer above an undecided count it proves nothing
     below: with 6 undecided and (falsely) 7 infeasible, the bound stays at 6."""
     r = _star_100_with_check(monkeypatch, {6: "unknown", 7: "infeasible"}, plan_search=True)
     assert any(p["slots"] == 7 and p["status"] == "infeasible" for p in r.details["plan_search"]), r.details
     assert [p["slots"] for p in r.details["packing"]] == [6], r.details
     assert r.details["climb_bound"] == 6 and r.bound is not None and r.bound <= 7, r.details
-    assert r.metrics["feasible"], r.metrics["violations"]
-
-
-def test_climb_upwards_when_plans_down_is_off(monkeypatch):
-    """With ``DESCEND_PLANS`` off the climb goes on upwards above the undecided count, as
-    before session 10: its next count is 7, where the plan is."""
-    from formulations import slots as sl
-
-    monkeypatch.setattr(sl, "DESCEND_PLANS", False)
-    r = _star_100_with_check(monkeypatch, {6: "unknown"})
-    steps = r.details["packing"]
-    assert [p["slots"] for p in steps[:2]] == [6, 7] and steps[1]["status"] == "feasible", steps
-    assert r.objective == 7 and r.details["climb_bound"] == 6, r.details
     assert r.metrics["feasible"], r.metrics["violations"]
 
 
