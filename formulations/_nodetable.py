@@ -564,6 +564,12 @@ class _TableColumns:
 
     def best(self, duals: dict, want: int, phase1: bool = False) -> tuple[float, list[Column]]:
         rc = self.rc(duals, phase1)
+        i = int(np.argmax(rc))
+        if rc[i] <= 1e-7:
+            # no column the callers would add (they take reduced costs above 1e-7 max(1, |value|)):
+            # the usual answer once a rack subproblem's seeds are in; the best one alone, without
+            # the partition and the other columns' splits
+            return float(rc[i]), [self.column(i)]
         top = np.argpartition(-rc, want - 1)[:want] if want < len(rc) else np.arange(len(rc))
         top = top[np.argsort(-rc[top], kind="stable")]
         return float(rc[top[0]]), [self.column(int(r)) for r in top]
@@ -589,12 +595,18 @@ class TablePricer(_TableColumns):
             self.whole = True
             return
         self.whole = False
-        mask = table.sel.copy()
         top = table.top()
         YT = table.columns()
+        # the rows are sorted by code, whose most significant axis is box axis 0: the rows
+        # within the bound on it are a prefix, and only that prefix is scanned
+        g = int(table.perm[0])
+        end = len(table.codes)
+        if ybound.get(g, 0) < top[g]:
+            end = int(np.searchsorted(table.codes, (ybound.get(g, 0) + 1) * int(table.mult[0])))
+        mask = table.sel[:end].copy()
         for k in range(table.K):  # one column at a time, only where the bound cuts
-            if ybound.get(k, 0) < top[k]:
-                mask &= YT[k] <= ybound.get(k, 0)
+            if k != g and ybound.get(k, 0) < top[k]:
+                mask &= YT[k, :end] <= ybound.get(k, 0)
         self.idx = np.flatnonzero(mask).astype(np.int32)
         self.val = table.value[self.idx]
 

@@ -1471,6 +1471,49 @@ def test_released_pricer_prices_the_same():
     assert whole._Yf is t.floats()[1]  # the shared copy is never dropped
 
 
+def test_restricted_pricer_keeps_exactly_the_rows_within_the_bound():
+    """A rack subproblem's TablePricer (ybound = z) keeps exactly the covered rows y <= z, as a
+    plain comparison over the whole table finds them, for bounds below, at and above the
+    table's largest count on the code order's most significant axis (where only a prefix of
+    the rows is scanned); and ``best`` gives the same maximum reduced cost as a plain argmax,
+    with the columns a caller would add (the short answer when none improves)."""
+    import numpy as np
+
+    from formulations import _nodetable as NT
+    from formulations import _patterns as P
+
+    pm = _network_pm(parse_instance(layered(30, 6, 4, 0)))
+    _, info, _ = P.build_network(pm, None, 1, tables=False)
+    t = NT.NodeTable(pm, 0, info["edges"])
+    assert t.ok
+    top = t.top()
+    g0 = int(t.perm[0])
+    rng = np.random.default_rng(11)
+    seen_prefix = 0
+    for trial in range(40):
+        z = {k: int(rng.integers(0, int(top[k]) + 2)) for k in range(t.K)}
+        if trial < 3:
+            z[g0] = [0, int(top[g0]) - 1, int(top[g0])][trial]
+        pr = NT.TablePricer(t, 0, ("conv", 0), lambda k: ("cover", k), ybound=z)
+        zz = np.array([z[k] for k in range(t.K)])
+        want = np.flatnonzero(t.sel & (t.Y <= zz).all(axis=1))
+        assert np.array_equal(pr.idx, want)
+        seen_prefix += z[g0] < top[g0]
+        for scale in (0.0, 0.5, 5.0):
+            duals = {("cover", k): scale * float(rng.random()) for k in range(t.K)}
+            duals[("conv", 0)] = scale * float(rng.random())
+            if not len(want):
+                continue
+            rc = t.value[want] - t.Y[want].astype(np.float64) @ np.array([duals[("cover", k)] for k in range(t.K)]) \
+                - duals[("conv", 0)]
+            best, cols = pr.best(duals, 8)
+            assert best == pytest.approx(float(rc.max()), abs=1e-9)
+            good = [c for c in cols if pr.t.value is not None and
+                    c.value - sum(duals.get(r, 0.0) * x for r, x in c.coefs.items()) > 1e-7]
+            assert len(good) == min(8, int((rc > 1e-7).sum()))
+    assert seen_prefix >= 10
+
+
 def test_splits_above_give_up_bound_is_an_upper_bound():
     """When _splits_above gives up (state cap), the bound it appends to ``bound_out`` is at
     least const + f(z) for every z within the limits (a plain loop over the box), one rack
