@@ -1327,23 +1327,22 @@ class _RackLP:
         tables = pm.__dict__.get("_node_tables", {})
         K = len(pm.groups)
         self.K, self.seed = K, seed
+        found = [(cls, tables.get(_table_sig(pm, cls[0]))) for cls in node_classes(pm, with_rack=True)
+                 if pm.node_rack[cls[0]] == ri]
+        self.ok = all(t is not None for _, t in found)  # checked before any table is restricted
+        if not self.ok:
+            return
         self.classes: list[tuple[Any, int, Any]] = []
-        self.ok = True
-        for cls in node_classes(pm, with_rack=True):
-            if pm.node_rack[cls[0]] != ri:
-                continue
-            table = tables.get(_table_sig(pm, cls[0]))
-            if table is None:
-                self.ok = False
-                return
+        for cls, table in found:
             conv = ("conv", "node", cls[0])
             self.classes.append((conv, len(cls), TablePricer(table, len(self.classes), conv, lambda k: ("cover", k), ybound=z)))
         convs = [c[0] for c in self.classes]
-        self.idx = seed.fitting(convs, z)
+        seeds = seed.fitting(convs, z)
         pos = {seed._conv_id[c]: i for i, c in enumerate(convs) if c in seed._conv_id}
-        self.Y = seed._counts[self.idx]
-        self.val = seed._values[self.idx]
-        self.cls = np.array([pos[int(i)] for i in seed._ids[self.idx]], dtype=np.int64)
+        self.Y = seed._counts[seeds]
+        self.val = seed._values[seeds]
+        self.cls = np.array([pos[int(i)] for i in seed._ids[seeds]], dtype=np.int64)
+        self._seeds = seeds  # pool indices of the first len(seeds) columns
         self.rhs = np.concatenate([[float(z.get(k, 0)) for k in range(K)],
                                    [float(cnt) for _, cnt, _ in self.classes]])
         self.new_cols: list[Column] = []  # the columns the pricing added, in order
@@ -1357,9 +1356,10 @@ class _RackLP:
                 np.concatenate([self.Y[j, k], np.ones(n)]))
 
     def _known(self, ci: int, key) -> bool:
-        if self._keys is None:  # made once, when the pricing first improves
+        """Is ``key`` a column of class ci already (a seed or an added one)?"""
+        if self._keys is None:  # the seeds' keys, made once, when the pricing first improves
             self._keys = [set() for _ in self.classes]
-            for i, c in zip(self.idx, self.cls):
+            for i, c in zip(self._seeds, self.cls):
                 self._keys[int(c)].add(self.seed.cols[int(i)].key)
         return key in self._keys[ci]
 
@@ -1367,15 +1367,14 @@ class _RackLP:
         """``PatternModel.generate``'s (UB, duals, maxrc) (Nones when no bound: out of time, or
         GLOP failed), or "phase1" when the converged LP still uses artificials (the caller's
         model then proves infeasibility or goes on)."""
-        best_ub, best = math.inf, None
         rows = [("cover", k) for k in range(self.K)] + [c[0] for c in self.classes]
-        while True:
+        while True:  # (the model's bound is that of the converged duals: the only one computed)
             if deadline is not None and time.monotonic() >= deadline:
-                return (None, None, None) if best is None else (best_ub, *best)
+                return None, None, None
             ri, ci, data = self._matrix()
             got = lp_with_artificials(ri, ci, data, self.val, self.rhs)
             if isinstance(got, str):
-                return (None, None, None) if best is None else (best_ub, *best)
+                return None, None, None
             _, dual, used_art = got
             duals = {r: float(dual[i]) for i, r in enumerate(rows)}
             maxrc, added = [], 0
@@ -1396,17 +1395,13 @@ class _RackLP:
                         self.Y = np.vstack([self.Y, y[None, :]])
                         self.val = np.append(self.val, c.value)
                         self.cls = np.append(self.cls, fi)
-                        self.idx = np.append(self.idx, -1)
                         self.new_cols.append(c)
                         added += 1
             if added:
                 continue
             if used_art:
                 return "phase1"
-            ub = float(dual @ self.rhs) + sum(cnt * m for (_, cnt, _), m in zip(self.classes, maxrc))
-            if ub < best_ub:
-                best_ub, best = ub, (duals, maxrc)
-            return best_ub, *best
+            return float(dual @ self.rhs) + sum(cnt * m for (_, cnt, _), m in zip(self.classes, maxrc)), duals, maxrc
 
 
 def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, cap: int = 20000,
