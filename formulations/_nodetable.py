@@ -22,7 +22,10 @@ over worker contents p <= y. Vectors that no split into <= slots workers covers 
 from __future__ import annotations
 
 import math
+import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -32,6 +35,7 @@ from ._patterns import Column, stream_matrix
 NEG = -np.inf
 RACK_CHUNK = 1 << 20  # codes per chunk of a rack table's build (RackTable._contents)
 TABLE_SHARE = 0.5  # node_table: a network node table's estimated build time, at most this share of the time left
+FIN_SHARE = 0.5  # NodeTable: a DP level skips the pairs whose source is not finite when at most this share of rows is
 TABLE_STOP = 0.65  # node_table: a build still running at this share of the time left is abandoned
 # Memory budgets in bytes. TABLE_BYTES: traffic's count tables (``_trafficbp``, all node classes
 # together), or the rows of a network solve's node tables (``table_row_bytes``; all its tables
@@ -169,6 +173,26 @@ def merge_free_heaps(pm) -> tuple[np.ndarray, float] | None:
     return np.array([g.comp.memory_onheap_mb for g in pm.groups], dtype=np.float64), float(t.max_heap_mb)
 
 
+def _row_ranges(N: int, T: int, found: list[np.ndarray], starts: np.ndarray, ends: np.ndarray,
+                scan_cost: float = 1.5e-9, pair_cost: float = 5.5e-8) -> list[int]:
+    """T + 1 row bounds 0 = b_0 <= ... <= b_T = N cutting a node table's DP into T ranges of
+    about equal estimated work, from a sample of contents: their scanned rows [starts, ends)
+    (``scan_cost`` seconds a row) and their pairs' target rows ``found`` (``pair_cost`` a pair:
+    its source's gathers and its levels). Costs measured at 100x12x10 under cProfile: 9.2e9
+    rows scanned in 14 s, 4.1e8 pairs in 9 s of gathers and 13 s of levels."""
+    grid = np.linspace(0, N, 1025).astype(np.int64)
+    s = np.asarray(starts, dtype=np.int64)[None, :]
+    e = np.asarray(ends, dtype=np.int64)[None, :]
+    scanned = np.clip(grid[:, None], s, np.maximum(s, e)) - s
+    cost = scan_cost * scanned.sum(axis=1).astype(np.float64)
+    tg = np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+    cost += pair_cost * np.searchsorted(tg, grid)
+    if cost[-1] <= 0:
+        return [int(round(N * t / T)) for t in range(T + 1)]
+    cuts = np.searchsorted(cost, cost[-1] * np.arange(1, T) / T)
+    return [0] + [int(grid[min(c, len(grid) - 1)]) for c in cuts] + [N]
+
+
 class NodeTable:
     """The count vectors of one node class with their best worker splits (module docstring).
 
@@ -190,7 +214,7 @@ class NodeTable:
     def __init__(self, pm, ni: int, edges: dict[tuple[int, int], float], limit: int | None = None,
                  box_limit: int = 4_000_000, deadline: float | None = None, dense: bool = False,
                  pair_limit: int | None = None, budget: float | None = None, pair_rate: float = 4e7,
-                 content_cap: int = 200_000, merge_free: bool = False):
+                 content_cap: int = 200_000, merge_free: bool = False, threads: int = 1):
         G = pm.groups
         K = len(G)
         self.K = K
@@ -242,6 +266,14 @@ class NodeTable:
         Pf = P.astype(np.float64)
         co_p = 0.5 * np.einsum("ik,kl,il->i", Pf, A, Pf)
         self.P, self.co_p, self.pcodes = P, co_p, P @ mult
+        # y >= p on every axis at once: fields of `bits` bits, the top one a guard bit set in
+        # y; (y | guards) - p keeps every guard iff no field borrows, i.e. y_k >= p_k for all k
+        # (the DP's scan and ``_split``'s contents within y); None where K fields do not fit
+        self._pack = None
+        bits = int(Y.max(initial=0)).bit_length() + 1
+        if K * bits <= 62:
+            shift = np.array([1 << (bits * k) for k in range(K)], dtype=np.int64)
+            self._pack = (shift, int(sum(1 << (bits * k + bits - 1) for k in range(K))), P @ shift)
         self.perm = perm
         self.heap = None if self.merge is None else self.merge[0][perm]
         if dense:
@@ -250,7 +282,7 @@ class NodeTable:
                 return
             Wf = levels[-1][codes]
         else:
-            levels = self._sparse_levels(Y, codes, nw, deadline, pair_limit, budget, pair_rate)
+            levels = self._sparse_levels(Y, codes, nw, deadline, pair_limit, budget, pair_rate, threads)
             if levels is None:
                 return
             Wf = levels[-1]
@@ -328,6 +360,27 @@ class NodeTable:
             self._YT = np.ascontiguousarray(self.Y.T, dtype=dt)
         return self._YT
 
+    def zero_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(order, starts, counts) of the covered rows by zero pattern (bit k: y_k = 0, group
+        order), made once: ``order`` the rows sorted by pattern (stable: ascending rows within
+        one), ``starts[b]`` .. ``starts[b + 1]`` the positions of pattern b, and the counts in
+        that order (K x rows, as ``columns``). A bound y <= z with z_k = 0 on the groups of Z
+        keeps only the rows of the patterns that contain Z (``TablePricer``). None past 16
+        groups (the starts would hold 2^K + 1 entries)."""
+        if self.K > 16:
+            return None
+        if "_zidx" not in self.__dict__:
+            YT = self.columns()
+            rows = np.flatnonzero(self.sel)
+            zm = np.zeros(len(rows), dtype=np.int64)
+            for k in range(self.K):
+                zm |= (YT[k][rows] == 0).astype(np.int64) << k
+            by = np.argsort(zm, kind="stable")
+            order = rows[by].astype(np.int32)
+            starts = np.searchsorted(zm[by], np.arange((1 << self.K) + 1))
+            self._zidx = (order, starts, np.ascontiguousarray(YT[:, order]))
+        return self._zidx
+
     def row_bytes(self) -> int:
         """The bytes of this (built) table's rows, by ``table_row_bytes``: its levels are
         W_0..W_slots."""
@@ -372,7 +425,8 @@ class NodeTable:
             levels.append(W.reshape(-1))
         return levels
 
-    def _sparse_levels(self, Y, codes, nw, deadline, pair_limit, budget, pair_rate) -> list[np.ndarray] | None:
+    def _sparse_levels(self, Y, codes, nw, deadline, pair_limit, budget, pair_rate,
+                       threads: int = 1) -> list[np.ndarray] | None:
         """W_0..W_nw on the feasible rows only (class docstring), -inf where no split covers;
         None when the estimated work (pairs x levels at ``pair_rate`` a second, from a sample
         of 512 contents, plus a per-content cost) exceeds ``budget`` seconds or the build passes
@@ -385,7 +439,13 @@ class NodeTable:
         last) need H(y - p) > (m - 1) h / 2 when m - 1 >= 2, and H(y - p) <= (m - 1) h
         always. A pair (y, p) is used at level m only within those bounds (a small slack
         keeps more pairs, never fewer). Every value the DP forms is still a real split, and
-        the best merge-free split, which is a best split, is formed: W is unchanged."""
+        the best merge-free split, which is a best split, is formed: W is unchanged.
+
+        ``threads`` > 1: the rows are cut into that many ranges of about equal estimated work
+        (``_row_ranges``) and one thread (numpy releases the GIL in these scans, gathers and
+        scatters) finds the pairs and updates W of the targets in its own range: a content's
+        targets in a range are those of its scan limited to the range, and the threads write
+        disjoint rows of W_m while reading only W_{m-1}, so W is the same as with one."""
         K, P, co_p, mult = self.K, self.P, self.co_p, self.mult
         N = len(codes)
         first = np.argmax(P > 0, axis=1)
@@ -395,14 +455,10 @@ class NodeTable:
         # significant there): only [start_j, prefix_f) is scanned (100x10x10: 1.2e9 rows
         # scanned instead of 2.7e9)
         start = np.searchsorted(codes, P[np.arange(len(P)), first] * mult[first])
-        # y >= p on every axis at once: fields of `bits` bits, the top one a guard bit set in
-        # y; (y | guards) - p keeps every guard iff no field borrows, i.e. y_k >= p_k for all k
-        bits = int(Y.max()).bit_length() + 1
-        if K * bits <= 62:
-            shift = np.array([1 << (bits * k) for k in range(K)], dtype=np.int64)
-            guard = int(sum(1 << (bits * k + bits - 1) for k in range(K)))
+        # y >= p on every axis at once (``_pack``, made with P in ``__init__``)
+        if self._pack is not None:
+            shift, guard, Pg = self._pack
             Yg = (Y.astype(np.int64) @ shift) | guard
-            Pg = P @ shift
         else:
             Yg = None
             Y16 = Y.astype(np.int16)
@@ -421,9 +477,11 @@ class NodeTable:
             levels_used = max(1, int(top.max()) - 1)
             hi_rest = (nw - 1) * hmax + tol
 
-        def targets(j: int) -> np.ndarray:
+        def targets(j: int, lo: int = 0, hi: int = N) -> np.ndarray:
             f = int(first[j])
-            L, S = prefix[f], int(start[j])
+            L, S = min(prefix[f], hi), max(int(start[j]), lo)
+            if S >= L:
+                return np.zeros(0, dtype=np.int64)
             if Yg is not None:
                 tgt = S + np.flatnonzero(((Yg[S:L] - Pg[j]) & guard) == guard)
             else:
@@ -432,30 +490,37 @@ class NodeTable:
                 tgt = tgt[(top[tgt] >= 2) & (hy[tgt] <= hi_rest + hp[j])]
             return tgt
 
-        if budget is not None:
+        threads = max(1, min(int(threads), N))
+        bounds = [0, N]
+        if budget is not None or threads > 1:
             # the work is the pairs x levels: count the pairs of a sample of contents first (512:
             # 100x11x10's 1.22e8 pairs were estimated at 0.78-1.49e8 by 12 samples of 64, at
             # 1.10-1.35e8 by 12 of 512, which cost about 0.3 s more there)
             rng = np.random.default_rng(0)
             sample = rng.choice(len(P), size=min(len(P), 512), replace=False)
-            est = 0.0
+            found = []
             for i, j in enumerate(sample):
                 if i % 64 == 63 and deadline is not None and time.monotonic() > deadline:
                     return None  # the sample alone ran past the deadline
-                est += len(targets(int(j)))
-            self.est_pairs = est * len(P) / len(sample)
+                found.append(targets(int(j)))
+            self.est_pairs = sum(len(t) for t in found) * len(P) / len(sample)
+            if threads > 1:
+                bounds = _row_ranges(N, threads, found, start[sample],
+                                     np.array(prefix)[first[sample]])
+            del found
+        if budget is not None:
             # the levels after the first (W_1 needs no pairs, below); pairs are looked up by
             # gathers (dec, below) when there is no look-up table, not binary searches; each
             # content and level also costs a few numpy calls (about 2e-5 s); the pairs past
             # ``pair_limit`` (those of the contents after the first ones that fill it) are found
             # again at every level, about as much work again for them (100x11x10, 1.22e8 pairs:
             # 41 s of CPU all found again, 10.6 s all stored)
+            # with threads, the measured speed-up of the whole build (100x12x10: 42.9 s with
+            # one thread, 26.1 s with two, 2 cores)
             work = self.est_pairs + max(0.0, self.est_pairs - pair_limit)
-            if (work / pair_rate + 2e-5 * len(P)) * levels_used > budget:
+            speedup = 1.0 if threads == 1 else min(float(threads), 1.6)
+            if (work / pair_rate + 2e-5 * len(P)) * levels_used / speedup > budget:
                 return None
-        pairs: list[tuple] = []  # those of contents 0 .. len(pairs) - 1, within pair_limit
-        full = False  # the limit was reached: the later contents' pairs are found at every level
-        total = 0
         dec = None
         if self._lut is None:
             # dec[k][row of y] = row of y - e_k (-1 where y_k = 0): y - p is reached from y by
@@ -467,8 +532,38 @@ class NodeTable:
                 dec[k, have] = lookup(codes, codes[have] - mult[k])
         steps = [np.repeat(np.arange(K), P[j]) for j in range(len(P))]  # the unit steps of content j
 
-        def pairs_of(j: int) -> tuple:
-            tgt = targets(j)
+        # a content p's parents: p - e_k (k from p's first axis f on, keeping f first); every
+        # target y of p (y >= p, 0 before f) is a target of each parent, so p's targets are
+        # the parent's with y_k >= p_k, and y - p = (y - parent) - e_k: one gather each
+        # instead of a scan of p's rows and |p| gathers (the contents are downward closed:
+        # their limits are monotone). Not with the merge-free filter, which keeps other
+        # targets for each content.
+        parents: list[list[tuple[int, int]]] = [[] for _ in range(len(P))]
+        if top is None and len(P):
+            by_code = np.argsort(self.pcodes, kind="stable")
+            sorted_codes = self.pcodes[by_code]
+            for k in range(K):
+                ok = (P[:, k] > 0) & ((first != k) | (P[:, k] > 1))
+                js = np.flatnonzero(ok)
+                at = lookup(sorted_codes, self.pcodes[js] - mult[k])
+                for j, a in zip(js.tolist(), at.tolist()):
+                    if a >= 0:
+                        parents[j].append((int(by_code[a]), k))
+        YT = np.ascontiguousarray(Y.T) if top is None else None
+
+        def pairs_of(j: int, lo_row: int = 0, hi_row: int = N, mine: dict | None = None) -> tuple:
+            known = [(len(mine[q][0]), q, k) for q, k in parents[j] if mine is not None and q in mine]
+            if known:
+                _, q, k = min(known)
+                ptgt, psrc = mine[q][0], mine[q][1]
+                keep = YT[k][ptgt] >= P[j, k]
+                tgt = ptgt[keep]
+                if dec is None:
+                    src = self._row(codes[tgt] - self.pcodes[j]).astype(np.int32)
+                else:
+                    src = dec[k][psrc[keep]]
+                return tgt, src, None, None
+            tgt = targets(j, lo_row, hi_row)
             if dec is None:
                 src = self._row(codes[tgt] - self.pcodes[j])
             else:
@@ -492,31 +587,74 @@ class NodeTable:
         W1 = W.copy()
         prow = self._row(self.pcodes)
         np.maximum.at(W1, prow, co_p)
-        for m in range(1, nw + 1):
-            if m > 1 and top is not None and m > levels_used + 1:
-                levels.append(W)  # no merge-free split has m workers: W_m = W_{m-1}
-                continue
-            Wn = W.copy()
-            for j in range(len(P)):
-                if j % 64 == 0 and deadline is not None and time.monotonic() > deadline:
-                    return None
-                if m > 1 and j < len(pairs):
-                    tgt, src, lo, hi = pairs[j]
+        T = len(bounds) - 1
+        # per row range: the pairs of contents 0 .. len(pairs[t]) - 1 within the range, kept
+        # while the ranges' stored pairs together stay within pair_limit; past it ("full") a
+        # range's later contents' pairs are found again at every level
+        pairs: list[dict[int, tuple]] = [{} for _ in range(T)]
+        # level 1 finds the contents' pairs parents first (ascending code: a parent's is less)
+        code_order = np.argsort(self.pcodes, kind="stable").tolist()
+        full = [False] * T
+        stored = [0]
+        lock = threading.Lock()
+
+        def level(t: int, m: int, Wn: np.ndarray | None, fin: np.ndarray | None) -> bool:
+            """Level m on the targets of range t (m = 1: find and store the pairs only);
+            False past the deadline. ``fin``: where W_{m-1} is finite, when few rows are: a
+            pair whose source is not adds nothing (-inf) and is skipped."""
+            lo_row, hi_row = bounds[t], bounds[t + 1]
+            mine = pairs[t]
+            for i, j in enumerate(code_order if m == 1 else range(len(P))):
+                if i % 64 == 0 and deadline is not None and time.monotonic() > deadline:
+                    return False
+                if m > 1 and j in mine:
+                    tgt, src, lo, hi = mine[j]
                 else:
-                    tgt, src, lo, hi = pairs_of(j)
-                    if m == 1 and not full:
-                        total += len(tgt)
-                        if total > pair_limit:
-                            full = True  # the pairs kept so far stay; the rest are found again
+                    tgt, src, lo, hi = pairs_of(j, lo_row, hi_row, mine)
+                    if m == 1 and not full[t]:
+                        with lock:
+                            stored[0] += len(tgt)
+                            over = stored[0] > pair_limit
+                        if over:
+                            full[t] = True  # the pairs kept so far stay; the rest are found again
                         else:
-                            pairs.append((tgt, src, lo, hi))
+                            mine[j] = (tgt, src, lo, hi)
                 if m > 1 and len(tgt):  # level 1 only finds (and stores) the pairs
                     if lo is not None:
                         sel = (lo <= m) & (hi >= m)
                         tgt, src = tgt[sel], src[sel]
+                    if fin is not None:
+                        sel = fin[src]
+                        tgt, src = tgt[sel], src[sel]
                     Wn[tgt] = np.maximum(Wn[tgt], W[src] + co_p[j])
-            W = W1 if m == 1 else Wn
-            levels.append(W)
+            return True
+
+        pool = ThreadPoolExecutor(T) if T > 1 else None
+        try:
+            for m in range(1, nw + 1):
+                if m > 1 and top is not None and m > levels_used + 1:
+                    levels.append(W)  # no merge-free split has m workers: W_m = W_{m-1}
+                    continue
+                Wn = None if m == 1 else W.copy()
+                fin = None
+                if m > 1:
+                    # W_1 is finite on the contents' rows only (100x12x10: 22,181 of 2.9
+                    # million rows; W_2 on 59 %): below half the rows, the bool gather and the
+                    # compressions cost less than the skipped pairs' gathers and scatter
+                    fin = np.isfinite(W)
+                    if np.count_nonzero(fin) > FIN_SHARE * N:
+                        fin = None
+                if pool is None:
+                    done = [level(0, m, Wn, fin)]
+                else:
+                    done = list(pool.map(level, range(T), [m] * T, [Wn] * T, [fin] * T))
+                if not all(done):
+                    return None
+                W = W1 if m == 1 else Wn
+                levels.append(W)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
         return levels
 
     def content(self, j: int) -> tuple:
@@ -546,7 +684,11 @@ class NodeTable:
             if m > 1 and self._level_at(m - 1, c) >= target - 1e-9:
                 m -= 1
                 continue
-            fits = np.flatnonzero((self.P <= y).all(axis=1))
+            if self._pack is not None:  # the contents within y (100x12x10: 30 us, not 0.5 ms)
+                shift, guard, Pg = self._pack
+                fits = np.flatnonzero((((int(y @ shift) | guard) - Pg) & guard) == guard)
+            else:
+                fits = np.flatnonzero((self.P <= y).all(axis=1))
             rest = c - self.pcodes[fits]
             prev_lv = self.levels[m - 1]
             prev = (prev_lv[rest] if self.dense else prev_lv[self._row(rest)]) + self.co_p[fits]
@@ -590,6 +732,7 @@ class TablePricer(_TableColumns):
         self.t = table
         self.fi, self.conv, self.rowkey = fi, conv, rowkey
         self._Yf = None
+        self.scan = "whole"  # how the rows were found (tests)
         if ybound is None:
             self.idx, self._Yf, self.val = table.floats()
             self.whole = True
@@ -603,12 +746,34 @@ class TablePricer(_TableColumns):
         end = len(table.codes)
         if ybound.get(g, 0) < top[g]:
             end = int(np.searchsorted(table.codes, (ybound.get(g, 0) + 1) * int(table.mult[0])))
+        # or only the rows 0 on every group the bound holds at 0 (``zero_index``), when fewer:
+        # rack contents often leave whole groups to the other rack (100x12x10's two-rack search:
+        # 118,000 such rows a subproblem on average, against a prefix of 2.5 million)
+        zi = table.zero_index()
+        zero = sum(1 << k for k in range(table.K) if ybound.get(k, 0) == 0)
+        if zi is not None and zero:
+            order, starts, YTz = zi
+            ms = np.arange(len(starts) - 1)
+            q = ms[(ms & zero) == zero]
+            lo, n = starts[q], starts[q + 1] - starts[q]
+            if int(n.sum()) < end:
+                # the positions of those rows in the zero-pattern order (ranges, ascending)
+                pos = np.arange(int(n.sum()), dtype=np.int64) + np.repeat(lo - (np.cumsum(n) - n), n)
+                mask = np.ones(len(pos), dtype=bool)
+                for k in range(table.K):
+                    if not zero >> k & 1 and ybound.get(k, 0) < top[k]:
+                        mask &= YTz[k][pos] <= ybound.get(k, 0)
+                self.idx = np.sort(order[pos[mask]], kind="stable")  # ascending runs: merged
+                self.val = table.value[self.idx]
+                self.scan = "zero pattern"
+                return
         mask = table.sel[:end].copy()
         for k in range(table.K):  # one column at a time, only where the bound cuts
             if k != g and ybound.get(k, 0) < top[k]:
                 mask &= YT[k, :end] <= ybound.get(k, 0)
         self.idx = np.flatnonzero(mask).astype(np.int32)
         self.val = table.value[self.idx]
+        self.scan = "prefix"
 
     @property
     def Yf(self) -> np.ndarray:
@@ -645,7 +810,17 @@ def table_sig(pm, ni: int) -> tuple:
     return (n.cpu, n.memory_mb, len(n.slots), tuple(sorted(n.resources.items())), n.site, tuple(n.id in p for p in pins))
 
 
-def node_table(pm, nodes: list[int], edges, deadline: float | None) -> NodeTable | None:
+def table_threads(threads: int | None) -> int:
+    """The threads of a node table's DP: the solve's (None: 2, CP-SAT's default workers), at
+    most the CPUs this process may use."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(2 if threads is None else int(threads), cpus))
+
+
+def node_table(pm, nodes: list[int], edges, deadline: float | None, threads: int | None = None) -> NodeTable | None:
     """The table of a node class (shared by classes of equal capacity in other racks), or None
     when it would be too big: its estimated build time (sampled pairs x levels, see
     :class:`NodeTable`) over ``TABLE_SHARE`` = 50 % of the time left (30 % before branch
@@ -653,7 +828,8 @@ def node_table(pm, nodes: list[int], edges, deadline: float | None) -> NodeTable
     limit, built in 24 s), more count vectors than what ``TABLE_BYTES`` still holds after the
     solve's tables built before it (``table_row_bytes``; a fixed 2 million a table before branch
     net-twelve-2), or the worker contents not enumerable; or the build passes ``TABLE_STOP`` =
-    65 % of the time left (half before; then it is abandoned)."""
+    65 % of the time left (half before; then it is abandoned). ``threads``: the solve's
+    threads, the DP's row ranges (``table_threads``, ``NodeTable``)."""
     ni = nodes[0]
     sig = table_sig(pm, ni)
     cache = pm.__dict__.setdefault("_node_tables", {})
@@ -666,7 +842,8 @@ def node_table(pm, nodes: list[int], edges, deadline: float | None) -> NodeTable
     limit = max(0, TABLE_BYTES - used) // table_row_bytes(len(pm.groups), nw)
     t = NodeTable(pm, ni, edges, limit=limit,
                   deadline=None if deadline is None else time.monotonic() + TABLE_STOP * left,
-                  budget=None if deadline is None else TABLE_SHARE * left)
+                  budget=None if deadline is None else TABLE_SHARE * left,
+                  threads=table_threads(threads))
     table = t if t.ok else None
     cache[sig] = table
     return table

@@ -1155,7 +1155,7 @@ def build_network(pm, deadline, threads, tables: bool = True) -> tuple[PatternMo
 
         fam = Family(f"node{cls[0]}", len(cls), conv, build)
         rk = (lambda k, ri=ri: ("link", ri, k)) if multi_rack else (lambda k: ("cover", k))
-        table = node_table(pm, cls, edges, deadline) if tables else None
+        table = node_table(pm, cls, edges, deadline, threads) if tables else None
         if table is not None:
             fam.table = TablePricer(table, len(fams), conv, rk)
             # exact and cheap: priced with the rack heuristics, before any CP-SAT pricer runs

@@ -873,6 +873,30 @@ def test_node_table_by_gathers_matches_look_up_table(size):
         assert got.split(int(i)) == ref.split(int(i))
 
 
+@pytest.mark.parametrize("size,box_limit", [((30, 6, 4), 4_000_000), ((46, 8, 4), 0)])
+def test_node_table_threads_give_the_same_levels(size, box_limit):
+    """The DP over two row ranges in two threads (and with a pair budget so small that most
+    contents' pairs are found again at every level, in both ranges) forms exactly the levels of
+    the one-thread DP; the splits read back agree with the plain contents test."""
+    import numpy as np
+
+    from formulations._nodetable import NodeTable
+
+    pm = _network_pm(parse_instance(layered(*size, 0)))
+    edges, _ = _edges_const(pm)
+    ref = NodeTable(pm, 0, edges, box_limit=box_limit)
+    assert ref.ok
+    for kw in (dict(threads=2), dict(threads=2, pair_limit=2_000)):
+        got = NodeTable(pm, 0, edges, box_limit=box_limit, **kw)
+        assert got.ok and len(got.levels) == len(ref.levels)
+        for a, b in zip(got.levels, ref.levels):
+            assert np.array_equal(a, b)
+    rows = np.random.default_rng(3).choice(len(ref.Y), 30, replace=False)
+    fast = [ref.split(int(i)) for i in rows]
+    ref._pack, ref._splits = None, {}  # the contents within y by a plain comparison
+    assert fast == [ref.split(int(i)) for i in rows]
+
+
 @pytest.mark.slow
 def test_network_100_executors_10_components_10_nodes_proven():
     """Two racks of 5 nodes, 10 components: the local search's incumbent, the exact rack
@@ -1475,7 +1499,8 @@ def test_restricted_pricer_keeps_exactly_the_rows_within_the_bound():
     """A rack subproblem's TablePricer (ybound = z) keeps exactly the covered rows y <= z, as a
     plain comparison over the whole table finds them, for bounds below, at and above the
     table's largest count on the code order's most significant axis (where only a prefix of
-    the rows is scanned); and ``best`` gives the same maximum reduced cost as a plain argmax,
+    the rows is scanned) and with groups bounded at 0 (where only the rows of the zero patterns
+    holding those groups are scanned); and ``best`` gives the same maximum reduced cost as a plain argmax,
     with the columns a caller would add (the short answer when none improves)."""
     import numpy as np
 
@@ -1489,16 +1514,22 @@ def test_restricted_pricer_keeps_exactly_the_rows_within_the_bound():
     top = t.top()
     g0 = int(t.perm[0])
     rng = np.random.default_rng(11)
-    seen_prefix = 0
+    seen_prefix = seen_zero = 0
     for trial in range(40):
         z = {k: int(rng.integers(0, int(top[k]) + 2)) for k in range(t.K)}
         if trial < 3:
             z[g0] = [0, int(top[g0]) - 1, int(top[g0])][trial]
+        if trial % 4 == 3:  # whole groups left to the other rack: the zero-pattern scan
+            for k in rng.choice(t.K, size=3, replace=False):
+                z[int(k)] = 0
+        elif trial % 4 == 1:  # no group at 0: the prefix scan
+            z = {k: max(1, v) for k, v in z.items()}
         pr = NT.TablePricer(t, 0, ("conv", 0), lambda k: ("cover", k), ybound=z)
         zz = np.array([z[k] for k in range(t.K)])
         want = np.flatnonzero(t.sel & (t.Y <= zz).all(axis=1))
         assert np.array_equal(pr.idx, want)
-        seen_prefix += z[g0] < top[g0]
+        seen_prefix += z[g0] < top[g0] and pr.scan == "prefix"
+        seen_zero += pr.scan == "zero pattern"
         for scale in (0.0, 0.5, 5.0):
             duals = {("cover", k): scale * float(rng.random()) for k in range(t.K)}
             duals[("conv", 0)] = scale * float(rng.random())
@@ -1511,7 +1542,7 @@ def test_restricted_pricer_keeps_exactly_the_rows_within_the_bound():
             good = [c for c in cols if pr.t.value is not None and
                     c.value - sum(duals.get(r, 0.0) * x for r, x in c.coefs.items()) > 1e-7]
             assert len(good) == min(8, int((rc > 1e-7).sum()))
-    assert seen_prefix >= 10
+    assert seen_prefix >= 5 and seen_zero >= 10
 
 
 def test_splits_above_give_up_bound_is_an_upper_bound():
