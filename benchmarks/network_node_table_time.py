@@ -1,8 +1,10 @@
 """Time one network node table (node 0 of a seeded layered instance) with no time budget.
 
-Usage: PYTHONPATH=. python benchmarks/network_node_table_time.py 100x10x10
+Usage: PYTHONPATH=. python benchmarks/network_node_table_time.py 100x10x10 [THREADS, default 1]
 Prints whether it was built, its rows, seconds, the sum of its values and the covered rows
-(the last two to compare builds of different commits).
+(the last two to compare builds of different commits). A solve builds its tables with its own
+threads (2 by default, ``_nodetable.table_threads``); 1 here is the DP of before session 12's
+threads.
 """
 import time, sys, numpy as np
 from formulations import _patterns as P
@@ -16,5 +18,6 @@ groups = [g for ti, t in enumerate(inst.topologies) for g in component_groups(ti
 pm = PlacementModel(inst, "network", groups, sense="min", symmetry=True, build=False)
 _, info, _ = P.build_network(pm, None, 1, tables=False)
 t = time.monotonic()
-nt = NodeTable(pm, 0, info["edges"])
-print(sys.argv[1], "table", nt.ok, len(nt.Y), round(time.monotonic() - t, 2), "sum value", float(nt.value[nt.sel].sum()), int(nt.sel.sum()))
+threads = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+nt = NodeTable(pm, 0, info["edges"], threads=threads)
+print(sys.argv[1], "threads", threads, "table", nt.ok, len(nt.Y), round(time.monotonic() - t, 2), "sum value", float(nt.value[nt.sel].sum()), int(nt.sel.sum()))
