@@ -294,29 +294,45 @@ def cbc_infeasible_is_proof(log_text: str, seconds: float, time_limit: float | N
 # and CP-SAT, HiGHS and brute force, give 3. The CBC tracker has such reports (coin-or/Cbc #720,
 # #751: the same two log lines, wrong results).
 CBC_EMPTIED = "processed model has 0 rows, 0 columns"
+# the line ``run_cbc`` adds to the log when the CBC process died (PuLP: "Error while trying to
+# execute"): CBC 2.10's binary can die by a segmentation fault when its time limit falls while
+# it processes a start solution (seen at 100x10x10's compact network model with a limit of
+# 0.35 s, reproduced with its files: exit code 139 at -sec 0.36, none at 0.2, 0.5 or 1-5 s)
+CBC_CRASHED = "planner: the CBC process died"
 
 
 def run_cbc(prob, time_limit: float | None, warm: bool = False, **options: Any) -> tuple[str, float]:
     """Solve ``prob`` with PuLP's CBC; return CBC's log and the seconds taken. When CBC's
     preprocessing emptied the model (``CBC_EMPTIED``), whose answer is not to be trusted, the
     model is solved again with ``preprocess off`` in the time left (at least 1 s); the result
-    left in ``prob`` and the log returned are the second run's. ``options``: further
+    left in ``prob`` and the log returned are the second run's. When the CBC process dies
+    (``CBC_CRASHED`` is then in the log returned, and ``prob`` holds no solution), a run with a
+    start solution is made again without it if at least 1 s is left. ``options``: further
     ``PULP_CBC_CMD`` arguments (threads, gapRel, gapAbs)."""
     import pulp
 
     t0 = time.perf_counter()
 
-    def once(limit, extra):
+    def left(floor: float) -> float | None:
+        return None if time_limit is None else max(time_limit - (time.perf_counter() - t0), floor)
+
+    def once(limit, extra, start: bool):
         with tempfile.TemporaryDirectory() as d:
             log = Path(d) / "cbc.log"
-            prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=limit, warmStart=warm, logPath=str(log),
-                                         options=extra, **options))
+            try:
+                prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=limit, warmStart=start, logPath=str(log),
+                                             options=extra, **options))
+            except pulp.PulpSolverError as e:
+                if "Error while trying to execute" not in str(e):
+                    raise  # not a run that died (no CBC binary, ...): an error
+                return (log.read_text() if log.exists() else "") + f"\n{CBC_CRASHED}\n"
             return log.read_text() if log.exists() else ""
 
-    text = once(time_limit, [])
+    text = once(time_limit, [], warm)
+    if CBC_CRASHED in text and warm and (left(0.0) is None or left(0.0) >= 1.0):
+        text = once(left(1.0), [], False) + f"\n{CBC_CRASHED} (with the start solution; run again without it)\n"
     if CBC_EMPTIED in text:
-        left = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 1.0)
-        text = once(left, ["preprocess off"])
+        text = once(left(1.0), ["preprocess off"], warm)
     return text, time.perf_counter() - t0
 
 

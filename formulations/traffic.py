@@ -327,7 +327,15 @@ def solve_traffic(run: Run) -> Result:
         if not proven2:
             res.status = Status.FEASIBLE
         return res
-    return run.merge_bound(run.result(pm, sol, details=details), pat_bound)  # details hold the configuration stats
+    res = run.merge_bound(run.result(pm, sol, details=details), pat_bound)  # details hold the configuration stats
+    if res.status == Status.UNKNOWN and hint_fallback is not None:
+        # the compact model gave no plan (stopped, or its CBC process died): the configuration
+        # model's plan is kept
+        if sol.details.get("cbc_died"):
+            run.notes.append("the compact model's CBC process died (a CBC fault); the configuration model's plan is kept")
+        return run.pattern_result({"status": "feasible"}, hint_fallback, bound=pat_bound,
+                                  details={**details, **{k: v for k, v in sol.details.items() if k == "cbc_died"}})
+    return res
 
 
 _make = method_runner(solve_traffic)

@@ -1,0 +1,65 @@
+"""CBC processes that die (a real process killed by SIGSEGV, as CBC 2.10's binary does when its
+time limit falls while it reads a start solution; docs/formulations.md, "CBC faults"). The fault
+is injected by a wrapper script that kills itself on a chosen argument and otherwise runs the
+real CBC, so PuLP, the process and our recovery are the real ones."""
+
+import pytest
+
+import planner
+from formulations._gen import layered
+from planner.evaluate import evaluate
+from planner.model import parse_instance
+
+pulp = pytest.importorskip("pulp")
+
+
+@pytest.fixture
+def dying_cbc(tmp_path, monkeypatch):
+    """Install a CBC that dies by SIGSEGV when given ``arg`` (the fixture's value is a setter)."""
+    real = pulp.PULP_CBC_CMD().path
+
+    def install(arg: str) -> None:
+        script = tmp_path / "cbc"
+        script.write_text(f'#!/bin/sh\nfor a in "$@"; do [ "$a" = "{arg}" ] && kill -SEGV $$; done\nexec "{real}" "$@"\n')
+        script.chmod(0o755)
+        monkeypatch.setattr(pulp, "PULP_CBC_CMD", lambda **kw: pulp.COIN_CMD(path=str(script), **kw))
+
+    return install
+
+
+def test_a_run_that_dies_with_its_start_solution_is_run_again_without_it(dying_cbc):
+    """The compact model with a start solution (``hint``) by CBC: the run given the start
+    (-mips) dies; the run again without it proves the optimum, the same as CP-SAT's."""
+    dying_cbc("-mips")
+    inst = parse_instance(layered(12, 5, 3, 0))
+    r = planner.solve(inst, "network", "exact.milp-cbc", time_limit=60, hint="storm.ras", model="compact")
+    ref = planner.solve(inst, "network", "exact.cpsat", time_limit=60, model="compact")
+    assert r.status.value == ref.status.value == "optimal", (r.message, r.details)
+    assert r.details.get("cbc_died") == "again without the start solution"
+    assert r.objective == pytest.approx(ref.objective, abs=1e-6)
+    assert evaluate(inst, r.plan, "network")["feasible"]
+
+
+def test_a_dead_cbc_is_reported_and_the_configuration_plan_kept(dying_cbc):
+    """Every CBC run dies. The compact model alone: status unknown, and the message says the CBC
+    process died (not a time limit). With the configuration model first (100 executors, 10 and
+    12 components, 6 s, where it does not finish its proof), its plan is returned as feasible
+    and passes the evaluator, for network and traffic; where the compact model ran (whether it
+    is affordable in the time left depends on the clock), the message says its CBC died, and it
+    ran in at least one of the four solves (in all of them in every trial run)."""
+    dying_cbc("-solve")
+    small = parse_instance(layered(12, 5, 3, 0))
+    r = planner.solve(small, "network", "exact.milp-cbc", time_limit=30, model="compact")
+    assert r.status.value == "unknown" and r.plan is None
+    assert "CBC process died" in r.message and r.details.get("cbc_died")
+    died = 0
+    for comps in (10, 12):
+        inst = parse_instance(layered(100, comps, 10, 0))
+        for problem in ("network", "traffic"):
+            r = planner.solve(inst, problem, "exact.milp-cbc", time_limit=6.0)
+            assert r.status.value == "feasible", (problem, r.message)
+            assert evaluate(inst, r.plan, problem)["feasible"]
+            if r.details.get("cbc_died"):
+                died += 1
+                assert "CBC process died" in r.message
+    assert died >= 1
