@@ -54,26 +54,15 @@ def setup(cell: int, seed: int, L: int | None):
 
 
 def descriptions(d, R, tables, L):
-    """The packing check's own descriptions at L: (comps, by_count, counts of every scaled
-    component, room)."""
-    tot = {w: sum(U[L] for U in tables[w]) for w in sr.EVEN_WEIGHTS}
-    room = {w: sr.CAP * L - tot[w] for w in sr.EVEN_WEIGHTS}
-    comps, by_count, counts = [], {}, {}
-    for c in range(d.C):
-        if not sr.all_scaled(d, R, c):
-            comps.append([[(r.q, 0, 1)] for r in R[c]])
-            continue
-        dp = sr._dp_sets(R, c, L, list(sr.EVEN_WEIGHTS))
-        budget = {w: tables[w][c][L] + room[w] for w in sr.EVEN_WEIGHTS}
-        tc = counts[c] = sr.thread_counts(R, c, L, budget, dp, None)
-        ds = None if len(tc) > sr.LIST_COUNTS else sr.distributions(
-            R, c, L, budget, time.monotonic() + 5, limit=3000, max_nodes=100_000, dp=dp)
-        if ds is None:
-            by_count[c] = tc
-            comps.append(None)
-        else:
-            comps.append([[(q, Q, n) for q, n in ch] for Q, ch in ds])
-    return comps, by_count, counts, room
+    """The packing check's own descriptions at L (``describe``, ``gather``; the listing given
+    5 s): (comps, by_count, counts of every scaled component, room)."""
+    room = sr.room_at(tables, L)
+    dp = {c: sr._dp_sets(R, c, L, list(sr.EVEN_WEIGHTS)) for c in range(d.C) if sr.all_scaled(d, R, c)}
+    got = sr.describe(R, tables, L, room, dp, time.monotonic() + 5)
+    if got is None:
+        sys.exit(f"the thread counts at L = {L} could not be listed in 5 s")
+    lists, by_count, counts = got
+    return sr.gather(d, R, lists, by_count), by_count, counts, room
 
 
 def fixed_items(d, R, counts):

@@ -695,6 +695,59 @@ def thread_counts(R, c: int, L: int, budget: dict, dp, deadline: float | None = 
 LIST_COUNTS = 100  # a component with more thread counts in its budget is not listed (``packing_check``)
 
 
+def room_at(tables: dict, L: int) -> dict:
+    """Per even-routing weight, what L slots hold beyond every component's least usage
+    (``usage_tables``): the room a component's usage may take above its own least."""
+    return {w: CAP * L - sum(U[L] for U in tables[w]) for w in EVEN_WEIGHTS}
+
+
+def describe(R, tables: dict, L: int, room: dict, dp: dict, listing: float | None):
+    """The packing check's description of each rate-scaled component c (the keys of ``dp``,
+    its ``_dp_sets``) on L slots, within its budget (its least usage plus ``room``): its
+    distributions (``distributions``, up to 3,000 of them or 100,000 search nodes, about 1 s),
+    or, past those limits or past ``LIST_COUNTS`` thread counts (where the listing has always
+    run into its limits, 1-3 s lost per component), its thread counts (``thread_counts``).
+    Returns (lists, by_count, counts): the listed components' distributions, the others' thread
+    counts, and every component's thread counts; None when the thread counts could not be
+    listed by ``listing``. Every distribution a plan on L slots may use is among these, so a
+    packing over them that finds none is a proof."""
+    lists, by_count, counts = {}, {}, {}
+    for c in dp:
+        budget = {w: tables[w][c][L] + room[w] for w in EVEN_WEIGHTS}
+        tc = thread_counts(R, c, L, budget, dp[c], listing)  # milliseconds
+        if tc is None:
+            return None
+        counts[c] = tc
+        ds = None if len(tc) > LIST_COUNTS else distributions(R, c, L, budget, listing, limit=3000, max_nodes=100_000, dp=dp[c])
+        if ds is not None:
+            lists[c] = ds
+        else:
+            by_count[c] = tc
+    return lists, by_count, counts
+
+
+def gather(d, R, lists: dict, by_count: dict):
+    """Per component its distributions, each a list of (q, Q, n) (None: by thread count);
+    None when a component is not handled by the packing check; [] for one with nothing in its
+    budget."""
+    comps = []
+    for c in range(d.C):
+        if c in lists:
+            comps.append([[(q, Q, n) for q, n in ch] for Q, ch in lists[c]])
+        elif c in by_count:
+            comps.append(None)
+            if not by_count[c]:
+                return []
+        elif R[c] and all(not r.scaled for r in R[c]):
+            # constant rows: one group of any row (a plan's other groups only add usage)
+            comps.append([[(r.q, 0, 1)] for r in R[c]])
+        else:  # mixed kinds of rows, or no rate: not handled here
+            return None
+        if comps[-1] == []:
+            return []
+    return comps
+
+
 def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     """Is there a plan on exactly L interchangeable slots? ("infeasible", None) when none
     exists, ("feasible", q) with a plan q on d's first L slots (checked by ``valid``), or
@@ -715,33 +768,12 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
         return "n/a", None
     if L < 1 or L > d.S or L >= len(tables[EVEN_WEIGHTS[0]][0]):
         return "unknown", None
-    tot = {w: sum(U[L] for U in tables[w]) for w in EVEN_WEIGHTS}
-    if any(tot[w] > cap * L * (1 + 1e-9) for w in EVEN_WEIGHTS):
+    room = room_at(tables, L)
+    if any(room[w] < -cap * L * 1e-9 for w in EVEN_WEIGHTS):
         return "infeasible", None
-    room = {w: cap * L - tot[w] for w in EVEN_WEIGHTS}
     listing = None if deadline is None else time.monotonic() + 0.6 * (deadline - time.monotonic())
     scaled = [c for c in range(d.C) if all_scaled(d, R, c)]
     dp = {c: _dp_sets(R, c, L, list(EVEN_WEIGHTS)) for c in scaled}  # the same for every budget below
-
-    def gather(lists, by_count):
-        """Per component its distributions, each a list of (q, Q, n) (None: by thread count);
-        None when a component is not handled here; [] for one with nothing in its budget."""
-        comps = []
-        for c in range(d.C):
-            if c in lists:
-                comps.append([[(q, Q, n) for q, n in ch] for Q, ch in lists[c]])
-            elif c in by_count:
-                comps.append(None)
-                if not by_count[c]:
-                    return []
-            elif R[c] and all(not r.scaled for r in R[c]):
-                # constant rows: one group of any row (a plan's other groups only add usage)
-                comps.append([[(r.q, 0, 1)] for r in R[c]])
-            else:  # mixed kinds of rows, or no rate: not handled here
-                return None
-            if comps[-1] == []:
-                return []
-        return comps
 
     def cut_search(until, end):
         """A search for a plan only: each component's budget is its least usage plus room /
@@ -759,7 +791,7 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
                 if share < 1e-3 or (until is not None and time.monotonic() > until):
                     return "unknown", None
             lists[c] = ds
-        comps = gather(lists, {})
+        comps = gather(d, R, lists, {})
         if not comps:
             return "unknown", None
         out = _pack_split(d, R, tables, L, comps, {}, end)
@@ -771,20 +803,11 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     # every distribution a plan on L slots may use, within the listing's limits (3,000
     # distributions or 100,000 search nodes, about 1 s), a component past them by its thread
     # counts: "infeasible" from these is a proof
-    lists, by_count = {}, {}
-    for c in scaled:
-        budget = {w: tables[w][c][L] + room[w] for w in EVEN_WEIGHTS}
-        tc = thread_counts(R, c, L, budget, dp[c], listing)  # milliseconds
-        if tc is None:  # the listing's time is spent: look for a plan only, its listings by a
-            return cut_search(part(0.4), deadline)  # fresh 40 % of the time left
-        # past LIST_COUNTS thread counts the listing has always run into its limits (about
-        # 1-3 s lost per component): such a component is described by thread count at once
-        ds = None if len(tc) > LIST_COUNTS else distributions(R, c, L, budget, listing, limit=3000, max_nodes=100_000, dp=dp[c])
-        if ds is not None:
-            lists[c] = ds
-        else:
-            by_count[c] = tc
-    comps = gather(lists, by_count)
+    got = describe(R, tables, L, room, dp, listing)
+    if got is None:  # the listing's time is spent: look for a plan only, its listings by a
+        return cut_search(part(0.4), deadline)  # fresh 40 % of the time left
+    lists, by_count, _ = got
+    comps = gather(d, R, lists, by_count)
     if comps is None:
         return "n/a", None
     if not comps:
