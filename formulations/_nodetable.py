@@ -155,10 +155,13 @@ def table_row_bytes(K: int, slots: int) -> int:
     in box and group order, 4K), their float64 and float32 copies (12K, for pricing and
     ``max_minus``), the column-major copy (K), the code and the value (16), the W levels
     (8 (slots + 1)), the covered flag, the index of ``floats`` (8), and the int64 limits and
-    temporaries of ``_node_vectors`` (8 per limit, 3 here, and 2K while rows are copied): about
-    320 bytes at 12 groups and 4 slots. The row limit is ``TABLE_BYTES`` over this (6.3 million
-    rows there); the DP's stored pairs have their own budget, ``PAIR_BYTES``."""
-    return 19 * K + 8 * (slots + 1) + 16 + 1 + 8 + 24
+    temporaries of ``_node_vectors`` (8 per limit, 3 here, and 2K while rows are copied), and
+    since session 12 the DP's column-major copy of the counts (int16, 2K) and the zero-pattern
+    index of the rack subproblems (``zero_index``: a row index and the counts again, 4 + K):
+    about 360 bytes at 12 groups and 4 slots. The row limit is ``TABLE_BYTES`` over this (5.5
+    million rows there, 6.3 million before session 12); the DP's stored pairs have their own
+    budget, ``PAIR_BYTES``."""
+    return 22 * K + 8 * (slots + 1) + 16 + 1 + 8 + 24 + 4
 
 
 def merge_free_heaps(pm) -> tuple[np.ndarray, float] | None:
@@ -591,9 +594,10 @@ class NodeTable:
         prow = self._row(self.pcodes)
         np.maximum.at(W1, prow, co_p)
         T = len(bounds) - 1
-        # per row range: the pairs of contents 0 .. len(pairs[t]) - 1 within the range, kept
+        # per row range: the stored pairs (content -> its pairs with targets in the range), kept
         # while the ranges' stored pairs together stay within pair_limit; past it ("full") a
-        # range's later contents' pairs are found again at every level
+        # range's later contents' pairs are found again at every level (from a stored parent's
+        # where there is one)
         pairs: list[dict[int, tuple]] = [{} for _ in range(T)]
         # level 1 finds the contents' pairs parents first (ascending code: a parent's is less)
         code_order = np.argsort(self.pcodes, kind="stable").tolist()
