@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from formulations.gap import CBC_CRASHED, cbc_infeasible_is_proof, cpsat_solver, run_cbc
+from formulations.gap import CBC_CRASHED, CBC_RERUN, cbc_infeasible_is_proof, cpsat_solver, run_cbc
 
 Expr = dict[int, float]  # variable index -> coefficient
 
@@ -331,7 +331,7 @@ def _solve_pulp(m: LinModel, backend: str, time_limit, threads, use_hint) -> Sol
     ss = prob.sol_status
     details = {"status_raw": pulp.LpStatus[prob.status], "sol_status": ss}
     if CBC_CRASHED in text:
-        details["cbc_died"] = "again without the start solution" if "run again without it" in text else True
+        details["cbc_died"] = "again without the start solution" if CBC_RERUN in text else True
     if ss in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
         vals = [int(round(x.varValue or 0.0)) for x in xs]
         objv = _objective_value(m, vals)

@@ -156,12 +156,11 @@ def table_row_bytes(K: int, slots: int) -> int:
     ``max_minus``), the column-major copy (K), the code and the value (16), the W levels
     (8 (slots + 1)), the covered flag, the index of ``floats`` (8), and the int64 limits and
     temporaries of ``_node_vectors`` (8 per limit, 3 here, and 2K while rows are copied), and
-    since session 12 the DP's column-major copy of the counts (int16, 2K) and the zero-pattern
-    index of the rack subproblems (``zero_index``: a row index and the counts again, 4 + K):
-    about 360 bytes at 12 groups and 4 slots. The row limit is ``TABLE_BYTES`` over this (5.5
-    million rows there, 6.3 million before session 12); the DP's stored pairs have their own
-    budget, ``PAIR_BYTES``."""
-    return 22 * K + 8 * (slots + 1) + 16 + 1 + 8 + 24 + 4
+    since session 12 the zero-pattern index of the rack subproblems (``zero_index``: a row
+    index and the counts again, 4 + K): about 335 bytes at 12 groups and 4 slots. The row limit
+    is ``TABLE_BYTES`` over this (6.0 million rows there, 6.3 million before session 12); the
+    DP's stored pairs have their own budget, ``PAIR_BYTES``."""
+    return 20 * K + 8 * (slots + 1) + 16 + 1 + 8 + 24 + 4
 
 
 def merge_free_heaps(pm) -> tuple[np.ndarray, float] | None:
@@ -177,6 +176,12 @@ def merge_free_heaps(pm) -> tuple[np.ndarray, float] | None:
     if any(c.incompatible for c in t.components) or not t.max_heap_mb > 0:
         return None
     return np.array([g.comp.memory_onheap_mb for g in pm.groups], dtype=np.float64), float(t.max_heap_mb)
+
+
+def column_major(Y: np.ndarray) -> np.ndarray:
+    """The rows' counts group by group as contiguous rows (K x rows), uint8 where every count
+    fits (``NodeTable.columns``)."""
+    return np.ascontiguousarray(Y.T, dtype=np.uint8 if Y.max(initial=0) < 256 else Y.dtype)
 
 
 def _row_ranges(N: int, T: int, found: list[np.ndarray], starts: np.ndarray, ends: np.ndarray,
@@ -281,6 +286,9 @@ class NodeTable:
             shift = np.array([1 << (bits * k) for k in range(K)], dtype=np.int64)
             self._pack = (shift, int(sum(1 << (bits * k + bits - 1) for k in range(K))), P @ shift)
         self.perm = perm
+        # the counts by group as contiguous rows (``columns``), made before the DP, whose
+        # parent pairs read one axis at a time from them (box axis k is row perm[k])
+        self._YT = column_major(Y[:, np.argsort(perm)])
         self.heap = None if self.merge is None else self.merge[0][perm]
         if dense:
             levels = self._dense_levels(radix, codes, nw, deadline)
@@ -360,10 +368,7 @@ class NodeTable:
         """The counts by group as contiguous rows (K x vectors; uint8 where every count fits):
         a rack subproblem's y <= z test reads one group's counts at a time, and a column of
         the row-major ``Y`` is strided (100x12x10: 3.4 ms a subproblem over 2.9 million rows,
-        2,600 subproblems). Made once."""
-        if "_YT" not in self.__dict__:
-            dt = np.uint8 if self.top().max(initial=0) < 256 else self.Y.dtype
-            self._YT = np.ascontiguousarray(self.Y.T, dtype=dt)
+        2,600 subproblems). Made in ``__init__``, before the DP, which reads it too."""
         return self._YT
 
     def zero_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -555,14 +560,14 @@ class NodeTable:
                 for j, a in zip(js.tolist(), at.tolist()):
                     if a >= 0:
                         parents[j].append((int(by_code[a]), k))
-        YT = np.ascontiguousarray(Y.T) if top is None else None
+        cols = self._YT  # group order: box axis k is row perm[k]
 
         def pairs_of(j: int, lo_row: int = 0, hi_row: int = N, mine: dict | None = None) -> tuple:
-            known = [(len(mine[q][0]), q, k) for q, k in parents[j] if mine is not None and q in mine]
+            known = [] if mine is None else [(len(mine[q][0]), q, k) for q, k in parents[j] if q in mine]
             if known:
                 _, q, k = min(known)
                 ptgt, psrc = mine[q][0], mine[q][1]
-                keep = YT[k][ptgt] >= P[j, k]
+                keep = cols[self.perm[k]][ptgt] >= P[j, k]
                 tgt = ptgt[keep]
                 if dec is None:
                     src = self._row(codes[tgt] - self.pcodes[j]).astype(np.int32)

@@ -444,6 +444,16 @@ class Run:
         return Result(problem=self.problem, method=self.method, status=Status.UNKNOWN,
                       message="; ".join(x for x in (msg, "time limit reached before a plan was found") if x), details=d)
 
+    def configuration_plan_kept(self, plan: Plan, bound: float | None, details: dict, compact: dict) -> Result:
+        """The configuration model's ``plan`` as a feasible result, when the compact model after
+        it gave none (stopped, or its CBC process died: said in the message, ``cbc_died`` kept
+        from the compact solve's details ``compact``)."""
+        died = compact.get("cbc_died")
+        if died:
+            self.notes.append("the compact model's CBC process died (a CBC fault); the configuration model's plan is kept")
+        return self.pattern_result({"status": "feasible"}, plan, bound=bound,
+                                   details={**details, **({"cbc_died": died} if died else {})})
+
     def merge_bound(self, res: Result, bound: float | None) -> Result:
         """A feasible result keeps the better (higher, minimisation) of its bound and ``bound``."""
         if res.status == Status.FEASIBLE and bound is not None and (res.bound is None or bound > res.bound):

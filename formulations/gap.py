@@ -299,6 +299,7 @@ CBC_EMPTIED = "processed model has 0 rows, 0 columns"
 # it processes a start solution (seen at 100x10x10's compact network model with a limit of
 # 0.35 s, reproduced with its files: exit code 139 at -sec 0.36, none at 0.2, 0.5 or 1-5 s)
 CBC_CRASHED = "planner: the CBC process died"
+CBC_RERUN = CBC_CRASHED + " with the start solution; run again without it"
 
 
 def run_cbc(prob, time_limit: float | None, warm: bool = False, **options: Any) -> tuple[str, float]:
@@ -307,7 +308,7 @@ def run_cbc(prob, time_limit: float | None, warm: bool = False, **options: Any) 
     model is solved again with ``preprocess off`` in the time left (at least 1 s); the result
     left in ``prob`` and the log returned are the second run's. When the CBC process dies
     (``CBC_CRASHED`` is then in the log returned, and ``prob`` holds no solution), a run with a
-    start solution is made again without it if at least 1 s is left. ``options``: further
+    start solution is made again without it if at least 1 s is left (``CBC_RERUN`` in the log). ``options``: further
     ``PULP_CBC_CMD`` arguments (threads, gapRel, gapAbs)."""
     import pulp
 
@@ -330,7 +331,7 @@ def run_cbc(prob, time_limit: float | None, warm: bool = False, **options: Any) 
 
     text = once(time_limit, [], warm)
     if CBC_CRASHED in text and warm and (left(0.0) is None or left(0.0) >= 1.0):
-        text = once(left(1.0), [], False) + f"\n{CBC_CRASHED} (with the start solution; run again without it)\n"
+        text = once(left(1.0), [], False) + f"\n{CBC_RERUN}\n"
     if CBC_EMPTIED in text:
         text = once(left(1.0), ["preprocess off"], warm)
     return text, time.perf_counter() - t0

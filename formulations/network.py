@@ -149,10 +149,7 @@ def solve_network(run: Run) -> Result:
     if det:
         res.details["configuration"] = det
     if not res.ok and incumbent is not None and res.status.value == "unknown":
-        if res.details.get("cbc_died"):
-            run.notes.append("the compact model's CBC process died (a CBC fault); the configuration model's plan is kept")
-        return run.pattern_result({"status": "feasible"}, incumbent, bound=pat_bound,
-                                  details={"model": "configuration", **{k: v for k, v in res.details.items() if k == "cbc_died"}})
+        return run.configuration_plan_kept(incumbent, pat_bound, {"model": "configuration"}, res.details)
     return res
 
 

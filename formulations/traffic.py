@@ -329,12 +329,7 @@ def solve_traffic(run: Run) -> Result:
         return res
     res = run.merge_bound(run.result(pm, sol, details=details), pat_bound)  # details hold the configuration stats
     if res.status == Status.UNKNOWN and hint_fallback is not None:
-        # the compact model gave no plan (stopped, or its CBC process died): the configuration
-        # model's plan is kept
-        if sol.details.get("cbc_died"):
-            run.notes.append("the compact model's CBC process died (a CBC fault); the configuration model's plan is kept")
-        return run.pattern_result({"status": "feasible"}, hint_fallback, bound=pat_bound,
-                                  details={**details, **{k: v for k, v in sol.details.items() if k == "cbc_died"}})
+        return run.configuration_plan_kept(hint_fallback, pat_bound, details, sol.details)
     return res
 
 
