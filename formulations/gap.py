@@ -21,6 +21,7 @@ variable; see docs/formulations.md.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import math
 import os
 import re
@@ -300,6 +301,44 @@ CBC_EMPTIED = "processed model has 0 rows, 0 columns"
 # 0.35 s, reproduced with its files: exit code 139 at -sec 0.36, none at 0.2, 0.5 or 1-5 s)
 CBC_CRASHED = "planner: the CBC process died"
 CBC_RERUN = CBC_CRASHED + " with the start solution; run again without it"
+# the CBC runs that died inside the current ``cbc_watch`` (None outside one)
+_CBC_DEATHS: contextvars.ContextVar[list | None] = contextvars.ContextVar("cbc_deaths", default=None)
+
+
+@contextlib.contextmanager
+def cbc_watch():
+    """Count the CBC processes that die (``run_cbc``) in this block, in this thread: the solve
+    drivers of throughput and slots run inside one, so that a result that stops short of a proof
+    because CBC died says so (``stop_message``, ``none_found_message``) instead of blaming the
+    time limit. Yields the list of deaths (one entry per run that died)."""
+    token = _CBC_DEATHS.set([])
+    try:
+        yield _CBC_DEATHS.get()
+    finally:
+        _CBC_DEATHS.reset(token)
+
+
+def cbc_deaths() -> int:
+    """CBC runs that died so far inside the current ``cbc_watch`` (0 outside one)."""
+    got = _CBC_DEATHS.get()
+    return len(got) if got else 0
+
+
+def _died_words(n: int) -> str:
+    return f"the CBC process died ({n} run{'s' if n > 1 else ''})"
+
+
+def stop_message(tail: str) -> str:
+    """The message of a result stopped before its proof: the time limit, or, when CBC runs died
+    inside the current ``cbc_watch``, that."""
+    n = cbc_deaths()
+    return f"stopped: {_died_words(n)}; {tail}" if n else f"stopped by the time limit: {tail}"
+
+
+def none_found_message(what: str) -> str:
+    """The message of a result with nothing found (``what``: "allocation", "placement")."""
+    n = cbc_deaths()
+    return f"{_died_words(n)} before any {what} was found" if n else f"time limit reached before any {what} was found"
 
 
 def run_cbc(prob, time_limit: float | None, warm: bool = False, **options: Any) -> tuple[str, float]:
@@ -326,6 +365,9 @@ def run_cbc(prob, time_limit: float | None, warm: bool = False, **options: Any) 
             except pulp.PulpSolverError as e:
                 if "Error while trying to execute" not in str(e):
                     raise  # not a run that died (no CBC binary, ...): an error
+                deaths = _CBC_DEATHS.get()
+                if deaths is not None:
+                    deaths.append("with the start solution" if start else "")
                 return (log.read_text() if log.exists() else "") + f"\n{CBC_CRASHED}\n"
             return log.read_text() if log.exists() else ""
 

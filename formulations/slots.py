@@ -403,7 +403,7 @@ def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, 
                       message="no thread allocation sustains the target rate within the slots (proven): "
                               "not enough slot CPU/memory for the models' peak rates")
     if q is None:
-        return Result(problem="slots", method=method, status=Status.UNKNOWN, message="time limit reached before any allocation")
+        return Result(problem="slots", method=method, status=Status.UNKNOWN, message=core.none_found_message("allocation"))
     slots_used = _n_slots(q)
     if out.bound is not None and out.status == "feasible":
         # the bound is on big * slots + cost with cost < big: slots >= ceil((bound - big + 1) / big)
@@ -412,7 +412,7 @@ def solve_slots(instance: Instance, backend: str, method: str, time_limit=None, 
     else:
         bound = float(slots_used)
     status = Status.OPTIMAL if out.status == "optimal" else Status.FEASIBLE
-    msg = "" if status == Status.OPTIMAL else "stopped by the time limit: best allocation so far, with the proven bound"
+    msg = "" if status == Status.OPTIMAL else core.stop_message("best allocation so far, with the proven bound")
     details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in q})
     return Result(problem="slots", method=method, status=status, plan=make_plan(d, q), bound=bound, details=details,
                   message=msg)
@@ -446,12 +446,12 @@ def _solve_patterns(instance: Instance, d: SlotsData, backend: str, method: str,
                       message=info.get("message", "solver error"))
     if q is None:
         return Result(problem="slots", method=method, status=Status.UNKNOWN, details=details,
-                      message="time limit reached before any allocation" + (f" ({info['stopped']})" if "stopped" in info else ""))
+                      message=core.none_found_message("allocation") + (f" ({info['stopped']})" if "stopped" in info else ""))
     if not _valid(d, q):
         return Result(problem="slots", method=method, status=Status.ERROR, details=details,
                       message="internal error: the pattern model returned an allocation that breaks the model")
     st = Status.OPTIMAL if status == "optimal" else Status.FEASIBLE
-    msg = "" if st == Status.OPTIMAL else "stopped by the time limit: best allocation so far, with the proven bound"
+    msg = "" if st == Status.OPTIMAL else core.stop_message("best allocation so far, with the proven bound")
     details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in q})
     return Result(problem="slots", method=method, status=st, plan=make_plan(d, q),
                   bound=None if bound is None else float(bound), details=details, message=msg)
@@ -738,7 +738,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         lb = _sr.slot_bound(out.bound, big)
         return Result(problem="slots", method=method, status=Status.UNKNOWN, details=details,
                       bound=float(max(vb, eb or 0, lb or 0)),
-                      message="time limit reached before any allocation")
+                      message=core.none_found_message("allocation"))
     n = _n_slots(best)
     if proven:
         status, bound, msg = Status.OPTIMAL, float(n), ""
@@ -746,7 +746,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         lb = _sr.slot_bound(out.bound, big)
         bound = float(min(n, max(vb, eb or 0, lb or 0, descent["bound"] if descent else 0)))
         status = Status.FEASIBLE
-        msg = "stopped by the time limit: best allocation so far, with the proven bound"
+        msg = core.stop_message("best allocation so far, with the proven bound")
         if err:
             msg = f"the solver failed ({err}): best seed allocation, with the proven bound"
     details["vm_cost"] = sum(d.price[k] for k in {d.slot_node[s] for (_, s) in best})
@@ -882,7 +882,11 @@ def bruteforce_slots(instance: Instance, time_limit=None) -> Result:
 def _make(backend: str, name: str):
     def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10, model="auto",
                **_other):
-        return solve_slots(instance, backend, name, time_limit, seed, hint, model)
+        with core.cbc_watch() as died:
+            res = solve_slots(instance, backend, name, time_limit, seed, hint, model)
+        if died:
+            res.details["cbc_died"] = len(died)  # the message says so where it matters (core.stop_message)
+        return res
 
     method.__name__ = f"slots_{backend}"
     method.__doc__ = f"Exact slots allocation (Shukla and Simmhan) with {backend}: see the module docstring."

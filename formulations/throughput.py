@@ -1139,7 +1139,7 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
                 return _infeasible(method, "the instances' fixed overheads (MET) or caps leave no placement, even at rate 0")
             if n is None:
                 return Result(problem="throughput", method=method, status=Status.UNKNOWN,
-                              message="time limit reached before any placement was found", details=details)
+                              message=core.none_found_message("placement"), details=details)
             search.best_rate, search.best_n = rate_of(d, n), n
         if search.best_rate <= 0:
             finished = _bisect(d, lambda R, h, left: _even_milp(d, R, h, left, backend), hint_n, deadline, search)
@@ -1190,13 +1190,13 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
                 return _infeasible(method, "the instances' fixed overheads (MET) or caps leave no placement, even at rate 0")
             if n is None:
                 return Result(problem="throughput", method=method, status=Status.UNKNOWN,
-                              message="time limit reached before any placement was found", details=details)
+                              message=core.none_found_message("placement"), details=details)
             search.best_rate, search.best_n = rate_of(d, n), n
         finished = _bisect(d, check, hint_n, deadline, search, gallop_first=d.routing == "even")
     details["steps"] = len(search.steps)
     if search.best_n is None:
         return Result(problem="throughput", method=method, status=Status.UNKNOWN, bound=search.hi if math.isfinite(search.hi) else None,
-                      message="time limit reached before any placement was found", details=details)
+                      message=core.none_found_message("placement"), details=details)
     proven = search.hi <= search.best_rate * (1 + TOL) + 1e-12
     if not proven and finished and search.hi <= search.best_rate * (1 + 10 * TOL):
         proven = True  # the CP-SAT rounding slack; documented tolerance is 1e-5 relative (+ the slack)
@@ -1205,7 +1205,7 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
     details["rate"] = search.best_rate
     msg = "" if proven else (f"stopped: {details['stopped']}; best placement so far, with the proven upper bound on the rate"
                              if "stopped" in details else
-                             "stopped by the time limit: best placement so far, with the proven upper bound on the rate")
+                             core.stop_message("best placement so far, with the proven upper bound on the rate"))
     return Result(problem="throughput", method=method, status=status, plan=make_plan(d, search.best_n, search.best_rate),
                   bound=bound, message=msg, details=details)
 
@@ -1528,8 +1528,12 @@ def _bf_even(d: TPData, deadline) -> Result:
 def _make(backend: str, name: str):
     def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10,
                weighted_start=True, polish=True, count_search=True, weighted_cuts=True, **_other):
-        return solve_throughput(instance, backend, name, time_limit, seed, hint, max_instances, bool(weighted_start),
-                                bool(polish), bool(count_search), bool(weighted_cuts))
+        with core.cbc_watch() as died:
+            res = solve_throughput(instance, backend, name, time_limit, seed, hint, max_instances, bool(weighted_start),
+                                   bool(polish), bool(count_search), bool(weighted_cuts))
+        if died:
+            res.details["cbc_died"] = len(died)  # the message says so where it matters (core.stop_message)
+        return res
 
     method.__name__ = f"throughput_{backend}"
     method.__doc__ = f"Exact throughput (Nasiri et al.) with {backend}: see the module docstring."

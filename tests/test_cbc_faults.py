@@ -63,3 +63,33 @@ def test_a_dead_cbc_is_reported_and_the_configuration_plan_kept(dying_cbc):
                 died += 1
                 assert "CBC process died" in r.message
     assert died >= 1
+
+
+def test_throughput_and_slots_say_when_cbc_died(dying_cbc, monkeypatch):
+    """Throughput and slots run CBC through ``gap.run_pulp``. With every CBC run dying, a
+    throughput solve that CBC must prove (the count-vector search off) keeps its start placement
+    as feasible, and both problems say in the message that the CBC process died, not that the
+    time limit was reached (the limit is 60 s; these stop in seconds). Without the fault the same
+    instances are proven, so the fault is what stopped them."""
+    from test_exact_slots import tiny as slots_tiny
+    from test_exact_throughput import tiny as tp_tiny
+
+    tp = parse_instance(tp_tiny(0, "even", 4, 3, per_node=3))
+    slots = parse_instance(slots_tiny(1))
+    real_cbc = pulp.PULP_CBC_CMD
+    dying_cbc("-solve")
+    r = planner.solve(tp, "throughput", "exact.milp-cbc", time_limit=60, count_search=False)
+    assert r.status.value == "feasible", r.message
+    assert r.details["cbc_died"] == 2  # the run with the start solution, then the one without
+    assert r.message.startswith("stopped: the CBC process died (2 runs)") and "time limit" not in r.message
+    assert evaluate(tp, r.plan, "throughput")["feasible"]
+    assert r.bound >= r.objective
+    s = planner.solve(slots, "slots", "exact.milp-cbc", time_limit=60)
+    assert s.status.value == "unknown" and s.plan is None
+    assert s.details["cbc_died"] >= 1
+    assert s.message.startswith("the CBC process died") and "time limit" not in s.message
+    monkeypatch.setattr(pulp, "PULP_CBC_CMD", real_cbc)
+    r = planner.solve(tp, "throughput", "exact.milp-cbc", time_limit=60, count_search=False)
+    assert r.status.value == "optimal" and "cbc_died" not in r.details, r.message
+    s = planner.solve(slots, "slots", "exact.milp-cbc", time_limit=60)
+    assert s.status.value == "optimal" and "cbc_died" not in s.details, s.message
