@@ -716,8 +716,11 @@ class _TableColumns:
     """Pricing over a table of precomputed contents: subclasses give ``rc(duals, phase1)`` (the
     reduced cost of every row) and ``column(r)``."""
 
-    def best(self, duals: dict, want: int, phase1: bool = False) -> tuple[float, list[Column]]:
-        rc = self.rc(duals, phase1)
+    def best(self, duals: dict, want: int, phase1: bool = False, rc: np.ndarray | None = None) -> tuple[float, list[Column]]:
+        """The ``want`` rows of highest reduced cost as columns (``rc``: those reduced costs, when
+        the caller has them already under these duals)."""
+        if rc is None:
+            rc = self.rc(duals, phase1)
         i = int(np.argmax(rc))
         if rc[i] <= 1e-7:
             # no column the callers would add (they take reduced costs above 1e-7 max(1, |value|)):

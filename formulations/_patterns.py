@@ -1383,7 +1383,7 @@ class _RackLP:
                 maxrc.append(float(rc.max()))
                 if maxrc[-1] <= 1e-7:  # no column to add (``best`` would make the best one's split)
                     continue
-                ub, cols = pr.best(duals, 8)
+                ub, cols = pr.best(duals, 8, rc=rc)
                 for c in cols:
                     rc = c.value - sum(duals.get(r, 0.0) * x for r, x in c.coefs.items())
                     if rc > 1e-7 * max(1.0, abs(c.value)) and not self._known(fi, c.key):
