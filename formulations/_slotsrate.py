@@ -748,7 +748,7 @@ def gather(d, R, lists: dict, by_count: dict):
     return comps
 
 
-def packing_check(d, R, tables: dict, L: int, deadline: float | None):
+def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: bool = True):
     """Is there a plan on exactly L interchangeable slots? ("infeasible", None) when none
     exists, ("feasible", q) with a plan q on d's first L slots (checked by ``valid``), or
     ("unknown", None), or ("n/a", None) when the check does not handle the instance (a
@@ -759,10 +759,14 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     distribution (or a thread count and groups) per component and packs the groups into L
     slots (CPU and memory rounded down to 10^-4 %: a relaxation, so "infeasible" is a proof; a
     plan found is checked exactly; ``_pack_split``). When some component is described by thread
-    count, a randomised search (``_search``), the share MILP by HiGHS on the first L slots
+    count, a randomised search (``_search``), a search over fixed thread-count vectors
+    (``fixed_search``), the share MILP by HiGHS on the first L slots
     (``share_search``, under a time limit) and a search with cut budgets (plan searches only:
     there "infeasible" says "unknown") look for a plan first; when the thread counts cannot be
-    listed in the time, only the last runs."""
+    listed in the time, only the last runs. ``fixed``: run ``fixed_search`` (the driver's plan
+    searches above an undecided count leave it out: there its share of their short slices cost
+    the plans the other searches found, 27 slots instead of 21 on the 15-task application DAG
+    of seed 1 at 100 tuples/s)."""
     cap = CAP
     if tables is None or any(x is not None for x in d.max_per_node) or not all(all(a) for a in d.allowed):
         return "n/a", None
@@ -806,7 +810,7 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
     got = describe(R, tables, L, room, dp, listing)
     if got is None:  # the listing's time is spent: look for a plan only, its listings by a
         return cut_search(part(0.4), deadline)  # fresh 40 % of the time left
-    lists, by_count, _ = got
+    lists, by_count, counts = got
     comps = gather(d, R, lists, by_count)
     if comps is None:
         return "n/a", None
@@ -822,6 +826,15 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None):
                 tries=2000 if deadline is None else None)
     if q is not None:
         return "feasible", q
+    # then the thread counts fixed, one count vector after another, each a 0/1 packing (35 % of
+    # the time left; 10 s without a limit): where the randomised search fills the components
+    # described by thread count one after another, this packs them all at once (session 13:
+    # plans at the even-routing bound on three application-style cells where every other
+    # search found none)
+    if fixed:
+        q = fixed_search(d, R, L, comps, counts, room, part(0.35) if deadline is not None else time.monotonic() + 10.0)
+        if q is not None:
+            return "feasible", q
     if deadline is not None:
         # the share MILP on the first L slots by HiGHS, as a plan search (25 % of the time
         # left): where several components are described by thread count the randomised search
@@ -1241,3 +1254,136 @@ def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries
                 if valid(d, R, q):
                     return q
     return None
+
+
+FIXED_SLICE = 1.5  # ``fixed_search``: seconds per try
+
+
+def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float, seed: int = 0):
+    """A plan search on L interchangeable slots with every rate-scaled component's thread count
+    fixed (``packing_check``'s data: ``comps`` from ``gather``, ``counts`` every rate-scaled
+    component's thread counts, ``room`` from ``room_at``). With Q_c fixed a group's CPU and
+    memory are constants, so the question is a 0/1 packing: per component, slot and row kept at
+    Q_c (``thread_counts``) a Boolean, at most one group of a component in a slot, the groups'
+    threads summing to Q_c (or, every other try, to at least Q_c: see ``pack``; a component with
+    constant rows: one group of any row), incompatible components apart, each slot's CPU and
+    memory (rounded up to 10^-4 %, so that its solutions are plans) at most 100 %, slots in
+    non-increasing CPU order. CP-SAT (two workers), ``FIXED_SLICE`` seconds a try, its seed
+    changed every try: four tries with every component at its least-CPU count, then random
+    vectors (each component's k-th cheapest count, k exponential with mean 2, seeded) whose CPU
+    and memory above the least usages fit the room, at most 200 draws. A (vector, form) that
+    CP-SAT proves to have no packing is not tried again.
+    Returns the first plan that passes ``valid``, or None. Finds plans only: a vector without a
+    packing says nothing about the others.
+
+    Measured (session 13, docs/benchmarks.md "slots: application-style DAGs, plans at the bound
+    by fixed thread counts"): on three application-style cells whose plans had stayed a slot
+    above the even-routing bound, plans at the bound in 0.2-10 s (three seeds each), where the
+    randomised search (``_search``) and the share MILP found none. Short tries with new seeds
+    did better than long ones: the plans come within a second or two of a try or not at all."""
+    import random
+
+    from ortools.sat.python import cp_model
+
+    rnd = random.Random(seed)
+    base = {c: sorted(tc, key=lambda e: e[1]) for c, tc in counts.items() if tc}
+    if len(base) < len(counts):
+        return None
+    least = {c: (tc[0][1], min(e[2] for e in tc)) for c, tc in base.items()}
+    cpu, mem = room[(1.0, 0.0)], room[(0.0, 1.0)]
+    unit = SCALE
+    cap = 100 * unit
+    clash = [(a, b) for a, b in d.incompatible]
+    refuted: set = set()  # (vector, form) that CP-SAT proved to have no packing
+
+    def vectors():
+        first = {c: tc[0] for c, tc in base.items()}
+        for _ in range(4):  # the least-CPU vector four times (CP-SAT's seed changes each try)
+            yield first
+        for _ in range(200):
+            pick = {c: tc[min(len(tc) - 1, int(rnd.expovariate(0.5)))] for c, tc in base.items()}
+            if sum(e[1] - least[c][0] for c, e in pick.items()) <= cpu and \
+                    sum(e[2] - least[c][1] for c, e in pick.items()) <= mem:
+                yield pick
+
+    def pack(pick, limit, run_seed, at_least):
+        m = cp_model.CpModel()
+        x = {}
+        load_c, load_m = [[] for _ in range(L)], [[] for _ in range(L)]
+        present = {}
+        for c in range(d.C):
+            if c in pick:
+                Q, _, _, rws = pick[c]
+                items = [(r.q, r.a_cpu / Q, r.a_mem / Q) for r in rws]
+            elif comps[c] is not None:  # constant rows: one group of any row
+                items = [(r.q, r.cpu, r.mem) for r in R[c]]
+                Q = None
+            else:
+                return "unknown", None
+            allv = []
+            for b in range(L):
+                here = []
+                for qq, uc, um in items:
+                    if uc > 100 or um > 100:
+                        continue
+                    v = x[(c, b, qq)] = m.NewBoolVar("")
+                    here.append(v)
+                    allv.append((v, qq))
+                    load_c[b].append(math.ceil(uc * unit - 1e-9) * v)
+                    load_m[b].append(math.ceil(um * unit - 1e-9) * v)
+                if here:
+                    m.AddAtMostOne(here)
+                    pb = present[(c, b)] = m.NewBoolVar("")
+                    m.Add(sum(here) == pb)
+            if not allv:
+                return "infeasible", None
+            if Q is not None:
+                # exactly Q threads, or (every other try) at least Q: with Q' >= Q a group's true
+                # usage a / Q' is at most the size counted (a / Q) and its rows stay allowed
+                # (their thresholds are <= Q), so every solution is a plan. Each form finds plans
+                # the other misses within seconds (measured on the application-style cells)
+                total = sum(qq * v for v, qq in allv)
+                m.Add(total >= Q) if at_least else m.Add(total == Q)
+            else:
+                m.AddExactlyOne(v for v, _ in allv)
+        for a, b2 in clash:
+            for b in range(L):
+                if (a, b) in present and (b2, b) in present:
+                    m.AddBoolOr([present[(a, b)].Not(), present[(b2, b)].Not()])
+        loads = []
+        for b in range(L):
+            m.Add(sum(load_m[b]) <= cap)
+            lc = m.NewIntVar(0, cap, "")
+            m.Add(lc == sum(load_c[b]))
+            loads.append(lc)
+        for b in range(L - 1):
+            m.Add(loads[b] >= loads[b + 1])
+        s = core.cpsat_solver()
+        s.parameters.max_time_in_seconds = max(0.1, limit)
+        s.parameters.num_workers = 2
+        s.parameters.random_seed = run_seed
+        st = s.Solve(m)
+        if st == cp_model.INFEASIBLE:
+            return "infeasible", None
+        if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return "unknown", None
+        return "feasible", {(c, b): qq for (c, b, qq), v in x.items() if s.Value(v)}
+
+    gen = vectors()
+    i = 0
+    while True:
+        for pick in gen:
+            key = (tuple(sorted((c, e[0]) for c, e in pick.items())), i % 2 == 1)
+            if key not in refuted:
+                break
+        else:
+            return None  # the draws are spent
+        left = deadline - time.monotonic()
+        if left < 0.5:
+            return None
+        st, q = pack(pick, min(FIXED_SLICE, left), seed + i, key[1])
+        i += 1
+        if st == "infeasible":
+            refuted.add(key)
+        if q is not None and valid(d, R, q):
+            return q

@@ -567,7 +567,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         while lo < hi and phase_end - time.monotonic() > 0.5:
             mid = (lo + hi) // 2
             t_pk = time.monotonic()
-            pk, qk = _sr.packing_check(d, R, tables, mid, min(phase_end, t_pk + max(3.0, left(0.2))))
+            pk, qk = _sr.packing_check(d, R, tables, mid, min(phase_end, t_pk + max(3.0, left(0.2))), fixed=False)
             probes.append({"slots": mid, "status": pk, "seconds": round(time.monotonic() - t_pk, 3)})
             if pk == "infeasible":
                 packed[mid] = pk  # exactly mid slots: ``plans_down`` does not ask it again
@@ -580,11 +580,11 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
             else:  # unknown or infeasible: look above
                 lo = mid + 1
 
-    def checked_at(k: int, share: float):
+    def checked_at(k: int, share: float, fixed: bool = True):
         """The packing check at k slots with ``share`` of the time left, its answer recorded
-        (``packed``, ``details["packing"]``)."""
+        (``packed``, ``details["packing"]``); ``fixed``: with its fixed-count plan search."""
         t_pk = time.monotonic()
-        pk, qk = _sr.packing_check(d, R, tables, k, None if deadline is None else t_pk + left(share))
+        pk, qk = _sr.packing_check(d, R, tables, k, None if deadline is None else t_pk + left(share), fixed=fixed)
         packed[k] = pk
         details.setdefault("packing", []).append({"slots": k, "status": pk, "seconds": round(time.monotonic() - t_pk, 3)})
         return pk, qk
@@ -599,7 +599,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         while k > floor and left() > 0.5:
             if packed.get(k) == "infeasible":  # the plan search found none there
                 return
-            pk, qk = checked_at(k, 0.25)
+            pk, qk = checked_at(k, 0.25, fixed=False)
             if pk != "feasible":
                 return
             if obj(qk) < obj(best):
