@@ -759,9 +759,9 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
     distribution (or a thread count and groups) per component and packs the groups into L
     slots (CPU and memory rounded down to 10^-4 %: a relaxation, so "infeasible" is a proof; a
     plan found is checked exactly; ``_pack_split``). When some component is described by thread
-    count, a randomised search (``_search``), a search over fixed thread-count vectors
-    (``fixed_search``), the share MILP by HiGHS on the first L slots
-    (``share_search``, under a time limit) and a search with cut budgets (plan searches only:
+    count, a randomised search (``_search``), the share MILP by HiGHS on the first L slots
+    (``share_search``, under a time limit), a search over fixed thread-count vectors
+    (``fixed_search``) and a search with cut budgets (plan searches only:
     there "infeasible" says "unknown") look for a plan first; when the thread counts cannot be
     listed in the time, only the last runs. ``fixed``: run ``fixed_search`` (the driver's plan
     searches above an undecided count leave it out: there its share of their short slices cost
@@ -826,15 +826,6 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
                 tries=2000 if deadline is None else None)
     if q is not None:
         return "feasible", q
-    # then the thread counts fixed, one count vector after another, each a 0/1 packing (35 % of
-    # the time left; 10 s without a limit): where the randomised search fills the components
-    # described by thread count one after another, this packs them all at once (session 13:
-    # plans at the even-routing bound on three application-style cells where every other
-    # search found none)
-    if fixed:
-        q = fixed_search(d, R, L, comps, counts, room, part(0.35) if deadline is not None else time.monotonic() + 10.0)
-        if q is not None:
-            return "feasible", q
     if deadline is not None:
         # the share MILP on the first L slots by HiGHS, as a plan search (25 % of the time
         # left): where several components are described by thread count the randomised search
@@ -843,6 +834,16 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
         q = share_search(d, R, tables, L, part(0.25))
         if q is not None:
             return "feasible", q
+    # then the thread counts fixed, one count vector after another, each a 0/1 packing (half
+    # the time left; 10 s without a limit): where the randomised search fills the components
+    # described by thread count one after another, this packs them all at once (session 13:
+    # plans at the even-routing bound on application-style cells where every other search
+    # found none; before the share MILP it cost that 7-task DAG its plan, measured)
+    if fixed:
+        q = fixed_search(d, R, L, comps, counts, room, part(0.5) if deadline is not None else time.monotonic() + 10.0)
+        if q is not None:
+            return "feasible", q
+    if deadline is not None:
         out = cut_search(part(0.2), part(0.5))
         if out[0] == "feasible":
             return out

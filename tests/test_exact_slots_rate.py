@@ -943,6 +943,22 @@ def test_application_dag_7_tasks_at_50_proven(method):
     assert r.metrics["vm_cost"] == pytest.approx(0.49)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["exact.cpsat", "exact.milp-cbc", "exact.milp-highs"])
+def test_application_dags_of_seed_1_proven_at_their_bounds(method):
+    """Generator seed 1's cells 1-3 of the shukla-app batch (11 and 15 tasks at 50 tuples/s, 7
+    tasks at 100): proven at their even-routing bounds (8, 9 and 11 slots) within 60 s by every
+    back end (10-12 s each, session 13; before, each stopped a slot above): the packing check's
+    fixed-count search finds the plan on the bound's count."""
+    from planner.generate import generate
+
+    insts = list(generate("shukla-app", 6, 1))
+    for cell, slots in ((1, 8), (2, 9), (3, 11)):
+        r = planner.solve(insts[cell], "slots", method, time_limit=60)
+        assert r.status == Status.OPTIMAL and r.objective == slots and r.bound == slots, (cell, r.objective, r.bound, r.message)
+        assert r.metrics["feasible"], r.metrics["violations"]
+
+
 def test_fixed_search_plans_pass_and_match_bruteforce():
     """``fixed_search`` (thread counts fixed, a 0/1 packing per count vector) on the brute-force
     instances: below the optimum n it finds no plan (there is none), at n it finds plans on most
