@@ -78,40 +78,11 @@ def fixed_items(d, R, counts):
     return out
 
 
-def fixed_cpsat(d, R, L, counts, limit):
-    from ortools.sat.python import cp_model
-
-    m, x, unit = cp_model.CpModel(), {}, 10_000
-    load_c, load_m = [[] for _ in range(L)], [[] for _ in range(L)]
-    for c, (items, Q) in enumerate(fixed_items(d, R, counts)):
-        allv = []
-        for b in range(L):
-            here = []
-            for q, uc, um in items:
-                v = x[(c, b, q)] = m.NewBoolVar("")
-                here.append(v)
-                allv.append((v, q))
-                load_c[b].append(math.ceil(uc * unit) * v)  # rounded up: its plans are plans
-                load_m[b].append(math.ceil(um * unit) * v)
-            m.AddAtMostOne(here)
-        m.Add(sum(q * v for v, q in allv) == Q) if Q is not None else m.AddExactlyOne(v for v, _ in allv)
-    loads = []
-    for b in range(L):
-        m.Add(sum(load_m[b]) <= 100 * unit)
-        lc = m.NewIntVar(0, 100 * unit, "")
-        m.Add(lc == sum(load_c[b]))
-        loads.append(lc)
-    for b in range(L - 1):
-        m.Add(loads[b] >= loads[b + 1])
-    s = cp_model.CpSolver()
-    s.parameters.max_time_in_seconds = limit
-    s.parameters.num_workers = 2
-    st = s.Solve(m)
-    if st == cp_model.INFEASIBLE:
-        return "infeasible", None
-    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return "unknown", None
-    return "feasible", {(c, b): q for (c, b, q), v in x.items() if s.Value(v)}
+def fixed_cpsat(d, R, L, comps, counts, limit):
+    """The fixed-count 0/1 packing (``_slotsrate.fixed_pack``: exact thread sums, CP-SAT with two
+    workers) with every rate-scaled component at its least-CPU count."""
+    st, q = sr.fixed_pack(d, R, L, comps, {c: min(tc, key=lambda e: e[1]) for c, tc in counts.items()}, limit)
+    return st, q
 
 
 def fixed_highs(d, R, L, counts, limit):
@@ -158,7 +129,7 @@ def fixed_highs(d, R, L, counts, limit):
     return "feasible", {(c, b): q for (c, b, q), i in x.items() if val[i] > 0.5}
 
 
-def fixed_random(d, R, L, counts, room, tries: int, limit: float):
+def fixed_random(d, R, L, comps, counts, room, tries: int, limit: float):
     """``fixed_cpsat`` on random count vectors within the CPU room: (outcome, plan or None),
     the outcome counting the vectors by answer."""
     import random
@@ -171,7 +142,7 @@ def fixed_random(d, R, L, counts, room, tries: int, limit: float):
             pick = {c: tc[min(len(tc) - 1, int(rng.expovariate(0.5)))] for c, tc in base.items()}
             if sum(pick[c][1] - tc[0][1] for c, tc in base.items()) <= room[CPU]:
                 break
-        st, q = fixed_cpsat(d, R, L, {c: [e] for c, e in pick.items()}, limit)
+        st, q = sr.fixed_pack(d, R, L, comps, pick, limit)
         if st == "feasible":
             return f"feasible after {sum(seen.values()) + 1} vectors", q
         seen[st] += 1
@@ -237,12 +208,12 @@ def main() -> None:
         elif r == "split":
             st, q = sr._pack_split(d, R, tables, L, comps, by_count, t + a.limit)
         elif r == "fixed-random":
-            st, q = fixed_random(d, R, L, counts, room, a.tries, a.limit)
+            st, q = fixed_random(d, R, L, comps, counts, room, a.tries, a.limit)
         elif r == "vectors":
             n = vectors(by_count, room)
             st, q = (f"{n:,} vectors" if n < 10 ** 8 else "at least 100,000,000 vectors (counting stopped)"), None
         else:
-            st, q = (fixed_cpsat if r == "fixed-cpsat" else fixed_highs)(d, R, L, counts, a.limit)
+            st, q = fixed_cpsat(d, R, L, comps, counts, a.limit) if r == "fixed-cpsat" else fixed_highs(d, R, L, counts, a.limit)
         if q == {}:
             st += " (its plan fails the rate rule)"
         elif q is not None:

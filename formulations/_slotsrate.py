@@ -1284,17 +1284,12 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
     did better than long ones: the plans come within a second or two of a try or not at all."""
     import random
 
-    from ortools.sat.python import cp_model
-
     rnd = random.Random(seed)
     base = {c: sorted(tc, key=lambda e: e[1]) for c, tc in counts.items() if tc}
     if len(base) < len(counts):
         return None
     least = {c: (tc[0][1], min(e[2] for e in tc)) for c, tc in base.items()}
     cpu, mem = room[(1.0, 0.0)], room[(0.0, 1.0)]
-    unit = SCALE
-    cap = 100 * unit
-    clash = [(a, b) for a, b in d.incompatible]
     refuted: set = set()  # (vector, form) that CP-SAT proved to have no packing
 
     def vectors():
@@ -1306,69 +1301,6 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
             if sum(e[1] - least[c][0] for c, e in pick.items()) <= cpu and \
                     sum(e[2] - least[c][1] for c, e in pick.items()) <= mem:
                 yield pick
-
-    def pack(pick, limit, run_seed, at_least):
-        m = cp_model.CpModel()
-        x = {}
-        load_c, load_m = [[] for _ in range(L)], [[] for _ in range(L)]
-        present = {}
-        for c in range(d.C):
-            if c in pick:
-                Q, _, _, rws = pick[c]
-                items = [(r.q, r.a_cpu / Q, r.a_mem / Q) for r in rws]
-            elif comps[c] is not None:  # constant rows: one group of any row
-                items = [(r.q, r.cpu, r.mem) for r in R[c]]
-                Q = None
-            else:
-                return "unknown", None
-            allv = []
-            for b in range(L):
-                here = []
-                for qq, uc, um in items:
-                    if uc > 100 or um > 100:
-                        continue
-                    v = x[(c, b, qq)] = m.NewBoolVar("")
-                    here.append(v)
-                    allv.append((v, qq))
-                    load_c[b].append(math.ceil(uc * unit - 1e-9) * v)
-                    load_m[b].append(math.ceil(um * unit - 1e-9) * v)
-                if here:
-                    m.AddAtMostOne(here)
-                    pb = present[(c, b)] = m.NewBoolVar("")
-                    m.Add(sum(here) == pb)
-            if not allv:
-                return "infeasible", None
-            if Q is not None:
-                # exactly Q threads, or (every other try) at least Q: with Q' >= Q a group's true
-                # usage a / Q' is at most the size counted (a / Q) and its rows stay allowed
-                # (their thresholds are <= Q), so every solution is a plan. Each form finds plans
-                # the other misses within seconds (measured on the application-style cells)
-                total = sum(qq * v for v, qq in allv)
-                m.Add(total >= Q) if at_least else m.Add(total == Q)
-            else:
-                m.AddExactlyOne(v for v, _ in allv)
-        for a, b2 in clash:
-            for b in range(L):
-                if (a, b) in present and (b2, b) in present:
-                    m.AddBoolOr([present[(a, b)].Not(), present[(b2, b)].Not()])
-        loads = []
-        for b in range(L):
-            m.Add(sum(load_m[b]) <= cap)
-            lc = m.NewIntVar(0, cap, "")
-            m.Add(lc == sum(load_c[b]))
-            loads.append(lc)
-        for b in range(L - 1):
-            m.Add(loads[b] >= loads[b + 1])
-        s = core.cpsat_solver()
-        s.parameters.max_time_in_seconds = max(0.1, limit)
-        s.parameters.num_workers = 2
-        s.parameters.random_seed = run_seed
-        st = s.Solve(m)
-        if st == cp_model.INFEASIBLE:
-            return "infeasible", None
-        if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return "unknown", None
-        return "feasible", {(c, b): qq for (c, b, qq), v in x.items() if s.Value(v)}
 
     gen = vectors()
     i = 0
@@ -1382,9 +1314,84 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
         left = deadline - time.monotonic()
         if left < 0.5:
             return None
-        st, q = pack(pick, min(FIXED_SLICE, left), seed + i, key[1])
+        st, q = fixed_pack(d, R, L, comps, pick, min(FIXED_SLICE, left), seed + i, key[1])
         i += 1
         if st == "infeasible":
             refuted.add(key)
         if q is not None and valid(d, R, q):
             return q
+
+
+def fixed_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, at_least: bool = False):
+    """``fixed_search``'s 0/1 packing of one count vector ``pick`` (component -> its
+    ``thread_counts`` entry (Q, least CPU, least memory, rows); the components not in it have
+    constant rows, ``comps`` as from ``gather``) on L slots, by CP-SAT (two workers, ``seed``)
+    within ``limit`` seconds: ("feasible", plan on slots 0..L-1), ("infeasible", None) when
+    CP-SAT proves there is none, or ("unknown", None). ``at_least``: the threads of a
+    component sum to at least Q instead of exactly Q. Its plans still need ``valid``."""
+    from ortools.sat.python import cp_model
+
+    unit = SCALE
+    cap = 100 * unit
+    clash = [(a, b) for a, b in d.incompatible]
+    m = cp_model.CpModel()
+    x = {}
+    load_c, load_m = [[] for _ in range(L)], [[] for _ in range(L)]
+    present = {}
+    for c in range(d.C):
+        if c in pick:
+            Q, _, _, rws = pick[c]
+            items = [(r.q, r.a_cpu / Q, r.a_mem / Q) for r in rws]
+        elif comps[c] is not None:  # constant rows: one group of any row
+            items = [(r.q, r.cpu, r.mem) for r in R[c]]
+            Q = None
+        else:
+            return "unknown", None
+        allv = []
+        for b in range(L):
+            here = []
+            for qq, uc, um in items:
+                if uc > 100 or um > 100:
+                    continue
+                v = x[(c, b, qq)] = m.NewBoolVar("")
+                here.append(v)
+                allv.append((v, qq))
+                load_c[b].append(math.ceil(uc * unit - 1e-9) * v)
+                load_m[b].append(math.ceil(um * unit - 1e-9) * v)
+            if here:
+                m.AddAtMostOne(here)
+                pb = present[(c, b)] = m.NewBoolVar("")
+                m.Add(sum(here) == pb)
+        if not allv:
+            return "infeasible", None
+        if Q is not None:
+            # exactly Q threads, or (every other try) at least Q: with Q' >= Q a group's true
+            # usage a / Q' is at most the size counted (a / Q) and its rows stay allowed
+            # (their thresholds are <= Q), so every solution is a plan. Each form finds plans
+            # the other misses within seconds (measured on the application-style cells)
+            total = sum(qq * v for v, qq in allv)
+            m.Add(total >= Q) if at_least else m.Add(total == Q)
+        else:
+            m.AddExactlyOne(v for v, _ in allv)
+    for a, b2 in clash:
+        for b in range(L):
+            if (a, b) in present and (b2, b) in present:
+                m.AddBoolOr([present[(a, b)].Not(), present[(b2, b)].Not()])
+    loads = []
+    for b in range(L):
+        m.Add(sum(load_m[b]) <= cap)
+        lc = m.NewIntVar(0, cap, "")
+        m.Add(lc == sum(load_c[b]))
+        loads.append(lc)
+    for b in range(L - 1):
+        m.Add(loads[b] >= loads[b + 1])
+    s = core.cpsat_solver()
+    s.parameters.max_time_in_seconds = max(0.1, limit)
+    s.parameters.num_workers = 2
+    s.parameters.random_seed = seed
+    st = s.Solve(m)
+    if st == cp_model.INFEASIBLE:
+        return "infeasible", None
+    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return "unknown", None
+    return "feasible", {(c, b): qq for (c, b, qq), v in x.items() if s.Value(v)}

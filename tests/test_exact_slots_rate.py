@@ -745,6 +745,22 @@ def test_200_cells_proven(method):
         assert r.metrics["feasible"], r.metrics["violations"]
 
 
+def _at_and_below_optimum(n_seeds: int = 40):
+    """(seed, instance, prepared data, rows, usage tables, optimum n, L) for L = n - 1 and n on
+    the brute-force instances (``_decided`` and ``_apart``) with a proven optimum n."""
+    import itertools
+
+    from formulations import _slotsrate as sr
+
+    for seed, inst, ref, d, R in itertools.chain(_decided(n_seeds), _apart(n_seeds)):
+        if ref.status != Status.OPTIMAL:
+            continue
+        n = int(ref.objective)
+        tables = sr.usage_tables(d, R, d.S)
+        for L in sorted({max(1, n - 1), n}):
+            yield seed, inst, d, R, tables, n, L
+
+
 def test_search_plans_pass_and_match_bruteforce():
     """``_search`` with every rate-scaled component described by thread count (so ``_fill`` and,
     with two or more, ``_fill2`` place them): at brute force's optimum n it finds plans on most
@@ -755,45 +771,38 @@ def test_search_plans_pass_and_match_bruteforce():
     from formulations.slots import make_plan
     from planner.model import parse_instance
 
-    import itertools
-
     found = tried = pairs = 0
     found_apart = tried_apart = 0
-    for seed, inst, ref, d, R in itertools.chain(_decided(40), _apart(40)):
-        if ref.status != Status.OPTIMAL:
-            continue
-        n = int(ref.objective)
-        tables = sr.usage_tables(d, R, d.S)
-        for L in sorted({max(1, n - 1), n}):
-            tot = {w: sum(U[L] for U in tables[w]) for w in sr.EVEN_WEIGHTS}
-            room = {w: sr.CAP * L - tot[w] for w in sr.EVEN_WEIGHTS}
-            comps, by_count = [], {}
-            for c in range(d.C):
-                if sr.all_scaled(d, R, c):
-                    budget = {w: tables[w][c][L] + room[w] for w in sr.EVEN_WEIGHTS}
-                    by_count[c] = sr.thread_counts(R, c, L, budget, sr._dp_sets(R, c, L, sr.EVEN_WEIGHTS))
-                    comps.append(None)
-                else:
-                    comps.append([[(r.q, 0, 1)] for r in R[c]])
-            if any(not tc for tc in by_count.values()):
-                continue  # the volume test already excludes L
-            q = sr._search(d, R, L, comps, by_count, time.monotonic() + 5, seed=seed, tries=300)
-            if L < n:
-                assert q is None, (seed, L, n)
-                continue
-            if d.incompatible:
-                tried_apart += 1
+    for seed, inst, d, R, tables, n, L in _at_and_below_optimum():
+        tot = {w: sum(U[L] for U in tables[w]) for w in sr.EVEN_WEIGHTS}
+        room = {w: sr.CAP * L - tot[w] for w in sr.EVEN_WEIGHTS}
+        comps, by_count = [], {}
+        for c in range(d.C):
+            if sr.all_scaled(d, R, c):
+                budget = {w: tables[w][c][L] + room[w] for w in sr.EVEN_WEIGHTS}
+                by_count[c] = sr.thread_counts(R, c, L, budget, sr._dp_sets(R, c, L, sr.EVEN_WEIGHTS))
+                comps.append(None)
             else:
-                tried += 1
-                pairs += len(by_count) >= 2
-            if q is not None:
-                assert len({s for (_, s) in q}) <= L and sr.valid(d, R, q)
-                ev = planner.evaluate(parse_instance(inst), make_plan(d, q), "slots")
-                assert ev["feasible"], (seed, ev["violations"])
-                if d.incompatible:
-                    found_apart += 1
-                else:
-                    found += 1
+                comps.append([[(r.q, 0, 1)] for r in R[c]])
+        if any(not tc for tc in by_count.values()):
+            continue  # the volume test already excludes L
+        q = sr._search(d, R, L, comps, by_count, time.monotonic() + 5, seed=seed, tries=300)
+        if L < n:
+            assert q is None, (seed, L, n)
+            continue
+        if d.incompatible:
+            tried_apart += 1
+        else:
+            tried += 1
+            pairs += len(by_count) >= 2
+        if q is not None:
+            assert len({s for (_, s) in q}) <= L and sr.valid(d, R, q)
+            ev = planner.evaluate(parse_instance(inst), make_plan(d, q), "slots")
+            assert ev["feasible"], (seed, ev["violations"])
+            if d.incompatible:
+                found_apart += 1
+            else:
+                found += 1
     # measured: plans at all 36 optima tried, every one with two components filled by _fill2;
     # with the pair kept apart (filled one after the other) at 15 of 15 (10 of 15 when they
     # were still filled together, in one slot where valid() then refused them)
@@ -964,7 +973,6 @@ def test_fixed_search_plans_pass_and_match_bruteforce():
     instances: below the optimum n it finds no plan (there is none), at n it finds plans on most
     instances, each with at most n slots, passing ``valid`` and the evaluator, incompatible
     pairs apart."""
-    import itertools
     import time
 
     from formulations import _slotsrate as sr
@@ -972,30 +980,25 @@ def test_fixed_search_plans_pass_and_match_bruteforce():
     from planner.model import parse_instance
 
     found = tried = 0
-    for seed, inst, ref, d, R in itertools.chain(_decided(40), _apart(40)):
-        if ref.status != Status.OPTIMAL:
+    for seed, inst, d, R, tables, n, L in _at_and_below_optimum():
+        room = sr.room_at(tables, L)
+        if any(room[w] < 0 for w in sr.EVEN_WEIGHTS):
+            continue  # the volume test already excludes L
+        dp = {c: sr._dp_sets(R, c, L, list(sr.EVEN_WEIGHTS)) for c in range(d.C) if sr.all_scaled(d, R, c)}
+        lists, by_count, counts = sr.describe(R, tables, L, room, dp, None)
+        comps = sr.gather(d, R, lists, by_count)
+        if not comps:
             continue
-        n = int(ref.objective)
-        tables = sr.usage_tables(d, R, d.S)
-        for L in sorted({max(1, n - 1), n}):
-            room = sr.room_at(tables, L)
-            if any(room[w] < 0 for w in sr.EVEN_WEIGHTS):
-                continue  # the volume test already excludes L
-            dp = {c: sr._dp_sets(R, c, L, list(sr.EVEN_WEIGHTS)) for c in range(d.C) if sr.all_scaled(d, R, c)}
-            lists, by_count, counts = sr.describe(R, tables, L, room, dp, None)
-            comps = sr.gather(d, R, lists, by_count)
-            if not comps:
-                continue
-            q = sr.fixed_search(d, R, L, comps, counts, room, time.monotonic() + 3, seed=seed)
-            if L < n:
-                assert q is None, (seed, L, n)
-                continue
-            tried += 1
-            if q is not None:
-                found += 1
-                assert len({s for (_, s) in q}) <= L and sr.valid(d, R, q)
-                ev = planner.evaluate(parse_instance(inst), make_plan(d, q), "slots")
-                assert ev["feasible"], (seed, ev["violations"])
+        q = sr.fixed_search(d, R, L, comps, counts, room, time.monotonic() + 3, seed=seed)
+        if L < n:
+            assert q is None, (seed, L, n)
+            continue
+        tried += 1
+        if q is not None:
+            found += 1
+            assert len({s for (_, s) in q}) <= L and sr.valid(d, R, q)
+            ev = planner.evaluate(parse_instance(inst), make_plan(d, q), "slots")
+            assert ev["feasible"], (seed, ev["violations"])
     assert tried >= 20 and found >= 0.8 * tried, (found, tried)
 
 
