@@ -846,7 +846,7 @@ def _star_100_with_check(monkeypatch, answers: dict, plan_search: bool = False):
     if not plan_search:
         monkeypatch.setattr(sl, "PLAN_SEARCH_SHARE", 0.0)
     real = sr.packing_check
-    monkeypatch.setattr(sr, "packing_check", lambda d, R, t, L, dl: (answers[L], None) if L in answers else real(d, R, t, L, dl))
+    monkeypatch.setattr(sr, "packing_check", lambda d, R, t, L, dl, **kw: (answers[L], None) if L in answers else real(d, R, t, L, dl, **kw))
     inst = shukla_micro_dag("star", 100, nodes=8)
     inst["params"] = {"slot_usage": "rate"}
     return planner.solve(inst, "slots", "exact.cpsat", time_limit=6)
