@@ -318,6 +318,17 @@ def cbc_watch():
         _CBC_DEATHS.reset(token)
 
 
+def watched(solve):
+    """``solve()`` (a solve driver's call, returning a Result) inside a ``cbc_watch``; when CBC
+    runs died in it, their count goes into the result's details (``cbc_died``); the messages
+    say so where it matters (``stop_message``, ``none_found_message``)."""
+    with cbc_watch() as died:
+        res = solve()
+    if died:
+        res.details["cbc_died"] = len(died)
+    return res
+
+
 def cbc_deaths() -> int:
     """CBC runs that died so far inside the current ``cbc_watch`` (0 outside one)."""
     got = _CBC_DEATHS.get()
@@ -367,7 +378,7 @@ def run_cbc(prob, time_limit: float | None, warm: bool = False, **options: Any) 
                     raise  # not a run that died (no CBC binary, ...): an error
                 deaths = _CBC_DEATHS.get()
                 if deaths is not None:
-                    deaths.append("with the start solution" if start else "")
+                    deaths.append(start)  # (only their number is read)
                 return (log.read_text() if log.exists() else "") + f"\n{CBC_CRASHED}\n"
             return log.read_text() if log.exists() else ""
 

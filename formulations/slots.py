@@ -882,11 +882,7 @@ def bruteforce_slots(instance: Instance, time_limit=None) -> Result:
 def _make(backend: str, name: str):
     def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10, model="auto",
                **_other):
-        with core.cbc_watch() as died:
-            res = solve_slots(instance, backend, name, time_limit, seed, hint, model)
-        if died:
-            res.details["cbc_died"] = len(died)  # the message says so where it matters (core.stop_message)
-        return res
+        return core.watched(lambda: solve_slots(instance, backend, name, time_limit, seed, hint, model))
 
     method.__name__ = f"slots_{backend}"
     method.__doc__ = f"Exact slots allocation (Shukla and Simmhan) with {backend}: see the module docstring."

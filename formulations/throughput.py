@@ -1528,12 +1528,9 @@ def _bf_even(d: TPData, deadline) -> Result:
 def _make(backend: str, name: str):
     def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10,
                weighted_start=True, polish=True, count_search=True, weighted_cuts=True, **_other):
-        with core.cbc_watch() as died:
-            res = solve_throughput(instance, backend, name, time_limit, seed, hint, max_instances, bool(weighted_start),
-                                   bool(polish), bool(count_search), bool(weighted_cuts))
-        if died:
-            res.details["cbc_died"] = len(died)  # the message says so where it matters (core.stop_message)
-        return res
+        return core.watched(lambda: solve_throughput(instance, backend, name, time_limit, seed, hint, max_instances,
+                                                     bool(weighted_start), bool(polish), bool(count_search),
+                                                     bool(weighted_cuts)))
 
     method.__name__ = f"throughput_{backend}"
     method.__doc__ = f"Exact throughput (Nasiri et al.) with {backend}: see the module docstring."
