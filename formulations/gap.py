@@ -449,6 +449,7 @@ class GapSolution:
     bound: float | None
     assign: list[int] | None
     seconds: float
+    message: str = ""  # why a solve stopped short of a proof ("" when it did not, or proved)
 
 
 def solve_gap(data: GapData, sense: str = "min", solver: str = "cpsat", time_limit: float | None = None,
@@ -472,15 +473,27 @@ def solve_gap(data: GapData, sense: str = "min", solver: str = "cpsat", time_lim
         assign = None
         if out.status in ("optimal", "feasible"):
             assign = [next(i for i in range(m) if sol.Value(x[j][i])) for j in range(n)]
-        return GapSolution(out.status, out.objective, out.bound, assign, out.seconds)
+        return GapSolution(out.status, out.objective, out.bound, assign, out.seconds, _gap_message(out.status))
     import pulp
 
     prob = pulp.LpProblem(data.name.replace("-", "_"), pulp.LpMinimize if sense == "min" else pulp.LpMaximize)
     x = pulp_assignment(prob, w, list(data.capacity), [1] * n, upper)
     prob += pulp.lpSum(data.cost[i][j] * x[j][i] for j in range(n) for i in range(m))
-    out = run_pulp(prob, solver, time_limit)
+    with cbc_watch():
+        out = run_pulp(prob, solver, time_limit)
+        message = _gap_message(out.status)
     assign = None
     if out.status in ("optimal", "feasible"):
         assign = [max(range(m), key=lambda i: x[j][i].varValue or 0) for j in range(n)]
     val = float(data.value(assign)) if assign is not None else None
-    return GapSolution(out.status, val, out.bound, assign, out.seconds)
+    return GapSolution(out.status, val, out.bound, assign, out.seconds, message)
+
+
+def _gap_message(status: str) -> str:
+    """The message of a GAP solve by the status it ended with (inside its ``cbc_watch``): why it
+    stopped short of a proof, "" when it did not."""
+    if status == "feasible":
+        return stop_message("the assignment is feasible, its optimality not proven")
+    if status == "unknown":
+        return none_found_message("assignment")
+    return ""

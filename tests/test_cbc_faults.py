@@ -93,3 +93,23 @@ def test_throughput_and_slots_say_when_cbc_died(dying_cbc, monkeypatch):
     assert r.status.value == "optimal" and "cbc_died" not in r.details, r.message
     s = planner.solve(slots, "slots", "exact.milp-cbc", time_limit=60)
     assert s.status.value == "optimal" and "cbc_died" not in s.details, s.message
+
+
+def test_gap_says_when_cbc_died(dying_cbc, monkeypatch):
+    """The GAP reader's solve (``formulations.gap.solve_gap``) with every CBC run dying: status
+    unknown, and a message that says the CBC process died, not the time limit; with the real CBC
+    the same instance is proven and its message is empty."""
+    from formulations.gap import parse_orlib, solve_gap
+
+    # 2 agents, 4 jobs: costs, weights, capacities (OR-Library layout)
+    d = parse_orlib("2 4\n3 1 4 1\n5 9 2 6\n2 3 2 4\n3 2 4 1\n6 6\n")
+    real_cbc = pulp.PULP_CBC_CMD
+    dying_cbc("-solve")
+    r = solve_gap(d, "min", "cbc", time_limit=60)
+    assert r.status == "unknown" and r.assign is None
+    assert r.message.startswith("the CBC process died") and "time limit" not in r.message
+    monkeypatch.setattr(pulp, "PULP_CBC_CMD", real_cbc)
+    ok = solve_gap(d, "min", "cbc", time_limit=60)
+    ref = solve_gap(d, "min", "cpsat", time_limit=60)
+    assert ok.status == ref.status == "optimal" and ok.message == ""
+    assert ok.value == ref.value and d.feasible(ok.assign)
