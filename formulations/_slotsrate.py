@@ -763,11 +763,12 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
     (``share_search``, under a time limit), a search over fixed thread-count vectors
     (``fixed_search``) and a search with cut budgets (plan searches only:
     there "infeasible" says "unknown") look for a plan first; when the thread counts cannot be
-    listed in the time, only the last runs. ``fixed``: run ``fixed_search`` (the driver's plan
-    searches above an undecided count leave it out, a precaution: their slices are short and
+    listed in the time, only the last runs. ``fixed``: run ``fixed_search`` (the driver's bisection
+    over the counts above an undecided one leaves it out, a precaution: its slices are short and
     the other searches find the plans there; with it in, the 15-task application DAG of seed 1
     at 100 tuples/s once ended at 27 slots instead of 21, which later runs showed to be within
-    that cell's run-to-run spread, docs/benchmarks.md session 13)."""
+    that cell's run-to-run spread, docs/benchmarks.md session 13; the search from the best
+    count down runs it since session 14)."""
     cap = CAP
     if tables is None or any(x is not None for x in d.max_per_node) or not all(all(a) for a in d.allowed):
         return "n/a", None

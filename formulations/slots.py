@@ -49,6 +49,9 @@ PCT_SCALE = 10_000
 # runs when the climb from the even-routing bound leaves its first count undecided
 # (``_solve_rate``); 0 turns it off
 PLAN_SEARCH_SHARE = 0.35
+# the share of the time left for each count of ``plans_down`` (the plan search from the best
+# count down, after the bisection), 0.25 before session 14
+PLANS_DOWN_SHARE = 0.5
 
 
 @dataclass
@@ -591,15 +594,19 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
 
     def plans_down(floor: int) -> None:
         """Plans only, above the undecided count ``floor``: from the best count less one down,
-        a quarter of the time left each, until a count gives no plan (an "infeasible" here
-        proves nothing below it). Higher counts pack more easily: climbing up from the bound
-        instead (before session 10) spent the time on the counts where plans are hardest."""
+        ``PLANS_DOWN_SHARE`` (half) of the time left each, with the packing check's fixed-count
+        search, until a count gives no plan (an "infeasible" here proves nothing below it).
+        Higher counts pack more easily: climbing up from the bound instead (before session 10)
+        spent the time on the counts where plans are hardest. (Before session 14 a quarter of
+        the time left and no fixed-count search: seed 0's 7-task application DAG at 100
+        tuples/s then ended at 12 slots, its check at 11 given 4.7 s, where the check finds an
+        11-slot plan in 6.8 s when given 10; docs/benchmarks.md, session 14.)"""
         nonlocal best
         k = _n_slots(best) - 1
         while k > floor and left() > 0.5:
             if packed.get(k) == "infeasible":  # the plan search found none there
                 return
-            pk, qk = checked_at(k, 0.25, fixed=False)
+            pk, qk = checked_at(k, PLANS_DOWN_SHARE, fixed=True)
             if pk != "feasible":
                 return
             if obj(qk) < obj(best):
