@@ -583,11 +583,11 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
             else:  # unknown or infeasible: look above
                 lo = mid + 1
 
-    def checked_at(k: int, share: float, fixed: bool = True):
-        """The packing check at k slots with ``share`` of the time left, its answer recorded
-        (``packed``, ``details["packing"]``); ``fixed``: with its fixed-count plan search."""
+    def checked_at(k: int, share: float):
+        """The packing check at k slots with ``share`` of the time left (with its fixed-count
+        plan search), its answer recorded (``packed``, ``details["packing"]``)."""
         t_pk = time.monotonic()
-        pk, qk = _sr.packing_check(d, R, tables, k, None if deadline is None else t_pk + left(share), fixed=fixed)
+        pk, qk = _sr.packing_check(d, R, tables, k, None if deadline is None else t_pk + left(share))
         packed[k] = pk
         details.setdefault("packing", []).append({"slots": k, "status": pk, "seconds": round(time.monotonic() - t_pk, 3)})
         return pk, qk
@@ -606,7 +606,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         while k > floor and left() > 0.5:
             if packed.get(k) == "infeasible":  # the plan search found none there
                 return
-            pk, qk = checked_at(k, PLANS_DOWN_SHARE, fixed=True)
+            pk, qk = checked_at(k, PLANS_DOWN_SHARE)
             if pk != "feasible":
                 return
             if obj(qk) < obj(best):
