@@ -1379,7 +1379,8 @@ def _stub_pricer(Y, val, fi):
     from formulations import _nodetable as NT
 
     p = object.__new__(NT.TablePricer)
-    p.t = SimpleNamespace(Y=Y, K=Y.shape[1], value=val, split=lambda i: ())
+    p.t = SimpleNamespace(Y=Y, K=Y.shape[1], value=val, split=lambda i: (),
+                          dot=lambda pi, rows: Y[rows].astype(np.float64) @ pi)
     p.fi, p.conv, p.rowkey = fi, ("conv", fi), (lambda k: ("cover", k))
     p.idx, p.val, p._Yf, p.whole = np.arange(len(Y)), val, None, False
     return p
@@ -1494,6 +1495,42 @@ def test_released_pricer_prices_the_same():
         assert (pr._Yf is None) == (not pr.whole)
         assert np.array_equal(pr.rc(duals), before)
     assert whole._Yf is t.floats()[1]  # the shared copy is never dropped
+
+
+def test_table_dot_by_part_codes_is_the_float_product():
+    """NodeTable.dot (a rack subproblem's pricing, by the part codes' tabulated sums) equals
+    Y[rows] pi in float64 on random multipliers and rows, the part codes give back every
+    row's counts, and a restricted pricer's reduced costs are the direct formula's."""
+    import numpy as np
+
+    from formulations import _nodetable as NT
+    from formulations import _patterns as P
+
+    pm = _network_pm(parse_instance(layered(30, 6, 4, 0)))
+    _, info, _ = P.build_network(pm, None, 1, tables=False)
+    t = NT.NodeTable(pm, 0, info["edges"])
+    assert t.ok
+    parts = t.part_codes()
+    assert parts is not None and sorted(k for g, _, _ in parts for k in g) == list(range(t.K))
+    for g, rad, h in parts:  # decoding each part's numbers gives the counts back
+        assert math.prod(rad) <= 1 << 16
+        rest = h.astype(np.int64)
+        for k, r in zip(g, rad):
+            assert np.array_equal(rest % r, t.Y[:, k])
+            rest //= r
+        assert not rest.any()
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        pi = rng.normal(scale=rng.choice([1e-3, 1.0, 1e3]), size=t.K)
+        rows = np.sort(rng.choice(len(t.Y), size=min(len(t.Y), 500), replace=False))
+        want = t.Y[rows].astype(np.float64) @ pi
+        assert np.allclose(t.dot(pi, rows), want, rtol=1e-12, atol=1e-9 * np.abs(pi).max())
+    duals = {("cover", k): 0.3 * (k + 1) for k in range(t.K)}
+    duals[("conv", 0)] = 1.5
+    part = NT.TablePricer(t, 0, ("conv", 0), lambda k: ("cover", k),
+                          ybound={k: int(q) for k, q in enumerate(t.top() // 2)})
+    pi = np.array([duals[("cover", k)] for k in range(t.K)])
+    assert np.allclose(part.rc(duals), t.value[part.idx] - t.Y[part.idx].astype(np.float64) @ pi - 1.5, atol=1e-9)
 
 
 def test_restricted_pricer_keeps_exactly_the_rows_within_the_bound():
