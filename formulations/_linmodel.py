@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from formulations.gap import CBC_CRASHED, CBC_RERUN, cbc_infeasible_is_proof, cpsat_solver, run_cbc
+from formulations.gap import CBC_COLD, CBC_CRASHED, CBC_RERUN, cbc_infeasible_is_proof, cpsat_solver, run_cbc
 
 Expr = dict[int, float]  # variable index -> coefficient
 
@@ -276,6 +276,21 @@ def _objective_value(m: LinModel, vals: list[int]) -> float:
     return m.obj_const + sum(c * vals[k] for k, c in m.objective.items())
 
 
+def hint_solution(m: LinModel, tol: float = 1e-6) -> list[int] | None:
+    """The hint as a full assignment when it gives every variable a value within its bounds and
+    holds every row (within ``tol``); else None."""
+    if len(m.hint) != len(m.vars):
+        return None
+    vals = [m.hint[k] for k in range(len(m.vars))]
+    if any(not (v.lb <= x <= v.ub) for v, x in zip(m.vars, vals)):
+        return None
+    for r in m.rows:
+        e = sum(c * vals[k] for k, c in r.coefs.items())
+        if (r.lo is not None and e < r.lo - tol) or (r.hi is not None and e > r.hi + tol):
+            return None
+    return vals
+
+
 def _solve_pulp(m: LinModel, backend: str, time_limit, threads, use_hint) -> Solution:
     import pulp
 
@@ -346,9 +361,20 @@ def _solve_pulp(m: LinModel, backend: str, time_limit, threads, use_hint) -> Sol
         return Solution("infeasible", details=details)
     if ss == pulp.LpSolutionUnbounded:
         return Solution("error", message="MILP reported unbounded (a modelling bug)", details=details)
+    if CBC_COLD in text and warm:
+        # CBC ran without the start solution (a short limit, ``gap.CBC_WARM_MIN_S``) and found
+        # nothing: the start solution, when it is a whole plan, is what a warm run would have kept
+        details["cbc_start"] = "not given: limit below CBC_WARM_MIN_S"
+        vals = hint_solution(m)
+        if vals is not None:
+            died = "the CBC process died (a CBC fault); the start solution is kept" if CBC_CRASHED in text else ""
+            return Solution("feasible", vals, _objective_value(m, vals), bound, message=died, details=details)
     if CBC_CRASHED in text:
         return Solution("unknown", message="the CBC process died (a CBC fault) before giving a plan", details=details)
-    return Solution("unknown", message=f"{backend} stopped (time limit) before finding a plan", details=details)
+    # no plan, but the bound the solver reached (its root LP at least) is still a valid one: the
+    # callers that keep a plan of their own report it (network, traffic)
+    return Solution("unknown", bound=bound, message=f"{backend} stopped (time limit) before finding a plan",
+                    details=details)
 
 
 def _make_highs_warm():

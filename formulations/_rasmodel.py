@@ -444,10 +444,15 @@ class Run:
         return Result(problem=self.problem, method=self.method, status=Status.UNKNOWN,
                       message="; ".join(x for x in (msg, "time limit reached before a plan was found") if x), details=d)
 
-    def configuration_plan_kept(self, plan: Plan, bound: float | None, details: dict, compact: dict) -> Result:
+    def configuration_plan_kept(self, plan: Plan, bound: float | None, details: dict, compact: dict,
+                                compact_bound: float | None = None) -> Result:
         """The configuration model's ``plan`` as a feasible result, when the compact model after
         it gave none (stopped, or its CBC process died: said in the message, ``cbc_died`` kept
-        from the compact solve's details ``compact``)."""
+        from the compact solve's details ``compact``). Its bound: the better (higher,
+        minimisation) of ``bound`` and the stopped compact model's ``compact_bound``."""
+        if compact_bound is not None and (bound is None or compact_bound > bound):
+            bound = compact_bound
+            details = {**details, "bound_from": "compact model"}
         died = compact.get("cbc_died")
         if died:
             self.notes.append("the compact model's CBC process died (a CBC fault); the configuration model's plan is kept")
@@ -518,7 +523,8 @@ class Run:
             return Result(problem=self.problem, method=self.method, status=Status.INFEASIBLE,
                           message="; ".join(x for x in (msg, "proven infeasible: " + why) if x), details=d)
         if sol.status == "unknown":
-            return Result(problem=self.problem, method=self.method, status=Status.UNKNOWN, message=msg or "stopped", details=d)
+            return Result(problem=self.problem, method=self.method, status=Status.UNKNOWN, bound=sol.bound,
+                          message=msg or "stopped", details=d)
         return Result(problem=self.problem, method=self.method, status=Status.ERROR, message=msg or "solver error", details=d)
 
 

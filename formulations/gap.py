@@ -301,6 +301,12 @@ CBC_EMPTIED = "processed model has 0 rows, 0 columns"
 # 0.35 s, reproduced with its files: exit code 139 at -sec 0.36, none at 0.2, 0.5 or 1-5 s)
 CBC_CRASHED = "planner: the CBC process died"
 CBC_RERUN = CBC_CRASHED + " with the start solution; run again without it"
+# so a start solution is given to CBC only under a limit of at least CBC_WARM_MIN_S seconds (or
+# none): session 15 saw the same death at 100x9x10's compact model with limits of 0.61-0.70 s on
+# a slower machine (3 of 3 runs; without the start solution 3 of 3 ended normally, with CBC's
+# root bound), and there is then no time to run it again
+CBC_WARM_MIN_S = 2.0
+CBC_COLD = "planner: no start solution for CBC under a limit below CBC_WARM_MIN_S"
 # the CBC runs that died inside the current ``cbc_watch`` (None outside one)
 _CBC_DEATHS: contextvars.ContextVar[list | None] = contextvars.ContextVar("cbc_deaths", default=None)
 
@@ -358,7 +364,8 @@ def run_cbc(prob, time_limit: float | None, warm: bool = False, **options: Any) 
     model is solved again with ``preprocess off`` in the time left (at least 1 s); the result
     left in ``prob`` and the log returned are the second run's. When the CBC process dies
     (``CBC_CRASHED`` is then in the log returned, and ``prob`` holds no solution), a run with a
-    start solution is made again without it if at least 1 s is left (``CBC_RERUN`` in the log). ``options``: further
+    start solution is made again without it if at least 1 s is left (``CBC_RERUN`` in the log); under a
+    limit below ``CBC_WARM_MIN_S`` none is given (``CBC_COLD`` in the log). ``options``: further
     ``PULP_CBC_CMD`` arguments (threads, gapRel, gapAbs)."""
     import pulp
 
@@ -382,7 +389,10 @@ def run_cbc(prob, time_limit: float | None, warm: bool = False, **options: Any) 
                 return (log.read_text() if log.exists() else "") + f"\n{CBC_CRASHED}\n"
             return log.read_text() if log.exists() else ""
 
-    text = once(time_limit, [], warm)
+    cold = warm and time_limit is not None and time_limit < CBC_WARM_MIN_S
+    if cold:
+        warm = False
+    text = once(time_limit, [], warm) + (f"\n{CBC_COLD}\n" if cold else "")
     if CBC_CRASHED in text and warm and (left(0.0) is None or left(0.0) >= 1.0):
         text = once(left(1.0), [], False) + f"\n{CBC_RERUN}\n"
     if CBC_EMPTIED in text:

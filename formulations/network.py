@@ -149,7 +149,7 @@ def solve_network(run: Run) -> Result:
     if det:
         res.details["configuration"] = det
     if not res.ok and incumbent is not None and res.status.value == "unknown":
-        return run.configuration_plan_kept(incumbent, pat_bound, {"model": "configuration"}, res.details)
+        return run.configuration_plan_kept(incumbent, pat_bound, {"model": "configuration"}, res.details, res.bound)
     return res
 
 

@@ -329,7 +329,7 @@ def solve_traffic(run: Run) -> Result:
         return res
     res = run.merge_bound(run.result(pm, sol, details=details), pat_bound)  # details hold the configuration stats
     if res.status == Status.UNKNOWN and hint_fallback is not None:
-        return run.configuration_plan_kept(hint_fallback, pat_bound, details, sol.details)
+        return run.configuration_plan_kept(hint_fallback, pat_bound, details, sol.details, res.bound)
     return res
 
 

@@ -113,3 +113,45 @@ def test_gap_says_when_cbc_died(dying_cbc, monkeypatch):
     ref = solve_gap(d, "min", "cpsat", time_limit=60)
     assert ok.status == ref.status == "optimal" and ok.message == ""
     assert ok.value == ref.value and d.feasible(ok.assign)
+
+
+def test_no_start_solution_for_cbc_under_a_short_limit(dying_cbc):
+    """CBC 2.10 can die when its limit falls while it reads a start solution, and under a short
+    limit there is no time to run it again: below ``gap.CBC_WARM_MIN_S`` it gets none. With a
+    CBC that dies whenever it is given a start (-mips), a compact solve with a hint under a 1 s
+    limit does not die (its plan, if any, passes the evaluator), while the same solve under a
+    30 s limit is given the start, dies, and runs again without it."""
+    from formulations import gap
+
+    assert gap.CBC_WARM_MIN_S > 1.0
+    dying_cbc("-mips")
+    inst = parse_instance(layered(12, 5, 3, 0))
+    short = planner.solve(inst, "network", "exact.milp-cbc", time_limit=1.0, hint="storm.ras", model="compact")
+    assert "cbc_died" not in short.details, short.message
+    assert short.status.value in ("optimal", "feasible"), short.message
+    assert evaluate(inst, short.plan, "network")["feasible"]
+    long = planner.solve(inst, "network", "exact.milp-cbc", time_limit=30, hint="storm.ras", model="compact")
+    assert long.details.get("cbc_died") == "again without the start solution"
+    assert long.objective <= short.objective + 1e-9
+
+
+def test_a_cold_cbc_that_finds_nothing_keeps_a_whole_start_solution(dying_cbc):
+    """Under a short limit CBC runs without the start solution; when it then gives nothing (here:
+    it dies), the start solution is returned as feasible when it assigns every variable and holds
+    every row, with the message saying CBC died; a start solution that breaks a row is not."""
+    from formulations._linmodel import LinModel, solve_model
+
+    dying_cbc("-solve")
+    m = LinModel(sense="max")
+    x = m.var("x", 0, 5, hint=2)
+    y = m.var("y", 0, 5, hint=1)
+    m.add({x: 1, y: 1}, hi=4)
+    m.objective = {x: 2.0, y: 1.0}
+    sol = solve_model(m, "cbc", time_limit=1.0)
+    assert sol.status == "feasible" and sol.values == [2, 1] and sol.objective == 5.0
+    assert "CBC process died" in sol.message and sol.details.get("cbc_start")
+    m.hint[y] = 3  # 2 + 3 > 4: not a plan
+    sol = solve_model(m, "cbc", time_limit=1.0)
+    assert sol.status == "unknown" and sol.values is None
+    m.hint[y] = 1
+    assert solve_model(m, "cbc", time_limit=5.0).status == "unknown"  # given the start: no fallback
