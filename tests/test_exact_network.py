@@ -875,7 +875,8 @@ def test_node_table_by_gathers_matches_look_up_table(size):
         assert got.split(int(i)) == ref.split(int(i))
 
 
-@pytest.mark.parametrize("size,box_limit", [((30, 6, 4), 4_000_000), ((46, 8, 4), 0)])
+# 46x8x4 slow since session 15 (8 s; the default suite's 10-minute budget)
+@pytest.mark.parametrize("size,box_limit", [((30, 6, 4), 4_000_000), pytest.param((46, 8, 4), 0, marks=pytest.mark.slow)])
 def test_node_table_threads_give_the_same_levels(size, box_limit):
     """The DP over two row ranges in two threads (and with a pair budget so small that most
     contents' pairs are found again at every level, in both ranges) forms exactly the levels of
@@ -1197,7 +1198,7 @@ def test_table_max_minus_lower_is_a_lower_bound_tight_at_seen_multipliers():
     assert below >= 1  # the screen is a bound, not the maximum itself, for new multipliers
 
 
-@pytest.mark.parametrize("size", [(30, 6, 4), (46, 8, 4)])
+@pytest.mark.parametrize("size", [(30, 6, 4), pytest.param((46, 8, 4), marks=pytest.mark.slow)])  # 46x8x4 slow (16 s)
 def test_node_table_pairs_over_the_limit_give_the_same_levels(size):
     """The DP's pairs past ``pair_limit``: the contents whose pairs fit stay stored and the rest
     are found again at every level (none stored, some, all): the same W levels, bit for bit."""
