@@ -399,9 +399,9 @@ class NodeTable:
     def dot(self, pi: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Y[rows] pi: by ``part_codes``, each part's sums pi . y over its radix box tabulated
         once (at most 65,536 of them) and looked up row by row; no float copy of Y[rows]
-        (a rack subproblem's pricing, 100x12x10: 2.5 ms instead of 5.3 ms over 83,000 rows on
-        average, docs/benchmarks.md). Equal to the float64 product up to rounding (1e-12 on
-        100x12x10's duals)."""
+        (a rack subproblem's pricing; 100x12x10's first 200 of them 1.5-1.7 times faster than the
+        float copy, ``benchmarks/network_subproblem_pricing.py``, docs/benchmarks.md). Equal to
+        the float64 product up to rounding (4.5e-13 there)."""
         parts = self.part_codes()
         if parts is None:
             return self.Y[rows].astype(np.float64) @ pi
@@ -799,10 +799,10 @@ class TablePricer(_TableColumns):
     def __init__(self, table: NodeTable, fi: int, conv, rowkey, ybound: dict[int, int] | None = None):
         self.t = table
         self.fi, self.conv, self.rowkey = fi, conv, rowkey
-        self._Yf = None
+        self.Yf = None  # the rows' counts as floats: the whole table's shared copy; None in a subproblem
         self.scan = "whole"  # how the rows were found (tests)
         if ybound is None:
-            self.idx, self._Yf, self.val = table.floats()
+            self.idx, self.Yf, self.val = table.floats()
             self.whole = True
             return
         self.whole = False
@@ -843,24 +843,13 @@ class TablePricer(_TableColumns):
         self.val = table.value[self.idx]
         self.scan = "prefix"
 
-    @property
-    def Yf(self) -> np.ndarray:
-        """The rows' counts as floats (the whole table's shared copy, or made on demand)."""
-        if self._Yf is None:
-            self._Yf = self.t.Y[self.idx].astype(np.float64)
-        return self._Yf
-
-    def release(self) -> None:
-        """Drop a rack subproblem's float copy (made again when priced again): the two-rack
-        search keeps hundreds of solved subproblems (100x11x10: 434, 5.4 GB peak with theirs)."""
-        if not self.whole:
-            self._Yf = None
-
     def rc(self, duals: dict, phase1: bool = False) -> np.ndarray:
         pi = np.array([duals.get(self.rowkey(k), 0.0) for k in range(self.t.K)])
         base = np.zeros(len(self.idx)) if phase1 else self.val
         # the whole table: its shared float copy (one matrix product, faster than the parts'
-        # look-ups over every row); a rack subproblem: the table's part codes, no copy
+        # look-ups over every row); a rack subproblem: the table's part codes, no copy (so a
+        # solved subproblem the two-rack search keeps holds no float rows: before session 15
+        # each made one and dropped it when kept, 100x11x10's 434 kept ones a 5.4 GB peak with them)
         prod = self.Yf @ pi if self.whole else self.t.dot(pi, self.idx)
         return base - prod - duals.get(self.conv, 0.0)
 

@@ -1496,7 +1496,6 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
                     # a bound below what the caller needs, not the optimum: kept as the rack's
                     # bound (with the model, for an exact solve if a later split needs one)
                     lp_bound[key] = min(lp_bound.get(key, math.inf), conv[1])
-                    _release(sub)
                     subs[key], sub_lag[key] = sub, lag
                     st["rack_cutoffs"] = st.get("rack_cutoffs", 0) + 1
                     return conv
@@ -1551,7 +1550,6 @@ def network_racks(pm, model: PatternModel, info: dict, backend: str, threads, ca
             if b is not None and b > -math.inf:
                 sub_lag[key] = (b, sd, _maxrc)
                 if sub is not None:
-                    _release(sub)
                     subs[key] = sub
                     share(ri, sub)  # its node columns seed the next subproblems' LPs
                 else:  # solve_rack builds the model (its tables) if it needs it
@@ -1660,14 +1658,6 @@ def _two_rack_splits(pm, racks, rack_f, fams, duals, ub, maxrc, s, edges, thr, d
     capr = {ri: [lims[ri][2], lims[ri][3]] for ri in racks}
     return _splits_above(s, np.maximum(0, s - caps[r2]), np.minimum(s, caps[r1]), -(pi[r1] - pi[r2]), edges,
                          const, thr, dem, capr[r1], capr[r2], deadline=deadline)
-
-
-def _release(sub) -> None:
-    """Drop the float copies of a rack subproblem the two-rack search keeps (for an exact solve
-    later, which makes them again): 100x11x10 keeps hundreds (5.4 GB peak with their copies)."""
-    for f in sub.families:
-        if hasattr(f.table, "release"):
-            f.table.release()
 
 
 def _solve_tuple(solve_rack, racks, tup, base: float, *, rack_bound=None, target: float | None = None):

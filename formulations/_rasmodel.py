@@ -450,20 +450,19 @@ class Run:
         it gave none (stopped, or its CBC process died: said in the message, ``cbc_died`` kept
         from the compact solve's details ``compact``). Its bound: the better (higher,
         minimisation) of ``bound`` and the stopped compact model's ``compact_bound``."""
-        if compact_bound is not None and (bound is None or compact_bound > bound):
-            bound = compact_bound
-            details = {**details, "bound_from": "compact model"}
         died = compact.get("cbc_died")
         if died:
             self.notes.append("the compact model's CBC process died (a CBC fault); the configuration model's plan is kept")
-        return self.pattern_result({"status": "feasible"}, plan, bound=bound,
-                                   details={**details, **({"cbc_died": died} if died else {})})
+        res = self.pattern_result({"status": "feasible"}, plan, bound=bound,
+                                  details={**details, **({"cbc_died": died} if died else {})})
+        return self.merge_bound(res, compact_bound, "compact model")
 
-    def merge_bound(self, res: Result, bound: float | None) -> Result:
-        """A feasible result keeps the better (higher, minimisation) of its bound and ``bound``."""
+    def merge_bound(self, res: Result, bound: float | None, source: str = "configuration model") -> Result:
+        """A feasible result keeps the better (higher, minimisation) of its bound and ``bound``
+        (from ``source``, then named in details ``bound_from``)."""
         if res.status == Status.FEASIBLE and bound is not None and (res.bound is None or bound > res.bound):
             res.bound = bound
-            res.details["bound_from"] = "configuration model"
+            res.details["bound_from"] = source
         return res
 
     def heuristic_plan(self, method: str) -> Plan | None:

@@ -1383,7 +1383,7 @@ def _stub_pricer(Y, val, fi):
     p.t = SimpleNamespace(Y=Y, K=Y.shape[1], value=val, split=lambda i: (),
                           dot=lambda pi, rows: Y[rows].astype(np.float64) @ pi)
     p.fi, p.conv, p.rowkey = fi, ("conv", fi), (lambda k: ("cover", k))
-    p.idx, p.val, p._Yf, p.whole = np.arange(len(Y)), val, None, False
+    p.idx, p.val, p.Yf, p.whole = np.arange(len(Y)), val, None, False
     return p
 
 
@@ -1473,9 +1473,10 @@ def test_table_max_minus_finds_the_maximum_the_float32_scan_misorders():
     assert trapped >= 10  # the float32 argmax alone would be wrong on most of these tables
 
 
-def test_released_pricer_prices_the_same():
-    """TablePricer.release drops a restricted pricer's float copy only: its reduced costs are the
-    same before and after (the copy is made again), and a whole-table pricer keeps its rows."""
+def test_only_the_whole_table_pricer_holds_float_rows():
+    """The whole-table pricer prices from the table's shared float copy; a restricted pricer
+    (a rack subproblem, which the two-rack search may keep by the hundred) holds none and prices
+    from the part codes, and its reduced costs are the whole pricer's on the same rows."""
     import numpy as np
 
     from formulations import _nodetable as NT
@@ -1490,12 +1491,9 @@ def test_released_pricer_prices_the_same():
     part = NT.TablePricer(t, 0, ("conv", 0), lambda k: ("cover", k),
                           ybound={k: int(q) for k, q in enumerate(t.top() // 2)})
     assert whole.whole and not part.whole and 0 < len(part.idx) < len(whole.idx)
-    for pr in (whole, part):
-        before = pr.rc(duals).copy()
-        pr.release()
-        assert (pr._Yf is None) == (not pr.whole)
-        assert np.array_equal(pr.rc(duals), before)
-    assert whole._Yf is t.floats()[1]  # the shared copy is never dropped
+    assert whole.Yf is t.floats()[1] and part.Yf is None
+    at = {int(i): r for i, r in zip(whole.idx, whole.rc(duals))}
+    assert np.allclose(part.rc(duals), [at[int(i)] for i in part.idx], rtol=1e-12, atol=1e-9)
 
 
 def test_table_dot_by_part_codes_is_the_float_product():
