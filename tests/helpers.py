@@ -5,6 +5,14 @@ from __future__ import annotations
 import copy
 import random
 
+import pytest
+
+
+def seeds(n: int, fast: int) -> list:
+    """range(n) for parametrize, the seeds from ``fast`` on in the slow tier (the default suite
+    keeps the first ones; its 10-minute budget on 2 cores)."""
+    return [s if s < fast else pytest.param(s, marks=pytest.mark.slow) for s in range(n)]
+
 
 def tiny(**over) -> dict:
     """spout(1) -> split(2) -> count(2) on 2 racks x 2 nodes x 2 slots."""
