@@ -35,8 +35,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
-from ortools.linear_solver.python import model_builder as mb
-from scipy import sparse
 
 from planner import rates
 from planner.plan import Placement, Plan
@@ -168,6 +166,11 @@ def lp_with_artificials(ri: np.ndarray, ci: np.ndarray, data: np.ndarray, values
     the coefficient-by-coefficient ``pywraplp`` build had them (the columns, then each row's
     two artificials), so GLOP gives the same duals: 1.3 ms against 4.7 ms for 13 rows and 260
     columns (the two-rack search of 100x12x10 solves about 3,300 of these)."""
+    # imported here, not at the top: model_builder pulls in pandas (0.4 s), and a CLI run of a
+    # heuristic never needs it
+    from ortools.linear_solver.python import model_builder as mb
+    from scipy import sparse
+
     R, n = len(rhs), len(values)
     big = 1.0 if phase1 else 100.0 * (1.0 + float(np.abs(values).max(initial=0.0)))
     art = np.arange(R)

@@ -699,7 +699,7 @@ def test_worker_search_gains_are_exact():
     assert checked > 100
 
 
-@pytest.mark.parametrize("size", [(20, 5, 4), (30, 6, 4), (40, 6, 6)])
+@pytest.mark.parametrize("size", [(20, 5, 4), (30, 6, 4), pytest.param((40, 6, 6), marks=pytest.mark.slow)])
 def test_worker_search_plans_pass_the_evaluator(size):
     """The local search's plan is feasible for the evaluator, its metric is what the search
     computed, no better than the proven optimum and no worse than the storm.ras start."""
@@ -857,7 +857,7 @@ def test_rack_convolution_cutoff(size, seed):
     assert done >= 5 and below >= 3
 
 
-@pytest.mark.parametrize("size", [(20, 5, 4), (46, 8, 4)])
+@pytest.mark.parametrize("size", [(20, 5, 4), pytest.param((46, 8, 4), marks=pytest.mark.slow)])
 def test_node_table_by_gathers_matches_look_up_table(size):
     """The sparse DP with y - p found by per-axis decrement gathers (no look-up table, as for
     boxes over 4 x box_limit codes) == the one with the look-up table."""
@@ -970,7 +970,8 @@ def test_worker_contents_are_the_worker_patterns(size, incompatible):
     assert worker_contents(pm, 0, 0, cap=len(ref)) is not None  # the cap counts contents, incompatible pairs out
 
 
-@pytest.mark.parametrize("size,incompatible", [((30, 6, 4), False), ((40, 6, 6), False), ((46, 8, 4), False),
+@pytest.mark.parametrize("size,incompatible", [((30, 6, 4), False), ((40, 6, 6), False),
+                                               pytest.param((46, 8, 4), False, marks=pytest.mark.slow),
                                                ((30, 6, 4), True)])
 def test_merge_free_node_table_matches_the_full_dp(size, incompatible):
     """The table's DP over merge-free splits only (pairs used at the levels their heaps allow)
@@ -1138,7 +1139,7 @@ def test_network_100_executors_12_components_10_nodes_proven_at_240_s():
     assert r.objective <= planner.solve(inst, "network", "storm.ras").objective + TOL
 
 
-@pytest.mark.parametrize("size", [(30, 6, 4), (46, 8, 4)])
+@pytest.mark.parametrize("size", [(30, 6, 4), pytest.param((46, 8, 4), marks=pytest.mark.slow)])
 def test_table_max_minus_is_the_float64_scan(size):
     """NodeTable.max_minus (a float32 scan, then the rows near its maximum in float64) == the
     float64 max of T(y) - mu . y over every row (to float64 rounding), for multipliers of both signs and several
