@@ -269,14 +269,14 @@ class WorkerSearch:
         return X
 
     def run(self, starts: list[np.ndarray], budget: float, seed: int = 0, target: float = math.inf,
-            patience: int = 2000) -> tuple[float, np.ndarray] | None:
+            patience: int = 2000, kicks: int | None = None) -> tuple[float, np.ndarray] | None:
         """Iterated local search from each feasible start: the best (value, X) found. Stops at
-        the budget, at ``target`` (e.g. a proven upper bound) or after ``patience`` kicks
-        without gain."""
+        the budget (seconds), at ``target`` (e.g. a proven upper bound), after ``patience``
+        kicks without gain, or after ``kicks`` kicks."""
         from ._trafficls import iterated_local_search
 
         return iterated_local_search(self, starts, budget, seed, target, patience, kick_cap=8, kick_every=10,
-                                     worse=0.05, tol=TOL, every_start=True)
+                                     worse=0.05, tol=TOL, every_start=True, kicks=kicks)
 
     # --- conversions ---------------------------------------------------------------------------
     def from_plan(self, plan) -> np.ndarray | None:
@@ -339,11 +339,13 @@ class WorkerSearch:
 
 
 def search_network(pm, edges, starts_plans: list, budget: float, seed: int = 0, target: float = math.inf,
-                   value_const: float = 0.0):
+                   value_const: float = 0.0, kicks: int | None = None):
     """Iterated local search from the given plans (those that fit) and three greedy fills:
     (co-location value + value_const, plan), or None. ``target``: stop once reached (an upper
-    bound on that value in the same terms: network passes the one of metric 0). No
-    optimality claim."""
+    bound on that value in the same terms: network passes the one of metric 0). ``kicks``: a
+    budget of work (the three fills, then that many kicks), with ``budget`` seconds as a cap
+    only; without it the fills after the first start only within half the budget, and the
+    kicks until the budget. No optimality claim."""
     t0 = time.monotonic()
     ws = WorkerSearch(pm, edges)
     if ws.Wn == 0:
@@ -353,14 +355,16 @@ def search_network(pm, edges, starts_plans: list, budget: float, seed: int = 0, 
     starts = plan_starts(ws, starts_plans)
     rng = random.Random(seed)
     for i in range(3):  # the fills count against the budget (the first one if there is no start)
-        if (starts and time.monotonic() - t0 >= budget / 2) or (i > 0 and time.monotonic() - t0 >= budget):
+        if i > 0 and time.monotonic() - t0 >= budget:
+            break
+        if kicks is None and starts and time.monotonic() - t0 >= budget / 2:
             break
         X = ws.greedy(None if i == 0 else rng)
         if X is not None:
             starts.append(X)
     if not starts:
         return None
-    best = ws.run(starts, max(0.0, budget - (time.monotonic() - t0)), seed, target - value_const)
+    best = ws.run(starts, max(0.0, budget - (time.monotonic() - t0)), seed, target - value_const, kicks=kicks)
     if best is None:
         return None
     return best[0] + value_const, ws.plan(best[1])

@@ -347,15 +347,18 @@ def plan_starts(ls, plans: list) -> list:
 
 
 def iterated_local_search(ls, starts: list, budget: float, seed: int, target: float, patience: int,
-                          kick_cap: int, kick_every: int, worse: float, tol: float, every_start: bool):
+                          kick_cap: int, kick_every: int, worse: float, tol: float, every_start: bool,
+                          kicks: int | None = None):
     """The iterated local search of ``NodeSearch`` (traffic) and ``_networkls.WorkerSearch``
     (network) over ``ls``'s ``descend(state, deadline)``, ``kick(state, rng, moves)`` and
     ``value(state)``: descend from each start (``every_start``: at least one past the budget),
     then from the current state kicked by 2 .. 2 + min(kick_cap, stall // kick_every) random
     moves; a worse result becomes current with probability ``worse``, else the best does.
     Returns the best (value, state), or None when no start was descended. Stops at the
-    budget, at ``target`` (a proven upper bound, less 1e-9 relative) or after ``patience``
-    kicks without a gain over ``tol``."""
+    budget, at ``target`` (a proven upper bound, less 1e-9 relative), after ``patience``
+    kicks without a gain over ``tol``, or after ``kicks`` kicks (a budget of work: the same
+    search, and the same result, on a slower machine, where the seconds ``budget`` is then a
+    safety cap)."""
     deadline = time.monotonic() + budget
     rng = random.Random(seed)
     best = None
@@ -371,7 +374,9 @@ def iterated_local_search(ls, starts: list, budget: float, seed: int, target: fl
     cur = best
     stall = 0
     goal = target - 1e-9 * max(1.0, abs(target)) if math.isfinite(target) else math.inf
-    while time.monotonic() < deadline and best[0] < goal and stall < patience:
+    done = 0
+    while time.monotonic() < deadline and best[0] < goal and stall < patience and (kicks is None or done < kicks):
+        done += 1
         Xn = ls.descend(ls.kick(cur[1], rng, rng.randint(2, 2 + min(kick_cap, stall // kick_every))), deadline)
         v = ls.value(Xn)
         if v > best[0] + tol:

@@ -153,25 +153,40 @@ def solve_network(run: Run) -> Result:
     return res
 
 
+# the worker-level local search's budget of work: LS_KICKS_PER kicks per executor x node, within
+# LS_KICKS_MIN..LS_KICKS_MAX (a count, so a slower machine runs the same search to the same plan)
+LS_KICKS_PER = 0.5
+LS_KICKS_MIN, LS_KICKS_MAX = 20, 600
+# and its seconds, a cap only: LS_CAP_PER s per executor x node within 0.1-10 s, at most 1/10 of
+# the time limit
+LS_CAP_PER = 0.005
+
+
 def _local_search(run: Run, base: PlacementModel, pat, info: dict, seed: Plan | None, start, det: dict):
     """The start incumbent (value, plan) improved by the worker-level local search
-    (``_networkls``), started from ``seed`` and greedy fills. Its budget: 0.002 s x executors x
-    nodes, within 0.05-5 s and at most 1/20 of the time limit. Its plan is used only when the
-    evaluator finds it feasible with the metric the search computed; it adds its columns to the
-    master (``seed_network``). No optimality claim from the search."""
+    (``_networkls``), started from ``seed`` and greedy fills. Its budget is work, not time:
+    LS_KICKS_PER x executors x nodes kicks, within LS_KICKS_MIN..LS_KICKS_MAX, with a cap in
+    seconds (LS_CAP_PER x executors x nodes, within 0.1-10 s, at most 1/10 of the time limit)
+    that a machine of the speed measured in docs/benchmarks.md does not reach. Its plan is used
+    only when the evaluator finds it feasible with the metric the search computed; it adds its
+    columns to the master (``seed_network``). No optimality claim from the search."""
     from planner.evaluate import evaluate
 
     from . import _networkls
 
     executors = sum(g.size for g in base.groups)
-    budget = min(5.0, max(0.05, 0.002 * executors * len(base.nodes)))
+    size = executors * len(base.nodes)
+    kicks = int(min(LS_KICKS_MAX, max(LS_KICKS_MIN, round(LS_KICKS_PER * size))))
+    budget = min(10.0, max(0.1, LS_CAP_PER * size))
     if run.time_limit is not None:
-        budget = min(budget, run.time_limit / 20)
+        budget = min(budget, run.time_limit / 10)
     t0 = time.monotonic()
     # target: the metric is never below 0, so a plan at 0 ends the search (small instances
-    # often have one; without the target they paid the whole 0.05 s floor)
-    found = _networkls.search_network(base, info["edges"], [seed], budget, seed=run.seed, target=info["const"])
+    # often have one; without the target they paid the whole budget)
+    found = _networkls.search_network(base, info["edges"], [seed], budget, seed=run.seed, target=info["const"],
+                                      kicks=kicks)
     det["local_search_s"] = round(time.monotonic() - t0, 2)
+    det["local_search_kick_budget"] = kicks
     if found is None:
         return start
     value, plan = found

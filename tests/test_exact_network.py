@@ -7,6 +7,7 @@ Tolerance: objectives agree to 1e-6 relative (absolute below 1). The default run
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 
@@ -739,6 +740,54 @@ def test_worker_search_respects_every_limit(seed):
     assert m["feasible"], m["violations"]
     assert m["network_metric"] == pytest.approx(const - found[0], abs=1e-9)
     assert ref.status.value == "optimal" and m["network_metric"] >= ref.objective - TOL
+
+
+def test_worker_search_budget_of_kicks_does_not_depend_on_the_clock(monkeypatch):
+    """With a budget of kicks, the search is the same on a slower machine: every descent slowed
+    down by 20 ms gives the same plan as the search at full speed, after exactly that many kicks
+    (the seconds budget, 60 s here, is a cap that neither reaches)."""
+    from formulations import _networkls as NL
+
+    inst = parse_instance(layered(30, 6, 4, 0))
+    pm = _network_pm(inst)
+    edges, _ = _edges_const(pm)
+    ras = planner.solve(inst, "network", "storm.ras")
+    made = []
+    kick = NL.WorkerSearch.kick
+    monkeypatch.setattr(NL.WorkerSearch, "kick", lambda self, *a: made.append(1) or kick(self, *a))
+    fast = NL.search_network(pm, edges, [ras.plan], 60.0, seed=3, kicks=25)
+    assert len(made) == 25
+    descend = NL.WorkerSearch.descend
+
+    def slow(self, X, deadline):
+        time.sleep(0.02)
+        return descend(self, X, deadline)
+
+    monkeypatch.setattr(NL.WorkerSearch, "descend", slow)
+    made.clear()
+    slowed = NL.search_network(pm, edges, [ras.plan], 60.0, seed=3, kicks=25)
+    assert len(made) == 25
+    assert slowed[0] == fast[0]
+    key = lambda plan: sorted((p.component, p.executor, p.node, p.slot) for p in plan.placements)  # noqa: E731
+    assert key(slowed[1]) == key(fast[1])
+
+
+def test_network_local_search_budget_is_kicks(monkeypatch):
+    """exact.* network hands the local search a budget of kicks (LS_KICKS_PER x executors x
+    nodes within the bounds) and a seconds cap of at most a tenth of the time limit."""
+    from formulations import _networkls as NL
+    from formulations import network as nw
+
+    seen = {}
+    real = NL.search_network
+    monkeypatch.setattr(NL, "search_network", lambda *a, **k: seen.update(budget=a[3], kicks=k["kicks"]) or real(*a, **k))
+    inst = parse_instance(layered(30, 6, 4, 0))
+    r = planner.solve(inst, "network", "exact.cpsat", time_limit=2)
+    assert r.metrics["feasible"]
+    nodes = sum(len(rk.nodes) for rk in inst.cluster.racks)
+    want = min(nw.LS_KICKS_MAX, max(nw.LS_KICKS_MIN, round(nw.LS_KICKS_PER * 30 * nodes)))
+    assert seen["kicks"] == want == r.details.get("configuration", r.details)["local_search_kick_budget"]
+    assert 0 < seen["budget"] <= 0.2
 
 
 def test_local_search_alone_is_never_optimal(monkeypatch):
