@@ -155,11 +155,11 @@ def solve_network(run: Run) -> Result:
 
 # the worker-level local search's budget of work: LS_KICKS_PER kicks per executor x node, within
 # LS_KICKS_MIN..LS_KICKS_MAX (a count, so a slower machine runs the same search to the same plan)
-LS_KICKS_PER = 0.5
+LS_KICKS_PER = 0.3
 LS_KICKS_MIN, LS_KICKS_MAX = 20, 600
 # and its seconds, a cap only: LS_CAP_PER s per executor x node within 0.1-10 s, at most 1/10 of
 # the time limit
-LS_CAP_PER = 0.005
+LS_CAP_PER = 0.01
 
 
 def _local_search(run: Run, base: PlacementModel, pat, info: dict, seed: Plan | None, start, det: dict):
