@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Python's default is to cache compiled modules (__pycache__, ignored by git). Where the machine
+# sets PYTHONDONTWRITEBYTECODE, every process the tests start (CLI runs, Spark's Python workers,
+# the HiGHS and service workers) compiles the project's sources again: about 0.5 s each, 11 of
+# the 32 s of tests/test_cli*.py on session 16's machine. The tests run with the default.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 
 def shared_dir() -> Path | None:

@@ -876,7 +876,7 @@ def test_plan_search_finds_the_plan_above_an_undecided_bound(monkeypatch):
     """After the check leaves the bound's count (6) undecided, the plan search by bisection
     between 7 and the seed's count finds the 7-slot plan; the climb then ends (nothing is left
     between the bound and the plan) and the bound stays at 6."""
-    r = _star_100_with_check(monkeypatch, {6: "unknown"}, plan_search=True)
+    r = _star_100_with_check(monkeypatch, {6: "unknown"}, plan_search=True, limit=6.0)  # the search's share of 3 s is too short
     probes = r.details["plan_search"]
     assert any(p["slots"] == 7 and p["status"] == "feasible" for p in probes), probes
     assert all(p["slots"] >= 7 for p in probes), probes
@@ -889,7 +889,7 @@ def test_plan_search_infeasible_is_reused_and_raises_no_bound(monkeypatch):
     """An "infeasible" from the plan search is kept (the search from the best count down does
     not ask that count again), and like any answer above an undecided count it proves nothing
     below: with 6 undecided and (falsely) 7 infeasible, the bound stays at 6."""
-    r = _star_100_with_check(monkeypatch, {6: "unknown", 7: "infeasible"}, plan_search=True)
+    r = _star_100_with_check(monkeypatch, {6: "unknown", 7: "infeasible"}, plan_search=True, limit=6.0)
     assert any(p["slots"] == 7 and p["status"] == "infeasible" for p in r.details["plan_search"]), r.details
     assert [p["slots"] for p in r.details["packing"]] == [6], r.details
     assert r.details["climb_bound"] == 6 and r.bound is not None and r.bound <= 7, r.details
