@@ -701,6 +701,7 @@ def _case_200(name: str):
     return planner.load_instance(inst)
 
 
+@pytest.mark.slow  # 6 s; slow tier since session 16 (the default tier's 10 minutes)
 def test_packing_check_finds_the_200_plans_at_the_bound(monkeypatch):
     """At 200 tuples/s the shipped shukla-star and the interpolated micro-DAGs have plans on
     exactly their even-routing bound (12, 10, 15, 12 slots; the exact methods stopped at 15,
@@ -873,6 +874,7 @@ def test_climb_searches_above_an_undecided_count(monkeypatch):
     assert r.metrics["feasible"], r.metrics["violations"]
 
 
+@pytest.mark.slow  # 6 s; slow tier since session 16 (the default tier's 10 minutes)
 def test_plan_search_finds_the_plan_above_an_undecided_bound(monkeypatch):
     """After the check leaves the bound's count (6) undecided, the plan search by bisection
     between 7 and the seed's count finds the 7-slot plan; the climb then ends (nothing is left
@@ -886,6 +888,7 @@ def test_plan_search_finds_the_plan_above_an_undecided_bound(monkeypatch):
     assert r.metrics["feasible"], r.metrics["violations"]
 
 
+@pytest.mark.slow  # 6 s; slow tier since session 16 (the default tier's 10 minutes)
 def test_plan_search_infeasible_is_reused_and_raises_no_bound(monkeypatch):
     """An "infeasible" from the plan search is kept (the search from the best count down does
     not ask that count again), and like any answer above an undecided count it proves nothing
