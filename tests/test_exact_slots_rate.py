@@ -547,9 +547,9 @@ def test_packing_check_with_rejected_solutions_ends_unknown(monkeypatch):
         assert out, f"seed {seed}: the packing check did not end"
         assert out[0] == ("unknown", None), (seed, out[0])
         done += 1
-        if done == 4:
+        if done == 8:
             break
-    assert done == 4
+    assert done == 8
 
 
 def test_packing_check_places_two_fluid_components(monkeypatch):
