@@ -301,6 +301,17 @@ def solve_traffic(run: Run) -> Result:
         return run.pattern_result({**out, "status": "optimal" if proven2 else "feasible"}, best,
                                   bound=primary_value, details=details)
     hint = hint_fallback or run.hint_plan(0.25)
+    kept, kept_from = hint_fallback, "the configuration model's plan"
+    if hint_fallback is None and hint is not None:
+        kept, kept_from = hint, f"the hint's plan ({run.hint})"
+    elif hint is None and why is None:
+        # the configuration model ended without a plan (its seeding search and branch and price
+        # stopped by the clock: 6 s at 100x12x10 on a slow machine): a traffic-aware heuristic
+        # (about 20 ms there) starts the compact model and is kept if that finds none either
+        hint = kept = run.heuristic_plan("tstorm")
+        kept_from = "the tstorm plan that started it"
+        if hint is not None:
+            run.notes.append("the configuration model found no plan; the compact model starts from tstorm's")
     pm = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
     m = pm.m
     m.objective, m.obj_const = _level_expr(pm, pairs, "node")
@@ -328,8 +339,8 @@ def solve_traffic(run: Run) -> Result:
             res.status = Status.FEASIBLE
         return res
     res = run.merge_bound(run.result(pm, sol, details=details), pat_bound)  # details hold the configuration stats
-    if res.status == Status.UNKNOWN and hint_fallback is not None:
-        return run.configuration_plan_kept(hint_fallback, pat_bound, details, sol.details, res.bound)
+    if res.status == Status.UNKNOWN and kept is not None:
+        return run.configuration_plan_kept(kept, pat_bound, details, sol.details, res.bound, source=kept_from)
     return res
 
 

@@ -53,8 +53,9 @@ def test_a_dead_cbc_is_reported(dying_cbc):
 @pytest.mark.slow
 def test_a_dead_cbc_leaves_the_configuration_plan_kept(dying_cbc):
     """Every CBC run dies. With the configuration model first (100 executors, 10 and 12
-    components, 6 s, where it does not finish its proof), its plan is returned as feasible and
-    passes the evaluator, for network and traffic; where the compact model ran (whether it is
+    components, 6 s, where it does not finish its proof), its plan (traffic: tstorm's, when the
+    configuration model found none in the time) is returned as feasible and passes the
+    evaluator, for network and traffic; where the compact model ran (whether it is
     affordable in the time left depends on the clock), the message says its CBC died, and it
     ran in at least one of the four solves (in all of them in every trial run). Slow tier: four
     solves to the limit (about 17 s)."""
@@ -70,6 +71,49 @@ def test_a_dead_cbc_leaves_the_configuration_plan_kept(dying_cbc):
                 died += 1
                 assert "CBC process died" in r.message
     assert died >= 1
+
+
+def test_a_dead_cbc_after_a_configuration_model_without_a_plan_keeps_tstorm(dying_cbc, monkeypatch):
+    """Traffic when the configuration model ends without a plan (as a 6 s solve of 100
+    executors did on a slow machine: its seeding search and branch and price stopped by the
+    clock; here both are made to return nothing) and every CBC run dies: the compact model was
+    started from tstorm's plan, which is returned as feasible, passes the evaluator, and the
+    message says so. With the real CBC the same run proves the optimum CP-SAT proves."""
+    import formulations.traffic as traffic
+
+    inst = parse_instance(layered(12, 5, 3, 0))
+    ref = planner.solve(inst, "traffic", "exact.cpsat", time_limit=60)
+    assert ref.status.value == "optimal" and ref.details.get("model") == "configuration", ref.message
+    monkeypatch.setattr(traffic, "_branch_and_price", lambda run, base, pairs: None)
+    monkeypatch.setattr(traffic.patterns, "run_patterns", lambda *a, **k: {
+        "status": "unknown", "value": None, "bound": None, "chosen": None, "stats": {}})
+    real_cbc = pulp.PULP_CBC_CMD
+    dying_cbc("-solve")
+    r = planner.solve(inst, "traffic", "exact.milp-cbc", time_limit=30)
+    assert r.status.value == "feasible", r.message
+    assert r.details.get("cbc_died") and "CBC process died" in r.message
+    assert "tstorm" in r.message
+    ev = evaluate(inst, r.plan, "traffic")
+    assert ev["feasible"] and ev["objective"] == pytest.approx(r.objective, abs=1e-6)
+    assert r.objective >= ref.objective - 1e-6
+    monkeypatch.setattr(pulp, "PULP_CBC_CMD", real_cbc)
+    r = planner.solve(inst, "traffic", "exact.milp-cbc", time_limit=60)
+    assert r.status.value == "optimal", r.message
+    assert "tstorm" in r.message and r.objective == pytest.approx(ref.objective, abs=1e-6)
+
+
+def test_a_dead_cbc_keeps_the_hint_plan(dying_cbc):
+    """The compact traffic model started from a hint (``--hint storm.even``) whose every CBC run
+    dies returns the hint's plan as feasible (it passed the evaluator before it was used),
+    instead of no plan."""
+    dying_cbc("-solve")
+    inst = parse_instance(layered(12, 5, 3, 0))
+    r = planner.solve(inst, "traffic", "exact.milp-cbc", time_limit=30, model="compact", hint="storm.even")
+    assert r.status.value == "feasible", r.message
+    assert "hint's plan (storm.even) is kept" in r.message and r.details.get("cbc_died")
+    even = planner.solve(inst, "traffic", "storm.even")
+    assert r.objective == pytest.approx(even.objective, abs=1e-6)
+    assert evaluate(inst, r.plan, "traffic")["feasible"]
 
 
 def test_throughput_and_slots_say_when_cbc_died(dying_cbc, monkeypatch):
