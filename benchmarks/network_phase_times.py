@@ -1,9 +1,11 @@
 """Phase timings of one exact.cpsat network solve of a seeded layered instance (branch net-ls).
 
-Usage: PYTHONPATH=. python benchmarks/network_phase_times.py 100x10x10 60 [generator seed, default 0]
+Usage: PYTHONPATH=. python benchmarks/network_phase_times.py 100x10x10 60 [generator seed, default 0] [--table-stop=S]
 Prints when the node tables, the seeds (storm.ras, then the local search), column generation
 and the two-rack search started and ended (seconds from the solve's start), the result, its
 details, and the pricing time per (family kind, pricing call's time cap, proven).
+``--table-stop=S`` sets ``_nodetable.TABLE_STOP`` (the share of the time left past which a
+node table's build is abandoned) for this run, to compare values on one machine.
 """
 import functools
 import sys
@@ -16,6 +18,13 @@ from formulations import _patterns as P
 from formulations._gen import layered
 from planner.model import parse_instance
 
+opts = [a for a in sys.argv[1:] if a.startswith("--")]
+sys.argv[1:] = [a for a in sys.argv[1:] if not a.startswith("--")]
+for o in opts:
+    key, _, val = o.partition("=")
+    if key != "--table-stop" or not val:
+        sys.exit(f"unknown option {o!r}: the only option is --table-stop=S (a share, e.g. 0.8)")
+    NT.TABLE_STOP = float(val)
 size = tuple(map(int, sys.argv[1].split("x")))
 inst = parse_instance(layered(*size, int(sys.argv[3]) if len(sys.argv) > 3 else 0))
 T0 = time.monotonic()
@@ -64,6 +73,6 @@ P.PatternModel.price = priced
 T0 = time.monotonic()
 r = planner.solve(inst, "network", "exact.cpsat", time_limit=float(sys.argv[2]))
 d = {**r.details, **r.details.get("configuration", {})}
-print(sys.argv[1], r.status.value, r.objective, r.bound, round(time.monotonic() - T0, 2), r.metrics["feasible"])
+print(sys.argv[1], f"TABLE_STOP={NT.TABLE_STOP}", r.status.value, r.objective, r.bound, round(time.monotonic() - T0, 2), r.metrics["feasible"])
 print({k: v for k, v in d.items() if k != "configuration"})
 print("pricing (kind, cap, proven): (calls, s)", {k: (cnt[k], round(v, 2)) for k, v in acc.items()})

@@ -39,7 +39,11 @@ RACK_CHUNK = 1 << 20  # codes per chunk of a rack table's build (RackTable._cont
 # left at a 60 s limit, built in 20 s; without its table no such size is proven)
 TABLE_SHARE = 0.6
 FIN_SHARE = 0.5  # NodeTable: a DP level skips the pairs whose source is not finite when at most this share of rows is
-TABLE_STOP = 0.65  # node_table: a build still running at this share of the time left is abandoned
+# node_table: a build still running at this share of the time left is abandoned (0.65 before
+# session 17: on a slower machine 100x11x10 seed 1's table took 31-35 s of the 45 s left at a
+# 60 s limit, so it was abandoned at 29 s and the solve ended feasible, bound 11.76; at 0.85,
+# 38 s, proven in 44-48 s, 3 runs of 3; the search after the table still has to 95 % of the limit)
+TABLE_STOP = 0.85
 # Memory budgets in bytes. TABLE_BYTES: traffic's count tables (``_trafficbp``, all node classes
 # together), or the rows of a network solve's node tables (``table_row_bytes``; all its tables
 # together, one per class of nodes with distinct limits); a solve builds one kind.
@@ -888,7 +892,7 @@ def node_table(pm, nodes: list[int], edges, deadline: float | None, threads: int
     limit, built in 24 s), more count vectors than what ``TABLE_BYTES`` still holds after the
     solve's tables built before it (``table_row_bytes``; a fixed 2 million a table before branch
     net-twelve-2), or the worker contents not enumerable; or the build passes ``TABLE_STOP`` =
-    65 % of the time left (half before; then it is abandoned). ``threads``: the solve's
+    85 % of the time left (65 % before session 17, half before session 12; then it is abandoned). ``threads``: the solve's
     threads, the DP's row ranges (``table_threads``, ``NodeTable``)."""
     ni = nodes[0]
     sig = table_sig(pm, ni)
