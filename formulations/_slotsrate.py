@@ -66,6 +66,14 @@ class RateRow:
 
 
 CAP = 100.0 * (1 + 1e-6)  # a slot's capacity in the relaxations and bounds (%, with slack)
+# ``packing_check``'s plan searches, each a share of the time then left: the randomised search,
+# the share MILP, the fixed-count search. Session 17 tried other shares on the slower machine
+# of sessions 15-17 (docs/benchmarks.md, "slots: the packing check's time shares ... (session
+# 17)") and kept these: each change that gave the 7-task application cell its 5-slot plan (the
+# share MILP needs 5.7-6.5 s there and gets about 4.7 s) cost other cells theirs
+RANDOM_SHARE = 0.3
+SHARE_MILP_SHARE = 0.25
+FIXED_SHARE = 0.5
 
 
 def all_scaled(d, R, c: int) -> bool:
@@ -824,7 +832,7 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
     # or 2,000 attempts), then the search with cut budgets (its listings by 20 %, its packing
     # by 50 % of the time then left; skipped without a limit), then the per-count packing
     # models, which can also prove that there is no plan (without a limit, until they decide)
-    q = _search(d, R, L, comps, by_count, part(0.3) if deadline is not None else time.monotonic() + 2.0,
+    q = _search(d, R, L, comps, by_count, part(RANDOM_SHARE) if deadline is not None else time.monotonic() + 2.0,
                 tries=2000 if deadline is None else None)
     if q is not None:
         return "feasible", q
@@ -833,7 +841,7 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
         # left): where several components are described by thread count the randomised search
         # fills them one after another and can miss every plan (generated application DAG of
         # 7 tasks at 50 tuples/s: none in 13 s; this model: a 5-slot plan in 3 s)
-        q = share_search(d, R, tables, L, part(0.25))
+        q = share_search(d, R, tables, L, part(SHARE_MILP_SHARE))
         if q is not None:
             return "feasible", q
     # then the thread counts fixed, one count vector after another, each a 0/1 packing (half
@@ -842,7 +850,7 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
     # plans at the even-routing bound on application-style cells where every other search
     # found none; before the share MILP it cost that 7-task DAG its plan, measured)
     if fixed:
-        q = fixed_search(d, R, L, comps, counts, room, part(0.5) if deadline is not None else time.monotonic() + 10.0)
+        q = fixed_search(d, R, L, comps, counts, room, part(FIXED_SHARE) if deadline is not None else time.monotonic() + 10.0)
         if q is not None:
             return "feasible", q
     if deadline is not None:
