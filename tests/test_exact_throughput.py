@@ -4,6 +4,7 @@ Agreement tolerance: relative 1e-5 on the sustainable rate (the models' stated t
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 
@@ -32,6 +33,14 @@ def tiny(seed: int, routing: str = "even", comps: int = 3, machines: int = 3, pe
               "overhead": rnd.choice([0, 1, 5])} for c in cs for t in types]
     return {"topologies": [{"id": "t", "routing": routing, "components": cs, "streams": streams}],
             "cluster": {"racks": [{"id": "r", "nodes": nodes}]}, "machine_profiles": profs}
+
+
+@functools.lru_cache(maxsize=None)
+def weighted_bruteforce(seed: int):
+    """The brute-force result of ``tiny(seed, "weighted", 4, 3)`` (7-8 s each on a slow
+    machine), computed once per test session: five default-tier tests compare with seeds 0 and
+    2 (session 17: the default tier took 610 s). Read-only: the tests take its objective."""
+    return planner.solve(tiny(seed, "weighted", 4, 3), "throughput", "exact.bruteforce")
 
 
 def agree(inst: dict, methods=EXACT, **options) -> float:
@@ -655,7 +664,7 @@ def test_weighted_cuts_agree_with_bruteforce(seed):
     its bound is a true upper bound (at least the optimum) within 1e-5 of its plan, the plan passes
     the evaluator, and the cut loop ran (each of these instances needs cuts)."""
     inst = tiny(seed, "weighted", 4, 3)
-    ref = planner.solve(inst, "throughput", "exact.bruteforce")
+    ref = weighted_bruteforce(seed)
     r = planner.solve(inst, "throughput", "exact.cpsat")
     assert r.status == Status.OPTIMAL, r.message
     assert r.metrics["feasible"], r.metrics["violations"]
@@ -674,7 +683,7 @@ def test_weighted_probe_is_exact_where_the_rounded_flows_are_not(seed):
     from formulations import throughput as T
 
     inst = tiny(seed, "weighted", 4, 3)
-    opt = planner.solve(inst, "throughput", "exact.bruteforce").objective
+    opt = weighted_bruteforce(seed).objective
     d = T.prepare(planner.load_instance(inst))
     assert T._weighted_cpsat(d, opt * (1 + 2e-7), None, 60, 0)[0] == "feasible"  # 60 s: room under load
     assert BC.probe(d, opt * (1 + 2e-7), [], None, None, 0)[0] == "infeasible"
@@ -806,7 +815,7 @@ def test_weighted_cuts_infeasible_and_hint():
     assert r.status == Status.INFEASIBLE and "overhead" in r.message.lower(), r.message
     assert "CP-SAT proves it" in r.message  # the cut loop's answer (the old path words it otherwise)
     inst = tiny(2, "weighted", 4, 3)
-    ref = planner.solve(inst, "throughput", "exact.bruteforce")
+    ref = weighted_bruteforce(2)
     r = planner.solve(inst, "throughput", "exact.cpsat", hint="exact.milp-highs")
     assert r.details["hint"]["used"] and r.status == Status.OPTIMAL
     assert r.objective == pytest.approx(ref.objective, rel=REL) and r.metrics["feasible"]
@@ -820,7 +829,7 @@ def test_weighted_cuts_without_a_checked_certificate_stop_honestly(monkeypatch):
     from formulations import _tputcuts as BC
 
     inst = tiny(0, "weighted", 4, 3)
-    ref = planner.solve(inst, "throughput", "exact.bruteforce")
+    ref = weighted_bruteforce(0)
     bogus = [BC.Certificate((0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0)), None]
     for cert in bogus:
         monkeypatch.setattr(BC, "wide_certificate", lambda *a, **k: cert)
@@ -853,7 +862,7 @@ def test_upper_bound_falls_back_to_the_cpu_bound(monkeypatch):
     from formulations import throughput as T
 
     inst = tiny(2, "weighted", 4, 3)
-    opt = planner.solve(inst, "throughput", "exact.bruteforce").objective
+    opt = weighted_bruteforce(2).objective
     d = T.prepare(planner.load_instance(inst))
     exact_ub = T.upper_bound(d)
     monkeypatch.setattr(T, "weighted_rate", lambda d, b: -1.0)
@@ -868,7 +877,7 @@ def test_weighted_flows_model_still_agrees_with_bruteforce(seed):
     for comparison, still gives the brute-force optimum within its documented 1e-4 and a plan
     that passes the evaluator; it does not run the cut loop."""
     inst = tiny(seed, "weighted", 4, 3)
-    ref = planner.solve(inst, "throughput", "exact.bruteforce")
+    ref = weighted_bruteforce(seed)
     r = planner.solve(inst, "throughput", "exact.cpsat", weighted_cuts=False, time_limit=60)
     assert r.status in (Status.OPTIMAL, Status.FEASIBLE) and r.metrics["feasible"], r.message
     assert "weighted_cuts" not in r.details
