@@ -445,17 +445,18 @@ class Run:
                       message="; ".join(x for x in (msg, "time limit reached before a plan was found") if x), details=d)
 
     def configuration_plan_kept(self, plan: Plan, bound: float | None, details: dict, compact: dict,
-                                compact_bound: float | None = None, source: str = "the configuration model's plan") -> Result:
-        """The configuration model's ``plan`` (or the start plan named by ``source``) as a
-        feasible result, when the compact model after it gave none (stopped, or its CBC process
-        died: said in the message, ``cbc_died`` kept from the compact solve's details
-        ``compact``). Its bound: the better (higher, minimisation) of ``bound`` and the stopped
-        compact model's ``compact_bound``."""
+                                compact_bound: float | None = None, source: str | None = None) -> Result:
+        """The configuration model's ``plan`` (or, with ``source`` naming it, the compact model's
+        start plan) as a feasible result, when the compact model after it gave none (stopped, or
+        its CBC process died: said in the message, ``cbc_died`` kept from the compact solve's
+        details ``compact``). Its bound: the better (higher, minimisation) of ``bound`` and the
+        stopped compact model's ``compact_bound``."""
         died = compact.get("cbc_died")
+        what = source or "the configuration model's plan"
         if died:
-            self.notes.append(f"the compact model's CBC process died (a CBC fault); {source} is kept")
-        elif source != "the configuration model's plan":
-            self.notes.append(f"the compact model found no plan; {source} is kept")
+            self.notes.append(f"the compact model's CBC process died (a CBC fault); {what} is kept")
+        elif source:
+            self.notes.append(f"the compact model found no plan; {what} is kept")
         res = self.pattern_result({"status": "feasible"}, plan, bound=bound,
                                   details={**details, **({"cbc_died": died} if died else {})})
         return self.merge_bound(res, compact_bound, "compact model")

@@ -301,7 +301,7 @@ def solve_traffic(run: Run) -> Result:
         return run.pattern_result({**out, "status": "optimal" if proven2 else "feasible"}, best,
                                   bound=primary_value, details=details)
     hint = hint_fallback or run.hint_plan(0.25)
-    kept, kept_from = hint_fallback, "the configuration model's plan"
+    kept, kept_from = hint_fallback, None  # None: the configuration model's plan
     if hint_fallback is None and hint is not None:
         kept, kept_from = hint, f"the hint's plan ({run.hint})"
     elif hint is None and why is None:
