@@ -10,18 +10,17 @@ solve runs it since session 16: ``network.LS_KICKS_PER`` per executor x node); `
 also print (seconds, kicks, metric) at every improvement of the best plan (the kick counts at
 which a metric is reached do not depend on the machine; the seconds do).
 """
-import sys
+import argparse
 import time
 from collections import defaultdict
 
 import planner
 from formulations._gen import layered
+from formulations import _networkls
 from formulations._networkls import search_network
 from formulations._rasmodel import PlacementModel, component_groups
 from planner import rates
 from planner.model import parse_instance
-
-import argparse
 
 ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 ap.add_argument("size", help="executors x components x nodes, e.g. 100x10x10")
@@ -44,8 +43,6 @@ for ti, t in pm.topos:
             ku, kd = index[(ti, u)], index[(ti, d)]
             edges[(min(ku, kd), max(ku, kd))] += 1.0 / t.executor_count
             const += 3.0 * pm.groups[ku].size * pm.groups[kd].size / t.executor_count
-from formulations import _networkls  # noqa: E402
-
 kicks, trace, best, t0 = [0], [], [None], [0.0]
 orig_kick, orig_value = _networkls.WorkerSearch.kick, _networkls.WorkerSearch.value
 

@@ -7,8 +7,8 @@ details, and the pricing time per (family kind, pricing call's time cap, proven)
 ``--table-stop=S`` sets ``_nodetable.TABLE_STOP`` (the share of the time left past which a
 node table's build is abandoned) for this run, to compare values on one machine.
 """
+import argparse
 import functools
-import sys
 import time
 from collections import defaultdict
 
@@ -18,15 +18,16 @@ from formulations import _patterns as P
 from formulations._gen import layered
 from planner.model import parse_instance
 
-opts = [a for a in sys.argv[1:] if a.startswith("--")]
-sys.argv[1:] = [a for a in sys.argv[1:] if not a.startswith("--")]
-for o in opts:
-    key, _, val = o.partition("=")
-    if key != "--table-stop" or not val:
-        sys.exit(f"unknown option {o!r}: the only option is --table-stop=S (a share, e.g. 0.8)")
-    NT.TABLE_STOP = float(val)
-size = tuple(map(int, sys.argv[1].split("x")))
-inst = parse_instance(layered(*size, int(sys.argv[3]) if len(sys.argv) > 3 else 0))
+ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+ap.add_argument("size", help="executors x components x nodes, e.g. 100x12x10")
+ap.add_argument("limit", type=float, help="the solve's time limit, seconds")
+ap.add_argument("gen_seed", type=int, nargs="?", default=0, help="the layered generator's seed")
+ap.add_argument("--table-stop", type=float, default=None, help="_nodetable.TABLE_STOP for this run (a share, e.g. 0.8)")
+args = ap.parse_args()
+if args.table_stop is not None:
+    NT.TABLE_STOP = args.table_stop
+size = tuple(map(int, args.size.split("x")))
+inst = parse_instance(layered(*size, args.gen_seed))
 T0 = time.monotonic()
 
 
@@ -71,8 +72,8 @@ def priced(self, fi, duals, want=8, quick=None, phase1=False):
 
 P.PatternModel.price = priced
 T0 = time.monotonic()
-r = planner.solve(inst, "network", "exact.cpsat", time_limit=float(sys.argv[2]))
+r = planner.solve(inst, "network", "exact.cpsat", time_limit=args.limit)
 d = {**r.details, **r.details.get("configuration", {})}
-print(sys.argv[1], f"TABLE_STOP={NT.TABLE_STOP}", r.status.value, r.objective, r.bound, round(time.monotonic() - T0, 2), r.metrics["feasible"])
+print(args.size, f"TABLE_STOP={NT.TABLE_STOP}", r.status.value, r.objective, r.bound, round(time.monotonic() - T0, 2), r.metrics["feasible"])
 print({k: v for k, v in d.items() if k != "configuration"})
 print("pricing (kind, cap, proven): (calls, s)", {k: (cnt[k], round(v, 2)) for k, v in acc.items()})

@@ -21,6 +21,11 @@ even-routing bound. Routes, each with ``--limit`` seconds, one after another:
 * ``fixed-random``: ``fixed-cpsat`` on ``--tries`` random count vectors (each component's k-th
   cheapest count, k exponential with mean 2, the vector's CPU excess within the room; seeded),
   ``--limit`` seconds each, until one gives a plan;
+* ``check-trace``: ``check`` with each of its searches timed (the listing, the randomised
+  search, the share MILP, the fixed-count search, the per-count models): when each started and
+  ended and what it returned; ``--shares R,S`` sets the randomised search's and the share
+  MILP's shares of the time left (``_slotsrate.RANDOM_SHARE``, ``SHARE_MILP_SHARE``) for every
+  route (docs/benchmarks.md, "slots: the packing check's time shares ... (session 17)");
 * ``vectors``: how many thread-count vectors of the components described by thread count
   fit the CPU and memory room (the size of a search over them).
 """
@@ -175,6 +180,31 @@ def vectors(by_count, room, cap: int = 10 ** 8) -> int:
     return n
 
 
+def traced_check(d, R, tables, L, deadline):
+    """``packing_check`` with its searches timed: prints, for each one called, when it started
+    and ended (seconds from the check's start) and its answer's kind."""
+    names = ("describe", "_search", "share_search", "fixed_search", "_pack_split")
+    saved = {n: getattr(sr, n) for n in names}
+    t0 = time.monotonic()
+
+    def timed(name, f):
+        def g(*args, **kw):
+            t = time.monotonic()
+            r = f(*args, **kw)
+            kind = r[0] if isinstance(r, tuple) and r and isinstance(r[0], str) else "none" if r is None else "found"
+            print(f"|   {name} | {t - t0:.2f} -> {time.monotonic() - t0:.2f} | {kind} |", flush=True)
+            return r
+        return g
+
+    for n in names:
+        setattr(sr, n, timed(n, saved[n]))
+    try:
+        return sr.packing_check(d, R, tables, L, deadline)
+    finally:
+        for n, f in saved.items():
+            setattr(sr, n, f)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cell", type=int, default=1, help="cell of the shukla-app batch, 0-5 (default 1)")
@@ -182,10 +212,17 @@ def main() -> None:
     ap.add_argument("--slots", type=int, default=None, help="the slot count L to probe (default: the even-routing bound)")
     ap.add_argument("--limit", type=float, default=60.0, help="seconds per route (default 60)")
     ap.add_argument("--routes", default="check,share,split,fixed-cpsat,fixed-highs,vectors",
-                    help="comma-separated, from check, share, split, fixed-cpsat, fixed-highs, fixed-random, vectors")
+                    help="comma-separated, from check, check-trace, share, split, fixed-cpsat, fixed-highs, fixed-random, vectors")
     ap.add_argument("--tries", type=int, default=20, help="count vectors for fixed-random (default 20)")
+    ap.add_argument("--shares", default=None, help="R,S: the packing check's randomised-search and share-MILP "
+                    f"shares of the time left (default {sr.RANDOM_SHARE},{sr.SHARE_MILP_SHARE})")
     a = ap.parse_args()
-    known = {"check", "share", "split", "fixed-cpsat", "fixed-highs", "fixed-random", "vectors"}
+    if a.shares:
+        try:
+            sr.RANDOM_SHARE, sr.SHARE_MILP_SHARE = (float(x) for x in a.shares.split(","))
+        except ValueError:
+            ap.error(f"--shares takes two numbers, R,S (got {a.shares!r})")
+    known = {"check", "check-trace", "share", "split", "fixed-cpsat", "fixed-highs", "fixed-random", "vectors"}
     routes = [r for r in a.routes.split(",") if r]
     if not 0 <= a.cell <= 5 or not set(routes) <= known:
         ap.error(f"--cell must be 0-5 and --routes a list of {sorted(known)}")
@@ -200,6 +237,8 @@ def main() -> None:
         t = time.monotonic()
         if r == "check":
             st, q = sr.packing_check(d, R, tables, L, t + a.limit)
+        elif r == "check-trace":
+            st, q = traced_check(d, R, tables, L, t + a.limit)
         elif r == "share":
             dk = sr.first_slots(d, L)
             out, q, _ = sr.milp(dk, R, None, a.limit, True, solver="highs", cuts=sr.component_cuts(d, tables, L), min_slots=L)
