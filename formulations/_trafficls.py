@@ -189,11 +189,12 @@ class NodeSearch:
         return Z
 
     def run(self, starts: list[np.ndarray], budget: float, seed: int = 0, target: float = math.inf,
-            patience: int = 5000) -> tuple[float, np.ndarray] | None:
+            patience: int = 5000, kicks: int | None = None) -> tuple[float, np.ndarray] | None:
         """Iterated local search from each feasible start; the best (value, Y). Stops at the
-        budget, at ``target`` (a proven upper bound) or after ``patience`` kicks without gain."""
+        budget, at ``target`` (a proven upper bound), after ``patience`` kicks without gain or
+        after ``kicks`` kicks."""
         return iterated_local_search(self, starts, budget, seed, target, patience, kick_cap=6, kick_every=5,
-                                     worse=0.1, tol=1e-9, every_start=False)
+                                     worse=0.1, tol=1e-9, every_start=False, kicks=kicks)
 
     # --- conversions -------------------------------------------------------------------------
     def from_plan(self, plan) -> np.ndarray | None:
@@ -275,7 +276,7 @@ def node_column(fi: int, conv, ys: tuple, os_: tuple, value: float):
 
 
 def seed_traffic(pm, model, pairs, starts_plans: list, chosen, budget: float, seed: int = 0,
-                 target: float = math.inf):
+                 target: float = math.inf, kicks: int | None = None):
     """Run the search from the master's plan and the given plans; add the best as columns to
     ``model``; returns (value, [(column, count)]) or None."""
     ns = NodeSearch(pm, pairs)
@@ -292,7 +293,7 @@ def seed_traffic(pm, model, pairs, starts_plans: list, chosen, budget: float, se
             starts.append(Y)
     if not starts:
         return None
-    best = ns.run(starts, budget, seed, target - model.value_const)
+    best = ns.run(starts, budget, seed, target - model.value_const, kicks=kicks)
     if best is None:
         return None
     cols = ns.columns(model, best[1])

@@ -597,3 +597,41 @@ def test_find_checks_the_row_when_codes_wrap_past_the_box():
     off = [y for y in off if tuple(y.tolist()) not in kept]
     assert len(off) > 100
     assert all(fm.find(y) is None for y in off)
+
+
+def test_a_root_convolution_stopped_over_its_cap_is_tried_again_as_the_incumbent_improves(monkeypatch):
+    # the solver's path without a seeded incumbent (the seeding search returns nothing), so the
+    # root has no margin; the first convolution with an incumbent is made to stop over its pair
+    # cap (pair_cap=0), as 100x5x10's did from a poor start; each better incumbent found by the
+    # tree tries it again (up to CONV_TRIES), and a later try ends the search. Same optimum as
+    # the tree alone; the plan passes the evaluator.
+    import formulations._trafficbp as tb
+    import formulations.traffic as tr
+
+    real = tb.TrafficBP._convolve
+    forced = []
+
+    def first_stopped(self, pair_cap=8_000_000, row_cap=2_000):
+        if self.inc_value > float("-inf") and id(self) not in forced:
+            forced.append(id(self))
+            return real(self, pair_cap=0, row_cap=row_cap)
+        return real(self, pair_cap=pair_cap, row_cap=row_cap)
+
+    monkeypatch.setattr(tb.TrafficBP, "_convolve", first_stopped)
+    monkeypatch.setattr(tr, "seed_traffic", lambda *a, **k: None)
+    retried = 0
+    for seed in range(6):
+        inst = parse_instance(layered(24 + 2 * seed, 5 + seed % 2, 4, seed, problem="traffic"))
+        base, pairs, const = _setup(inst)
+        ref = TrafficBP(base, pairs, None, convolve=False).run()
+        r = planner.solve(inst, "traffic", "exact.cpsat", time_limit=60)
+        assert r.status.value == "optimal" and ref["status"] == "optimal", seed
+        assert r.objective == pytest.approx(const - ref["value"], rel=TOL, abs=TOL), seed
+        m = evaluate(inst, r.plan, "traffic")
+        assert m["feasible"] and m["inter_node_traffic"] == pytest.approx(r.objective, rel=TOL, abs=TOL), seed
+        tries = r.details.get("bp_conv_tries", 0)
+        assert tries <= tb.CONV_TRIES, seed
+        if tries >= 3:  # the tries: the root's (no incumbent), the forced stop, a later one
+            assert r.details["bp_conv"] in ("plan", "none within the margin"), (seed, r.details)
+            retried += 1
+    assert retried >= 2, retried
