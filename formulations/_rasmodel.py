@@ -481,6 +481,11 @@ class Run:
             return None
         return res.plan if res.ok and res.plan is not None else None
 
+    def start_plan(self, default: str) -> Plan | None:
+        """The start plan of a solve: the hint's (``hint_plan``, half the time left) when a hint
+        is given, else the quick plan of heuristic ``default``; None when it has none."""
+        return self.hint_plan() if self.hint else self.heuristic_plan(default)
+
     def hint_plan(self, share: float = 0.5) -> Plan | None:
         """The plan of method ``hint`` for the same problem, when it passes the evaluator.
 

@@ -114,7 +114,7 @@ def solve_network(run: Run) -> Result:
     det: dict = {}
     if why is None:
         pat, info, const = patterns.build_network(base, run.deadline(0.75), run.threads)
-        seed = run.hint_plan() if run.hint else run.heuristic_plan("storm.ras")
+        seed = run.start_plan("storm.ras")
         seed_value = None if seed is None else patterns.seed_network(base, pat, info, seed)
         start = None if seed_value is None else (seed_value, seed)
         start = _local_search(run, base, pat, info, seed, start, det)
