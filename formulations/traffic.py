@@ -105,13 +105,36 @@ def _lexicographic(run: Run, details: dict, proven2: bool) -> None:
         run.notes.append("inter-node traffic proven optimal; the inter-worker tie-breaker (phase 2) is not proven")
 
 
+# the node-level search's budget of work (the B&P seeding search and the configuration model's
+# improver): LS_KICKS_PER kicks per executor x node, within LS_KICKS_MIN..LS_KICKS_MAX, a count, so
+# that a slower machine runs the same search to the same plan (as the network search's since
+# session 16); its seconds are a cap only: LS_CAP_PER s per executor x node within 0.05-5 s, at
+# most 1/10 of the time limit (100x..x10: 500 kicks, 1.9-2.7 s on sessions 15-18's machine, where
+# the earlier 2 s budget ran 346-751 kicks by the number of components and the load). More search
+# is not always better: a longer one once reached 100x10x10's optimum but its B&P tree grew 5-fold,
+# and 100x8x10 then started from an optimum whose phase 2 is not free (docs/benchmarks.md)
+LS_KICKS_PER = 0.5
+LS_KICKS_MIN, LS_KICKS_MAX = 20, 600
+LS_CAP_PER = 0.005
+
+
+def _search_budget(run: Run, base: PlacementModel) -> tuple[int, float]:
+    """The node-level search's (kicks, seconds cap) for this instance and time limit."""
+    size = len(base.nodes) * sum(g.size for g in base.groups)
+    kicks = int(min(LS_KICKS_MAX, max(LS_KICKS_MIN, round(LS_KICKS_PER * size))))
+    cap = min(5.0, max(0.05, LS_CAP_PER * size))
+    if run.time_limit is not None:
+        cap = max(0.05, min(cap, 0.1 * run.time_limit))
+    return kicks, cap
+
+
 def _improver(run: Run, base: PlacementModel, pat, pairs):
     """The traffic local search as run_patterns' incumbent improver, with a bounded share of the time."""
     def improve(chosen, ub):
         left = pat.left()
-        size = min(5.0, max(0.05, 0.002 * len(base.nodes) * sum(g.size for g in base.groups)))
-        budget = size if math.isinf(left) else max(0.05, min(size, 0.1 * (run.time_limit or 0.0), 0.3 * left))
-        return seed_traffic(base, pat, pairs, [], chosen, budget, run.seed, ub)
+        kicks, cap = _search_budget(run, base)
+        budget = cap if math.isinf(left) else max(0.05, min(cap, 0.3 * left))
+        return seed_traffic(base, pat, pairs, [], chosen, budget, run.seed, ub, kicks=kicks)
     return improve
 
 
@@ -138,13 +161,10 @@ def _branch_and_price(run: Run, base: PlacementModel, pairs):
     if len(bp.tis) == 1:
         for fi, fam in enumerate(pat.families):
             fam.table = BPTable(bp, fi)
-    # the seeding search gets the improver's share (100x10x10: 2 s, stopping at 947.25). A
-    # longer one (5 s, or with restarts) reached 946.07 there but made things worse: from it
-    # the B&P tree took 1,239 nodes instead of 246, and 100x8x10 started from an optimum whose
-    # phase 2 is not free (both levels in 2.5 s before, not in 60 s after; docs/benchmarks.md)
-    size = min(5.0, max(0.05, 0.002 * len(base.nodes) * sum(g.size for g in base.groups)))
-    budget = size if run.time_limit is None else max(0.05, min(size, 0.1 * run.time_limit))
-    seeded = seed_traffic(base, pat, pairs, [run.hint_plan(0.25)] if run.hint else [], None, budget, run.seed)
+    # the seeding search gets the improver's budget (see _search_budget)
+    kicks, budget = _search_budget(run, base)
+    seeded = seed_traffic(base, pat, pairs, [run.hint_plan(0.25)] if run.hint else [], None, budget, run.seed,
+                          kicks=kicks)
     if seeded is not None:
         nodes = []
         for col, cnt in seeded[1]:
