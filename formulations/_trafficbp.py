@@ -16,7 +16,8 @@ and an estimated build time (``BUILD_RATE``); a one-worker table shares phase 1'
 Root convolution (``_convolve``, few groups, one topology): with the root's duals every plan
 is worth L minus the sum of its nodes' losses, so the plans within the margin L - incumbent are
 searched by a dynamic programme over the nodes on their partial sums; when it completes, phase 1
-is decided at the root without a tree. The worker counts o_t of a column are
+is decided at the root without a tree. Stopped over its caps, it is tried again (same duals, a
+narrower margin) whenever the tree has raised the incumbent, up to ``CONV_TRIES`` tries. The worker counts o_t of a column are
 chosen in the pricing: ceil(tot_t / M_t) <= o_t <= min(tot_t, slots) (o_t = 0 iff tot_t = 0),
 sum_t o_t <= slots, and the best o for given duals is greedy (one shared capacity, unit weights).
 
