@@ -78,4 +78,4 @@ print(args.size, f"gen-seed {args.gen_seed}", args.method, f"search: budget {sta
 print("improvements (seconds, kicks, intra-node value):", state["trace"])
 print("solve:", r.status.value, r.objective, r.bound, round(took, 2), "s;",
       {k: d.get(k) for k in ("incumbent_search", "phase1", "phase1_seconds", "phase2", "bp_nodes", "bp_root_bound",
-                             "bp_conv_rows", "bp_conv", "bp_open", "bp_conv_levels", "bp_conv_seconds")})
+                             "bp_conv_rows", "bp_conv", "bp_open", "bp_conv_tries", "bp_conv_seconds", "bp_polish", "bp_polish_gain")})

@@ -111,6 +111,7 @@ CONVOLVE = True  # B&P tries the root's proof by convolution (TrafficBP._convolv
 # 0.6-1.5 s at 100x5x10, whose margin goes 0.745 -> 0.554 -> 0.523 -> 0.478 as B&P improves the
 # incumbent, with 617, 337, 303 and 257 rows; at 0.478 it proves)
 CONV_TRIES = 6
+POLISH_TRIES = 4  # local searches from incumbents the tree improved (TrafficBP._polish)
 
 
 def _narrow(top: int, signed: bool = False):
@@ -358,6 +359,10 @@ class TrafficBP:
         if cutoff is not None:
             self.inc_value = cutoff
         self.inc: list[tuple[int, int, tuple[int, ...], int]] | None = None  # (fam, row, o, count)
+        # polish(inc) -> nodes for set_incumbent or None: a local search from an incumbent the
+        # tree improved (traffic sets it; ``_polish``); the value it last ran from
+        self.polish = None
+        self._polished = -math.inf
 
     def left(self) -> float:
         return math.inf if self.deadline is None else self.deadline - time.monotonic()
@@ -878,6 +883,22 @@ class TrafficBP:
             return False
         return True
 
+    def _polish(self) -> None:
+        """Run ``polish`` from the incumbent when it has risen (by over 1e-6 relative) since the
+        last run, at most ``POLISH_TRIES`` times; a better plan becomes the incumbent. Why: the
+        tree's incumbents are integral LP solutions, often a few moves from a better plan; at
+        100x5x10 the tree's first one (55.6800, node 61) is polished to the optimum 55.9446 in
+        about 1 s, while the tree alone reached it after 684 nodes."""
+        tol = 1e-6 * max(1.0, abs(self.inc_value))
+        if self.inc_value <= self._polished + tol or self.stats.get("bp_polish", 0) >= POLISH_TRIES:
+            return
+        self.stats["bp_polish"] = self.stats.get("bp_polish", 0) + 1
+        nodes = self.polish(self.inc)
+        before = self.inc_value
+        if nodes is not None and self.set_incumbent(nodes):
+            self.stats["bp_polish_gain"] = round(float(self.stats.get("bp_polish_gain", 0.0) + self.inc_value - before), 9)
+        self._polished = self.inc_value
+
     def _conv_retry(self) -> float | None:
         """After a convolution that proved nothing: the margin a better incumbent must narrow
         before it is tried again; inf when there was no incumbent yet; None when it is not
@@ -900,6 +921,7 @@ class TrafficBP:
         # heap entries: (-bound, tick, branch rows, views, solved); solved = (lambda, the
         # children's views) when strong branching already ran the node's column generation
         heapq.heappush(heap, (-math.inf, tick, [], [_View(fm, None) for fm in self.fams], None))
+        self._polished = self.inc_value  # a start given before the search (the seeding search's) is not polished
         unresolved = -math.inf  # bound of nodes left without a plan or a branch
         status = "optimal"
         self.found = False
@@ -914,6 +936,8 @@ class TrafficBP:
             if self.left() <= 0:
                 status = "feasible"
                 break
+            if self.polish is not None and self.inc is not None and self.cutoff is None and not self.enum_all:
+                self._polish()
             if (conv_delta is not None and self.inc_value > -math.inf
                     and self.root_lag[0] - self.inc_value < conv_delta - 1e-6 * max(1.0, abs(self.inc_value))):
                 # a better incumbent narrows the root's margin: the convolution may fit now

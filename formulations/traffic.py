@@ -35,11 +35,13 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
+
 from planner.plan import Result, Status
 from planner.registry import register
 
 from . import _patterns as patterns
-from ._trafficls import phase2_free_search, seed_traffic
+from ._trafficls import NodeSearch, phase2_free_search, seed_traffic
 from ._trafficphase2 import phase2, phase2_bp, split_plan
 from ._rasmodel import OPTIONS, SOURCE, Group, PlacementModel, Run, method_runner, traffic_groups
 
@@ -128,6 +130,44 @@ def _search_budget(run: Run, base: PlacementModel) -> tuple[int, float]:
     return kicks, cap
 
 
+def _polisher(run: Run, base: PlacementModel, pairs, bp):
+    """``TrafficBP.polish``: the node-level search (half the seeding search's kicks and seconds,
+    at most 1/10 of the time left) from a B&P incumbent [(family, row, o, count)], dealt to its
+    classes' nodes in order; returns the best plan as set_incumbent's nodes, or None."""
+    ns = NodeSearch(base, pairs)
+    pos = {ni: j for j, ni in enumerate(ns.nodes)}
+    fam_of = {ni: f for f, fm in enumerate(bp.fams) for ni in fm.cls}
+    if any(ni not in fam_of for ni in ns.nodes):
+        return None
+    kicks, cap = _search_budget(run, base)
+
+    def polish(inc):
+        Y = np.zeros((ns.N, ns.K), dtype=np.int64)
+        nxt = {f: 0 for f in range(len(bp.fams))}
+        for f, i, _, cnt in inc:
+            y = bp.fams[f].Y[i]
+            for _ in range(cnt):
+                ni = bp.fams[f].cls[nxt[f]]
+                nxt[f] += 1
+                if ni in pos:
+                    Y[pos[ni]] = y
+                elif y.any():
+                    return None
+        if (Y.sum(axis=0) != ns.size).any():
+            return None
+        left = run.remaining()
+        budget = max(0.05, cap / 2 if left is None else min(cap / 2, 0.1 * left))
+        best = ns.run([Y], budget, run.seed, kicks=max(1, kicks // 2))
+        if best is None:
+            return None
+        o = ns.workers(best[1])
+        if o is None:
+            return None
+        return [(fam_of[ni], tuple(int(q) for q in best[1][n]), tuple(int(o[ti][n]) for ti in bp.tis))
+                for n, ni in enumerate(ns.nodes) if best[1][n].any()]
+    return polish
+
+
 def _improver(run: Run, base: PlacementModel, pat, pairs):
     """The traffic local search as run_patterns' incumbent improver, with a bounded share of the time."""
     def improve(chosen, ub):
@@ -174,6 +214,7 @@ def _branch_and_price(run: Run, base: PlacementModel, pairs):
                 y[k] = q
             nodes.extend([(col.family, tuple(y), tuple(o for _, o in os_))] * cnt)
         bp.set_incumbent(nodes)
+    bp.polish = _polisher(run, base, pairs, bp)
     res = bp.run()
     stats = dict(bp.stats)
     if seeded is not None:

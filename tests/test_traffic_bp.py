@@ -599,6 +599,22 @@ def test_find_checks_the_row_when_codes_wrap_past_the_box():
     assert all(fm.find(y) is None for y in off)
 
 
+def _unseeded_solves():
+    """(seed, instance, result, tree optimum's objective) for six small layered instances solved
+    by exact.cpsat while the seeding search returns nothing (the caller patches it), with the
+    optimum of the tree alone (no convolution) as reference; the plan checked by the evaluator."""
+    for seed in range(6):
+        inst = parse_instance(layered(24 + 2 * seed, 5 + seed % 2, 4, seed, problem="traffic"))
+        base, pairs, const = _setup(inst)
+        ref = TrafficBP(base, pairs, None, convolve=False).run()
+        r = planner.solve(inst, "traffic", "exact.cpsat", time_limit=60)
+        assert r.status.value == "optimal" and ref["status"] == "optimal", seed
+        assert r.objective == pytest.approx(const - ref["value"], rel=TOL, abs=TOL), seed
+        m = evaluate(inst, r.plan, "traffic")
+        assert m["feasible"] and m["inter_node_traffic"] == pytest.approx(r.objective, rel=TOL, abs=TOL), seed
+        yield seed, r
+
+
 def test_a_root_convolution_stopped_over_its_cap_is_tried_again_as_the_incumbent_improves(monkeypatch):
     # the solver's path without a seeded incumbent (the seeding search returns nothing), so the
     # root has no margin; the first convolution with an incumbent is made to stop over its pair
@@ -620,18 +636,26 @@ def test_a_root_convolution_stopped_over_its_cap_is_tried_again_as_the_incumbent
     monkeypatch.setattr(tb.TrafficBP, "_convolve", first_stopped)
     monkeypatch.setattr(tr, "seed_traffic", lambda *a, **k: None)
     retried = 0
-    for seed in range(6):
-        inst = parse_instance(layered(24 + 2 * seed, 5 + seed % 2, 4, seed, problem="traffic"))
-        base, pairs, const = _setup(inst)
-        ref = TrafficBP(base, pairs, None, convolve=False).run()
-        r = planner.solve(inst, "traffic", "exact.cpsat", time_limit=60)
-        assert r.status.value == "optimal" and ref["status"] == "optimal", seed
-        assert r.objective == pytest.approx(const - ref["value"], rel=TOL, abs=TOL), seed
-        m = evaluate(inst, r.plan, "traffic")
-        assert m["feasible"] and m["inter_node_traffic"] == pytest.approx(r.objective, rel=TOL, abs=TOL), seed
+    for seed, r in _unseeded_solves():
         tries = r.details.get("bp_conv_tries", 0)
         assert tries <= tb.CONV_TRIES, seed
         if tries >= 3:  # the tries: the root's (no incumbent), the forced stop, a later one
             assert r.details["bp_conv"] in ("plan", "none within the margin"), (seed, r.details)
             retried += 1
     assert retried >= 1, retried  # seeds 2 and 4 on sessions 15-18's machine
+
+
+def test_the_trees_incumbents_polished_by_the_local_search_keep_the_optimum(monkeypatch):
+    # the solver's path without a seeded incumbent (the seeding search returns nothing): the
+    # tree's first incumbents are polished by the node-level search (TrafficBP._polish); the
+    # optimum is the tree's own (no polish, no convolution), the plan passes the evaluator with
+    # it, and on some instance a polish raised the incumbent
+    import formulations._trafficbp as tb
+    import formulations.traffic as tr
+
+    monkeypatch.setattr(tr, "seed_traffic", lambda *a, **k: None)
+    gained = 0
+    for seed, r in _unseeded_solves():
+        assert r.details.get("bp_polish", 0) <= tb.POLISH_TRIES, seed
+        gained += r.details.get("bp_polish_gain", 0.0) > 0
+    assert gained >= 1, gained
