@@ -139,11 +139,11 @@ def test_100_executors_on_10_nodes_proven_at_both_levels(size, seed, limit):
     """100x9x10 (0.03 % before the screened branching), 100x10x10 with solver seed 1 (phase
     1 not proven in 60 s before) and 100x12x10 (6.3 million count vectors a node: no B&P table
     before branch traffic-wide, 2.8 % gap) and 100x5x10 (not proven in 60 s on sessions 15-17's
-    machine, whose seeding search ends in a poorer basin; proven since session 18 by the root
-    convolution tried again as the tree improves the incumbent): both levels proven, the plan
-    passes the evaluator and its inter-node traffic is the objective. The limit has a margin for
-    a loaded machine (the benchmark's figures: 4 s, 16-20 s, 30-36 s at load 4-5, and 42-46 s for
-    100x5x10 at load 1, docs/benchmarks.md)."""
+    machine, whose seeding search ends in a poorer basin; proven since session 18: the tree's
+    improved incumbent polished by the local search, the root convolution tried again): both
+    levels proven, the plan passes the evaluator and its inter-node traffic is the objective.
+    The limit has a margin for a loaded machine (the benchmark's figures: 4 s, 16-20 s, 30-36 s
+    at load 4-5, and 16-18 s for 100x5x10 at load 1, docs/benchmarks.md)."""
     inst = parse_instance(layered(*size, 0, problem="traffic"))
     r = planner.solve(inst, "traffic", "exact.cpsat", time_limit=limit, seed=seed)
     assert r.status.value == "optimal", r.message
