@@ -347,6 +347,19 @@ def plan_starts(ls, plans: list) -> list:
     return [X for X in (ls.from_plan(p) for p in plans if p is not None) if X is not None]
 
 
+def work_budget(size: int, time_limit: float | None, kicks_per: float, kicks_range: tuple[int, int],
+                cap_per: float, cap_range: tuple[float, float]) -> tuple[int, float]:
+    """A local search's budget of work, (kicks, seconds cap), for ``size`` = executors x nodes:
+    ``kicks_per`` x size kicks within ``kicks_range``, a count, so that a slower machine runs
+    the same search to the same plan; ``cap_per`` x size seconds within ``cap_range``, then at
+    most 1/10 of the time limit, a cap only (traffic's node search and network's worker search)."""
+    kicks = int(min(kicks_range[1], max(kicks_range[0], round(kicks_per * size))))
+    cap = min(cap_range[1], max(cap_range[0], cap_per * size))
+    if time_limit is not None:
+        cap = min(cap, time_limit / 10)
+    return kicks, cap
+
+
 def iterated_local_search(ls, starts: list, budget: float, seed: int, target: float, patience: int,
                           kick_cap: int, kick_every: int, worse: float, tol: float, every_start: bool,
                           kicks: int | None = None):

@@ -174,12 +174,10 @@ def _local_search(run: Run, base: PlacementModel, pat, info: dict, seed: Plan | 
 
     from . import _networkls
 
-    executors = sum(g.size for g in base.groups)
-    size = executors * len(base.nodes)
-    kicks = int(min(LS_KICKS_MAX, max(LS_KICKS_MIN, round(LS_KICKS_PER * size))))
-    budget = min(10.0, max(0.1, LS_CAP_PER * size))
-    if run.time_limit is not None:
-        budget = min(budget, run.time_limit / 10)
+    from ._trafficls import work_budget
+
+    size = sum(g.size for g in base.groups) * len(base.nodes)
+    kicks, budget = work_budget(size, run.time_limit, LS_KICKS_PER, (LS_KICKS_MIN, LS_KICKS_MAX), LS_CAP_PER, (0.1, 10.0))
     t0 = time.monotonic()
     # target: the metric is never below 0, so a plan at 0 ends the search (small instances
     # often have one; without the target they paid the whole budget)

@@ -35,13 +35,11 @@ from __future__ import annotations
 import math
 import time
 
-import numpy as np
-
 from planner.plan import Result, Status
 from planner.registry import register
 
 from . import _patterns as patterns
-from ._trafficls import NodeSearch, phase2_free_search, seed_traffic
+from ._trafficls import NodeSearch, phase2_free_search, seed_traffic, work_budget
 from ._trafficphase2 import phase2, phase2_bp, split_plan
 from ._rasmodel import OPTIONS, SOURCE, Group, PlacementModel, Run, method_runner, traffic_groups
 
@@ -121,50 +119,48 @@ LS_CAP_PER = 0.005
 
 
 def _search_budget(run: Run, base: PlacementModel) -> tuple[int, float]:
-    """The node-level search's (kicks, seconds cap) for this instance and time limit."""
-    size = len(base.nodes) * sum(g.size for g in base.groups)
-    kicks = int(min(LS_KICKS_MAX, max(LS_KICKS_MIN, round(LS_KICKS_PER * size))))
-    cap = min(5.0, max(0.05, LS_CAP_PER * size))
-    if run.time_limit is not None:
-        cap = max(0.05, min(cap, 0.1 * run.time_limit))
-    return kicks, cap
+    """The node-level search's (kicks, seconds cap) for this instance and time limit (the cap
+    at least 0.05 s under any limit)."""
+    kicks, cap = work_budget(len(base.nodes) * sum(g.size for g in base.groups), run.time_limit,
+                             LS_KICKS_PER, (LS_KICKS_MIN, LS_KICKS_MAX), LS_CAP_PER, (0.05, 5.0))
+    return kicks, max(0.05, cap)
 
 
-def _polisher(run: Run, base: PlacementModel, pairs, bp):
+def _bp_nodes(K: int, cols) -> list:
+    """Configuration columns [(column, count)] as ``TrafficBP.set_incumbent``'s nodes."""
+    nodes = []
+    for col, cnt in cols:
+        _, ys, os_ = col.payload
+        y = [0] * K
+        for k, q in ys:
+            y[k] = q
+        nodes.extend([(col.family, tuple(y), tuple(o for _, o in os_))] * cnt)
+    return nodes
+
+
+def _polisher(run: Run, base: PlacementModel, pat, pairs, bp):
     """``TrafficBP.polish``: the node-level search (half the seeding search's kicks and seconds,
-    at most 1/10 of the time left) from a B&P incumbent [(family, row, o, count)], dealt to its
-    classes' nodes in order; returns the best plan as set_incumbent's nodes, or None."""
+    at most 1/10 of the time left) from a B&P incumbent [(family, row, o, count)], read as the
+    configuration model ``pat``'s columns; returns its best plan as set_incumbent's nodes, or
+    None. None instead of a polisher when a node class has a node without slots (the search
+    does not hold those)."""
+    from ._trafficbp import bp_column
+
     ns = NodeSearch(base, pairs)
-    pos = {ni: j for j, ni in enumerate(ns.nodes)}
-    fam_of = {ni: f for f, fm in enumerate(bp.fams) for ni in fm.cls}
-    if any(ni not in fam_of for ni in ns.nodes):
+    held = set(ns.nodes)
+    if any(ni not in held for fm in bp.fams for ni in fm.cls):
         return None
     kicks, cap = _search_budget(run, base)
 
     def polish(inc):
-        Y = np.zeros((ns.N, ns.K), dtype=np.int64)
-        nxt = {f: 0 for f in range(len(bp.fams))}
-        for f, i, _, cnt in inc:
-            y = bp.fams[f].Y[i]
-            for _ in range(cnt):
-                ni = bp.fams[f].cls[nxt[f]]
-                nxt[f] += 1
-                if ni in pos:
-                    Y[pos[ni]] = y
-                elif y.any():
-                    return None
-        if (Y.sum(axis=0) != ns.size).any():
+        Y = ns.from_columns(pat, [(bp_column(bp, f, i, o), cnt) for f, i, o, cnt in inc])
+        if Y is None:
             return None
         left = run.remaining()
         budget = max(0.05, cap / 2 if left is None else min(cap / 2, 0.1 * left))
         best = ns.run([Y], budget, run.seed, kicks=max(1, kicks // 2))
-        if best is None:
-            return None
-        o = ns.workers(best[1])
-        if o is None:
-            return None
-        return [(fam_of[ni], tuple(int(q) for q in best[1][n]), tuple(int(o[ti][n]) for ti in bp.tis))
-                for n, ni in enumerate(ns.nodes) if best[1][n].any()]
+        cols = None if best is None else ns.columns(pat, best[1])
+        return None if cols is None else _bp_nodes(len(base.groups), cols)
     return polish
 
 
@@ -206,15 +202,8 @@ def _branch_and_price(run: Run, base: PlacementModel, pairs):
     seeded = seed_traffic(base, pat, pairs, [run.hint_plan(0.25)] if run.hint else [], None, budget, run.seed,
                           kicks=kicks)
     if seeded is not None:
-        nodes = []
-        for col, cnt in seeded[1]:
-            _, ys, os_ = col.payload
-            y = [0] * len(base.groups)
-            for k, q in ys:
-                y[k] = q
-            nodes.extend([(col.family, tuple(y), tuple(o for _, o in os_))] * cnt)
-        bp.set_incumbent(nodes)
-    bp.polish = _polisher(run, base, pairs, bp)
+        bp.set_incumbent(_bp_nodes(len(base.groups), seeded[1]))
+    bp.polish = _polisher(run, base, pat, pairs, bp)
     res = bp.run()
     stats = dict(bp.stats)
     if seeded is not None:
