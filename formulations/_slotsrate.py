@@ -40,6 +40,7 @@ volume room and a CP-SAT packing of their groups.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass
 
@@ -393,6 +394,40 @@ def cpsat(d, R, hint, time_limit, relaxed: bool, *, seed: int = 0, min_slots: in
 def milp(d, R, hint, time_limit, relaxed: bool, *, solver: str, min_slots: int = 0, cuts=None):
     """The share model (module docstring) with CBC or HiGHS; ``relaxed`` False lowers the slot
     capacity to 100 - 1e-3 % (room for the solvers' tolerances). Returns (Outcome, q, big)."""
+    started = time.monotonic()
+    built = share_model(d, R, hint, time_limit, relaxed, min_slots=min_slots, cuts=cuts)
+    if built is None:  # building the PuLP model counts against the limit
+        return core.Outcome("unknown", seconds=time.monotonic() - started), None, price_weights(d)[1]
+    p, v, cutoff, big = built
+    if time_limit is not None:
+        # the back ends translate the PuLP model outside the solver's clock (an MPS file for
+        # CBC, SciPy arrays for HiGHS): keep the margin measured for the pattern model
+        time_limit = time_limit - (time.monotonic() - started) - share_margin(p)
+        if time_limit <= 0.05:
+            return core.Outcome("unknown", seconds=time.monotonic() - started), None, big
+    return share_outcome(core.run_pulp(p, solver, time_limit), v, cutoff) + (big,)
+
+
+def share_margin(p) -> float:
+    """Seconds to keep for translating the share model for a solver (measured for the pattern
+    model)."""
+    return 0.3 + 4e-5 * sum(len(con) for con in p.constraints.values())
+
+
+def share_outcome(out, v, cutoff):
+    """(Outcome, plan q or None) from a solved share model (``share_model``'s v and cutoff)."""
+    if out.status == "infeasible" and cutoff is not None:
+        # only the cutoff can cut everything when the hint is a plan: nothing beats the hint
+        out.status, out.bound = "cutoff", float(cutoff)
+    q = None
+    if out.status in ("optimal", "feasible"):
+        q = {(c, s): qq for (c, s, qq), x in v.items() if (x.varValue or 0) > 0.5}
+    return out, q
+
+
+def share_model(d, R, hint, time_limit, relaxed: bool, *, min_slots: int = 0, cuts=None):
+    """``milp``'s PuLP model: (problem, v, cutoff, big), v the binaries v_csq by (c, s, q), or
+    None when ``time_limit`` (seconds from now) ran out while building it."""
     import pulp
 
     started = time.monotonic()
@@ -413,8 +448,8 @@ def milp(d, R, hint, time_limit, relaxed: bool, *, solver: str, min_slots: int =
         for s in range(d.S):
             if not d.allowed[c][s]:
                 continue
-            if out_of_time():  # building the PuLP model counts against the limit
-                return core.Outcome("unknown", seconds=time.monotonic() - started), None, price_weights(d)[1]
+            if out_of_time():
+                return None
             for r in R[c]:
                 x = v[(c, s, r.q)] = pulp.LpVariable(f"v_{c}_{s}_{r.q}", cat="Binary")
                 terms.append(r.q * x)
@@ -482,21 +517,7 @@ def milp(d, R, hint, time_limit, relaxed: bool, *, solver: str, min_slots: int =
         n, _ = key(d, hint)
         cutoff = big * n + sum(pw[k] for k in {d.slot_node[s] for (_, s) in hint})
         p += objective <= cutoff
-    if time_limit is not None:
-        # the back ends translate the PuLP model outside the solver's clock (an MPS file for
-        # CBC, SciPy arrays for HiGHS): keep the margin measured for the pattern model
-        margin = 0.3 + 4e-5 * sum(len(con) for con in p.constraints.values())
-        time_limit = time_limit - (time.monotonic() - started) - margin
-        if time_limit <= 0.05:
-            return core.Outcome("unknown", seconds=time.monotonic() - started), None, big
-    out = core.run_pulp(p, solver, time_limit)
-    if out.status == "infeasible" and cutoff is not None:
-        # only the cutoff can cut everything when the hint is a plan: nothing beats the hint
-        out.status, out.bound = "cutoff", float(cutoff)
-    q = None
-    if out.status in ("optimal", "feasible"):
-        q = {(c, s): qq for (c, s, qq), x in v.items() if (x.varValue or 0) > 0.5}
-    return out, q, big
+    return p, v, cutoff, big
 
 
 # --- a constructive seed ---------------------------------------------------------------------
@@ -832,18 +853,25 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
     # or 2,000 attempts), then the search with cut budgets (its listings by 20 %, its packing
     # by 50 % of the time then left; skipped without a limit), then the per-count packing
     # models, which can also prove that there is no plan (without a limit, until they decide)
+    # the share MILP on the first L slots by HiGHS is a plan search too: where several
+    # components are described by thread count the randomised search fills them one after
+    # another and can miss every plan (generated application DAG of 7 tasks at 50 tuples/s:
+    # none in 13 s; this model: a 5-slot plan in 3 s). It runs in a child process beside the
+    # randomised search (``ShareJob``) until both searches' shares of the time left are spent,
+    # and a plan from either ends the other
+    share = None
+    if deadline is not None:
+        share = ShareJob.start(d, R, tables, L, part(RANDOM_SHARE + (1 - RANDOM_SHARE) * SHARE_MILP_SHARE))
     q = _search(d, R, L, comps, by_count, part(RANDOM_SHARE) if deadline is not None else time.monotonic() + 2.0,
-                tries=2000 if deadline is None else None)
+                tries=2000 if deadline is None else None, stop=None if share is None else share.found)
+    if share is not None:
+        if q is None:
+            q = share.result()
+        share.cancel()
+    elif q is None and deadline is not None:  # no job: the share MILP after the randomised search
+        q = share_search(d, R, tables, L, part(SHARE_MILP_SHARE))
     if q is not None:
         return "feasible", q
-    if deadline is not None:
-        # the share MILP on the first L slots by HiGHS, as a plan search (25 % of the time
-        # left): where several components are described by thread count the randomised search
-        # fills them one after another and can miss every plan (generated application DAG of
-        # 7 tasks at 50 tuples/s: none in 13 s; this model: a 5-slot plan in 3 s)
-        q = share_search(d, R, tables, L, part(SHARE_MILP_SHARE))
-        if q is not None:
-            return "feasible", q
     # then the thread counts fixed, one count vector after another, each a 0/1 packing (half
     # the time left; 10 s without a limit): where the randomised search fills the components
     # described by thread count one after another, this packs them all at once (session 13:
@@ -858,6 +886,70 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
         if out[0] == "feasible":
             return out
     return _pack_split(d, R, tables, L, comps, by_count, deadline)
+
+
+class ShareJob:
+    """``share_search`` beside the randomised search, in a child process (``_child.Job``): the
+    child builds the share model and solves it by SciPy's HiGHS while this process runs the
+    randomised search, so both run at full speed on two cores (in one process SciPy's HiGHS
+    and a busy Python loop slow each other down: 5.9 s -> 22.7 s for the share MILP of the
+    7-task application cell), and a solve no longer wanted is stopped. ``start`` returns None
+    where no job can run (one already runs in this process, no child process, too little time);
+    the caller then runs ``share_search`` after its randomised search, as before. The child's
+    plan is checked here again by ``valid``."""
+
+    child = None
+    lock = threading.Lock()
+
+    def __init__(self, job, d, R, L: int, deadline: float):
+        self.job, self.d, self.R, self.L, self.deadline = job, d, R, L, deadline
+        self.plan = None
+        self.over = False
+
+    @classmethod
+    def start(cls, d, R, tables: dict, L: int, deadline: float) -> "ShareJob | None":
+        from ._child import Child, Job
+
+        if deadline - time.monotonic() < 0.5:
+            return None
+        if cls.child is None:
+            cls.child = Child("formulations._slotsrate:_share_child_main")
+        job = Job.start(cls.child, cls.lock, (d, R, tables, L, deadline))
+        return None if job is None else cls(job, d, R, L, deadline)
+
+    def _take(self, wait: float) -> None:
+        if not self.over:
+            q = self.job.answer(wait)
+            self.plan = q if isinstance(q, dict) and valid(first_slots(self.d, self.L), self.R, q) else None
+            self.over = True
+
+    def found(self) -> bool:
+        """True once the child answered with a plan (the randomised search's stop test)."""
+        if not self.over and self.job.done():
+            self._take(0.0)
+        return self.plan is not None
+
+    def result(self):
+        """The plan or None, waiting for the child's answer until the deadline (and 1 s for its
+        way back)."""
+        self._take(max(0.0, self.deadline - time.monotonic()) + 1.0)
+        return self.plan
+
+    def cancel(self) -> None:
+        if not self.over:
+            self.job.cancel()
+            self.over = True
+
+
+def _share_child_main() -> None:
+    """``ShareJob``'s child: PuLP and SciPy's HiGHS imported before the first request (about
+    1.5 s, while the parent runs its first randomised search), then ``share_search`` served."""
+    import pulp  # noqa: F401
+    import scipy.optimize  # noqa: F401
+
+    from ._child import serve
+
+    serve(lambda request: share_search(*request))
 
 
 def share_search(d, R, tables: dict, L: int, deadline: float):
@@ -1172,7 +1264,8 @@ def _fill2(outer, inner, res, L: int):
     return None if gi is None else (go, gi)
 
 
-def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries: int | None = None):
+def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries: int | None = None,
+            stop=None):
     """A randomised search for a plan on L interchangeable slots (``packing_check``'s data:
     ``comps`` the listed distributions, None for a component in ``by_count``, described by
     thread count): each listed component takes one of its distributions (least usage most
@@ -1181,8 +1274,9 @@ def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries
     room left: the two with the largest usage together (``_fill2``, a few pairs of their
     counts, least usage most likely) unless they may not share a slot, the others one after
     another (``_fill``).
-    Returns the first allocation that passes ``valid``, or None at ``deadline`` or after
-    ``tries`` attempts. Finds plans only; proves nothing."""
+    Returns the first allocation that passes ``valid``, or None at ``deadline``, after
+    ``tries`` attempts or once ``stop()`` is true (another search has a plan). Finds plans
+    only; proves nothing."""
     import random
 
     rnd = random.Random(seed)
@@ -1215,7 +1309,7 @@ def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries
             here[b].add(c)
             q[(c, b)] = g
 
-    while time.monotonic() < deadline and (tries is None or tries > 0):
+    while time.monotonic() < deadline and (tries is None or tries > 0) and not (stop is not None and stop()):
         tries = None if tries is None else tries - 1
         items = []
         for c, opts in listed:
