@@ -48,8 +48,9 @@ class Child:
     """The parent's handle: ``entry`` names the child's main, "module:function" (a function
     that calls :func:`serve`). Started on first use, again after it died or was killed."""
 
-    def __init__(self, entry: str):
+    def __init__(self, entry: str, env: dict[str, str] | None = None):
         self.entry = entry
+        self.env = env or {}  # set in the child's environment
         self.proc: subprocess.Popen | None = None
 
     def alive(self) -> bool:
@@ -62,6 +63,7 @@ class Child:
         root = str(Path(__file__).resolve().parent.parent)
         env = dict(os.environ)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env.update(self.env)
         # run from root: ``python -c`` puts the working directory first on sys.path, where
         # another checkout's package would shadow this one
         self.proc = subprocess.Popen([sys.executable, "-c", f"from {module} import {func}; {func}()"],

@@ -788,8 +788,9 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
     distribution (or a thread count and groups) per component and packs the groups into L
     slots (CPU and memory rounded down to 10^-4 %: a relaxation, so "infeasible" is a proof; a
     plan found is checked exactly; ``_pack_split``). When some component is described by thread
-    count, a randomised search (``_search``), the share MILP by HiGHS on the first L slots
-    (``share_search``, under a time limit), a search over fixed thread-count vectors
+    count, a randomised search (``_search``) with, beside it in a child process, the share
+    MILP by HiGHS on the first L slots (``ShareJob``, under a time limit), a search over fixed
+    thread-count vectors
     (``fixed_search``) and a search with cut budgets (plan searches only:
     there "infeasible" says "unknown") look for a plan first; when the thread counts cannot be
     listed in the time, only the last runs. ``fixed``: run ``fixed_search`` (the driver's bisection
@@ -858,12 +859,18 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
     # another and can miss every plan (generated application DAG of 7 tasks at 50 tuples/s:
     # none in 13 s; this model: a 5-slot plan in 3 s). It runs in a child process beside the
     # randomised search (``ShareJob``) until both searches' shares of the time left are spent,
-    # and a plan from either ends the other
+    # the randomised search with it, and a plan from either ends the other
     share = None
     if deadline is not None:
         share = ShareJob.start(d, R, tables, L, part(RANDOM_SHARE + (1 - RANDOM_SHARE) * SHARE_MILP_SHARE))
-    q = _search(d, R, L, comps, by_count, part(RANDOM_SHARE) if deadline is not None else time.monotonic() + 2.0,
-                tries=2000 if deadline is None else None, stop=None if share is None else share.found)
+    if share is None:
+        q = _search(d, R, L, comps, by_count, part(RANDOM_SHARE) if deadline is not None else time.monotonic() + 2.0,
+                    tries=2000 if deadline is None else None)
+    else:
+        # the randomised search runs until the child's deadline (where the share MILP ended
+        # when it ran after the randomised search), also when the child answers earlier without
+        # a plan: HiGHS keeps a margin for the model's translation and mostly stops before it
+        q = _search(d, R, L, comps, by_count, share.deadline, stop=share.found)
     if share is not None:
         if q is None:
             q = share.result()
@@ -913,7 +920,9 @@ class ShareJob:
         if deadline - time.monotonic() < 0.5:
             return None
         if cls.child is None:
-            cls.child = Child("formulations._slotsrate:_share_child_main")
+            # one thread for numpy's BLAS there: the child is to take one core, not more
+            cls.child = Child("formulations._slotsrate:_share_child_main",
+                              env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
         job = Job.start(cls.child, cls.lock, (d, R, tables, L, deadline))
         return None if job is None else cls(job, d, R, L, deadline)
 

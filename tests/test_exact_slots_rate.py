@@ -950,9 +950,11 @@ def test_application_dag_7_tasks_at_50_proven(method):
     proven 5 slots on the cheapest nodes by every back end within 60 s (13 s on an unshared
     machine; before session 9 only HiGHS, in 57 s). Four components are described by thread
     count there, and the plan on the bound's 5 slots comes from the packing check's share
-    MILP search. On the slower machine of sessions 15-17 it fails for exact.cpsat and
-    exact.milp-cbc (feasible 6 / bound 5): the share MILP needs 5.7-6.5 s there and gets about
-    4.7 s (docs/benchmarks.md, "slots: the packing check's time shares ... (session 17)")."""
+    MILP search. On the slower machine of sessions 15-19 it failed for exact.cpsat and
+    exact.milp-cbc (feasible 6 / bound 5) while that search ran after the randomised one (it
+    needs 5.7-6.5 s there and got about 4.7 s); since session 19 it runs beside it in a child
+    process and every back end proves the cell in 7-8 s there (docs/benchmarks.md, "slots:
+    the share MILP beside the randomised search (session 19)")."""
     from planner.generate import generate
 
     inst = generate("shukla-app", 1, seed=0)[0]
