@@ -394,40 +394,6 @@ def cpsat(d, R, hint, time_limit, relaxed: bool, *, seed: int = 0, min_slots: in
 def milp(d, R, hint, time_limit, relaxed: bool, *, solver: str, min_slots: int = 0, cuts=None):
     """The share model (module docstring) with CBC or HiGHS; ``relaxed`` False lowers the slot
     capacity to 100 - 1e-3 % (room for the solvers' tolerances). Returns (Outcome, q, big)."""
-    started = time.monotonic()
-    built = share_model(d, R, hint, time_limit, relaxed, min_slots=min_slots, cuts=cuts)
-    if built is None:  # building the PuLP model counts against the limit
-        return core.Outcome("unknown", seconds=time.monotonic() - started), None, price_weights(d)[1]
-    p, v, cutoff, big = built
-    if time_limit is not None:
-        # the back ends translate the PuLP model outside the solver's clock (an MPS file for
-        # CBC, SciPy arrays for HiGHS): keep the margin measured for the pattern model
-        time_limit = time_limit - (time.monotonic() - started) - share_margin(p)
-        if time_limit <= 0.05:
-            return core.Outcome("unknown", seconds=time.monotonic() - started), None, big
-    return share_outcome(core.run_pulp(p, solver, time_limit), v, cutoff) + (big,)
-
-
-def share_margin(p) -> float:
-    """Seconds to keep for translating the share model for a solver (measured for the pattern
-    model)."""
-    return 0.3 + 4e-5 * sum(len(con) for con in p.constraints.values())
-
-
-def share_outcome(out, v, cutoff):
-    """(Outcome, plan q or None) from a solved share model (``share_model``'s v and cutoff)."""
-    if out.status == "infeasible" and cutoff is not None:
-        # only the cutoff can cut everything when the hint is a plan: nothing beats the hint
-        out.status, out.bound = "cutoff", float(cutoff)
-    q = None
-    if out.status in ("optimal", "feasible"):
-        q = {(c, s): qq for (c, s, qq), x in v.items() if (x.varValue or 0) > 0.5}
-    return out, q
-
-
-def share_model(d, R, hint, time_limit, relaxed: bool, *, min_slots: int = 0, cuts=None):
-    """``milp``'s PuLP model: (problem, v, cutoff, big), v the binaries v_csq by (c, s, q), or
-    None when ``time_limit`` (seconds from now) ran out while building it."""
     import pulp
 
     started = time.monotonic()
@@ -448,8 +414,8 @@ def share_model(d, R, hint, time_limit, relaxed: bool, *, min_slots: int = 0, cu
         for s in range(d.S):
             if not d.allowed[c][s]:
                 continue
-            if out_of_time():
-                return None
+            if out_of_time():  # building the PuLP model counts against the limit
+                return core.Outcome("unknown", seconds=time.monotonic() - started), None, price_weights(d)[1]
             for r in R[c]:
                 x = v[(c, s, r.q)] = pulp.LpVariable(f"v_{c}_{s}_{r.q}", cat="Binary")
                 terms.append(r.q * x)
@@ -517,7 +483,21 @@ def share_model(d, R, hint, time_limit, relaxed: bool, *, min_slots: int = 0, cu
         n, _ = key(d, hint)
         cutoff = big * n + sum(pw[k] for k in {d.slot_node[s] for (_, s) in hint})
         p += objective <= cutoff
-    return p, v, cutoff, big
+    if time_limit is not None:
+        # the back ends translate the PuLP model outside the solver's clock (an MPS file for
+        # CBC, SciPy arrays for HiGHS): keep the margin measured for the pattern model
+        margin = 0.3 + 4e-5 * sum(len(con) for con in p.constraints.values())
+        time_limit = time_limit - (time.monotonic() - started) - margin
+        if time_limit <= 0.05:
+            return core.Outcome("unknown", seconds=time.monotonic() - started), None, big
+    out = core.run_pulp(p, solver, time_limit)
+    if out.status == "infeasible" and cutoff is not None:
+        # only the cutoff can cut everything when the hint is a plan: nothing beats the hint
+        out.status, out.bound = "cutoff", float(cutoff)
+    q = None
+    if out.status in ("optimal", "feasible"):
+        q = {(c, s): qq for (c, s, qq), x in v.items() if (x.varValue or 0) > 0.5}
+    return out, q, big
 
 
 # --- a constructive seed ---------------------------------------------------------------------
@@ -850,16 +830,16 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
         return "infeasible", None
     if not by_count:
         return _pack_split(d, R, tables, L, comps, {}, deadline)
-    # first a quick randomised search for a plan (30 % of the time left; without a limit 2 s
-    # or 2,000 attempts), then the search with cut budgets (its listings by 20 %, its packing
-    # by 50 % of the time then left; skipped without a limit), then the per-count packing
-    # models, which can also prove that there is no plan (without a limit, until they decide)
-    # the share MILP on the first L slots by HiGHS is a plan search too: where several
-    # components are described by thread count the randomised search fills them one after
-    # another and can miss every plan (generated application DAG of 7 tasks at 50 tuples/s:
-    # none in 13 s; this model: a 5-slot plan in 3 s). It runs in a child process beside the
-    # randomised search (``ShareJob``) until both searches' shares of the time left are spent,
-    # the randomised search with it, and a plan from either ends the other
+    # first a quick randomised search for a plan (without a limit 2 s or 2,000 attempts) and,
+    # under a limit, beside it the share MILP on the first L slots by HiGHS, also a plan
+    # search: where several components are described by thread count the randomised search
+    # fills them one after another and can miss every plan (generated application DAG of 7
+    # tasks at 50 tuples/s: none in 13 s; this model: a 5-slot plan in 3 s). The share MILP
+    # runs in a child process (``ShareJob``); both run until 30 % + 25 % of the remaining 70 %
+    # of the time left, and a plan from either ends the other. Then the fixed-count search and
+    # the search with cut budgets (its listings by 20 %, its packing by 50 % of the time then
+    # left; skipped without a limit), then the per-count packing models, which can also prove
+    # that there is no plan (without a limit, until they decide)
     share = None
     if deadline is not None:
         share = ShareJob.start(d, R, tables, L, part(RANDOM_SHARE + (1 - RANDOM_SHARE) * SHARE_MILP_SHARE))
