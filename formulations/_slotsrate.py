@@ -846,17 +846,16 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
     if share is None:
         q = _search(d, R, L, comps, by_count, part(RANDOM_SHARE) if deadline is not None else time.monotonic() + 2.0,
                     tries=2000 if deadline is None else None)
+        if q is None and deadline is not None:  # no job: the share MILP after the randomised search
+            q = share_search(d, R, tables, L, part(SHARE_MILP_SHARE))
     else:
         # the randomised search runs until the child's deadline (where the share MILP ended
         # when it ran after the randomised search), also when the child answers earlier without
         # a plan: HiGHS keeps a margin for the model's translation and mostly stops before it
         q = _search(d, R, L, comps, by_count, share.deadline, stop=share.found)
-    if share is not None:
         if q is None:
             q = share.result()
         share.cancel()
-    elif q is None and deadline is not None:  # no job: the share MILP after the randomised search
-        q = share_search(d, R, tables, L, part(SHARE_MILP_SHARE))
     if q is not None:
         return "feasible", q
     # then the thread counts fixed, one count vector after another, each a 0/1 packing (half
@@ -890,8 +889,7 @@ class ShareJob:
 
     def __init__(self, job, d, R, L: int, deadline: float):
         self.job, self.d, self.R, self.L, self.deadline = job, d, R, L, deadline
-        self.plan = None
-        self.over = False
+        self.plan = None  # the child's plan once it answered with one that passes ``valid``
 
     @classmethod
     def start(cls, d, R, tables: dict, L: int, deadline: float) -> "ShareJob | None":
@@ -907,14 +905,13 @@ class ShareJob:
         return None if job is None else cls(job, d, R, L, deadline)
 
     def _take(self, wait: float) -> None:
-        if not self.over:
+        if not self.job.over:
             q = self.job.answer(wait)
             self.plan = q if isinstance(q, dict) and valid(first_slots(self.d, self.L), self.R, q) else None
-            self.over = True
 
     def found(self) -> bool:
         """True once the child answered with a plan (the randomised search's stop test)."""
-        if not self.over and self.job.done():
+        if self.job.done():
             self._take(0.0)
         return self.plan is not None
 
@@ -925,9 +922,7 @@ class ShareJob:
         return self.plan
 
     def cancel(self) -> None:
-        if not self.over:
-            self.job.cancel()
-            self.over = True
+        self.job.cancel()
 
 
 def _share_child_main() -> None:
