@@ -932,9 +932,10 @@ def write_page(out: Path, page: Path) -> str:
 
 def reproduce(studies: list[str] | None = None, quick: bool = False, out: str | Path = "docs/results",
               page: str | Path | None = None, master: str = "local[*]", resume: bool = False,
-              stream: Any = None, command: str = "") -> dict[str, Any]:
+              stream: Any = None, command: str = "", sc: Any = None) -> dict[str, Any]:
     """Run the studies (all by default), write their folders under ``out`` and the page
-    (``<out>.md`` unless ``page`` is given). Returns {"page": path, "studies": {name: seconds}}."""
+    (``<out>.md`` unless ``page`` is given). Returns {"page": path, "studies": {name: seconds}}.
+    ``sc``: a SparkContext to run on (left running), instead of one started for ``master``."""
     from .batch import _code_zip, spark_context
 
     stream = stream or sys.stderr
@@ -949,11 +950,13 @@ def reproduce(studies: list[str] | None = None, quick: bool = False, out: str | 
     except OSError as e:
         raise InstanceError("--out", f"cannot create {out}: {e.strerror or e}") from None
     t0 = time.monotonic()
-    sc = spark_context(master, app_name="planner-reproduce")
+    own_sc = sc is None
+    if own_sc:
+        sc = spark_context(master, app_name="planner-reproduce")
     code_zip = None
     done: dict[str, float] = {}
     try:
-        if not master.startswith("local"):
+        if own_sc and not master.startswith("local"):
             code_zip = _code_zip([])
             sc.addPyFile(code_zip)
         for name in STUDIES:
@@ -965,7 +968,8 @@ def reproduce(studies: list[str] | None = None, quick: bool = False, out: str | 
             done[name] = run.seconds
             print(f"planner reproduce: {name} done in {run.seconds:.0f} s", file=stream, flush=True)
     finally:
-        sc.stop()
+        if own_sc:
+            sc.stop()
         if code_zip:
             shutil.rmtree(Path(code_zip).parent, ignore_errors=True)
     write_page(out, page)

@@ -32,3 +32,9 @@ def shared() -> Path:
     if d is None:
         pytest.skip("../shared is not present")
     return d
+
+
+def pytest_sessionfinish(session, exitstatus):
+    from helpers import stop_local_spark  # the shared embedded Spark, if a test started it
+
+    stop_local_spark()

@@ -13,7 +13,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -28,25 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
 
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(TESTS)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    return env
-
-
-def _direct(inst_dir: Path, problem: str, method: str, time_limit: float):
-    """{instance id: Result} by calling planner.solve directly on each file."""
-    out = {}
-    for f in sorted(inst_dir.glob("*.json")):
-        out[f.stem] = planner.solve(str(f), problem, method, time_limit=time_limit)
-    return out
-
-
-def _same(a, b) -> bool:
-    if a is None or b is None:
-        return a is None and b is None
-    return abs(a - b) <= 1e-9 * max(1.0, abs(b))
+from helpers import direct_results, local_spark, same_value, spark_env  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,7 +212,7 @@ def local_batch(tmp_path_factory):
     write_instances(generate("ras-random", 8, seed=11), inst_dir)
     out = root / "results"
     s = run_batch(str(inst_dir), "network", ["storm.even"], out, reference="exact.bruteforce", time_limit=20,
-                  master="local[2]", flush_every=3, progress_interval=1.0)
+                  master="local[2]", flush_every=3, progress_interval=1.0, sc=local_spark())
     return inst_dir, out, s
 
 
@@ -244,14 +225,14 @@ def test_local_batch_rows_equal_direct_solve(local_batch):
     assert len(raw) == 16 and raw["run_key"].is_unique
     assert len(list((out / "runs").glob("part-*.parquet"))) >= 2  # flushed in chunks
     for method in ("storm.even", "exact.bruteforce"):
-        direct = _direct(inst_dir, "network", method, 20)
+        direct = direct_results(inst_dir, "network", method, 20)
         rows = df[df["method"] == method].set_index("instance_id")
         assert sorted(rows.index) == sorted(direct)
         for iid, res in direct.items():
             r = rows.loc[iid]
             assert r["status"] == res.status.value, (iid, method)
-            assert _same(None if r["objective"] != r["objective"] else r["objective"], res.objective)
-            assert _same(None if r["bound"] != r["bound"] else r["bound"], res.bound)
+            assert same_value(None if r["objective"] != r["objective"] else r["objective"], res.objective)
+            assert same_value(None if r["bound"] != r["bound"] else r["bound"], res.bound)
             assert r["executors"] == planner.load_instance(str(inst_dir / f"{iid}.json")).size["executors"]
     # gaps: against the bruteforce optimum, per instance
     ref = df[df["method"] == "exact.bruteforce"].set_index("instance_id")["objective"]
@@ -304,7 +285,8 @@ def test_failing_method_gives_error_rows_and_the_batch_finishes(tmp_path):
         f.write_text(json.dumps(data))
     out = tmp_path / "out"
     s = run_batch(str(d), "network", ["test.faulty", "storm.even"], out, time_limit=1.0, hard_limit=4.0,
-                  master="local[2]", imports=["batch_methods"], progress_interval=1.0)
+                  master="local[2]", imports=["batch_methods"], progress_interval=1.0,
+                  sc=local_spark())
     assert s.complete
     df = load_results(out).set_index(["instance_id", "method"])
     assert len(df) == 8
@@ -314,7 +296,7 @@ def test_failing_method_gives_error_rows_and_the_batch_finishes(tmp_path):
     assert r1["status"] == "error" and "died" in r1["message"] and "7" in r1["message"]
     assert r2["status"] == "unknown" and "killed" in r2["message"] and 4.0 <= r2["wall_seconds"] < 30
     direct = planner.solve(str(d / f"{ids[3]}.json"), "network", "storm.even")
-    assert r3["status"] == direct.status.value and _same(r3["objective"], direct.objective)
+    assert r3["status"] == direct.status.value and same_value(r3["objective"], direct.objective)
     # the other method on the same instances is unaffected
     for i in ids:
         assert df.loc[(i, "storm.even")]["status"] in ("feasible", "infeasible")
@@ -338,7 +320,7 @@ def test_solver_process_is_kept_and_an_abandoned_run_is_not_taken_for_the_next()
         pid = sb.proc.pid
         r2 = sb.run(bb.digest, bb.json, "network", "storm.even", 10, 0, 30)
         assert sb.proc.pid == pid  # one process for both runs
-        assert r1["status"] == want_a.status.value and _same(r1["objective"], want_a.objective)
+        assert r1["status"] == want_a.status.value and same_value(r1["objective"], want_a.objective)
 
         def interrupt(*_):
             raise KeyboardInterrupt
@@ -394,84 +376,6 @@ def test_a_big_instance_does_not_block_the_hard_limit_of_the_run_before_it():
         sb.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def standalone(tmp_path):
-    """A Spark standalone master and one worker (1 core, 1 GB) on 127.0.0.1, stopped after."""
-    import pyspark
-
-    home = Path(pyspark.__file__).resolve().parent
-    cls = home / "bin" / "spark-class"
-    env = {**_env(), "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_DAEMON_MEMORY": "256m",
-           "SPARK_WORKER_DIR": str(tmp_path / "work"), "SPARK_LOG_DIR": str(tmp_path / "logs"),
-           "PYSPARK_PYTHON": sys.executable}
-    mport, mweb, wport, wweb = (_free_port() for _ in range(4))
-    logs = tmp_path / "daemon-logs"
-    logs.mkdir()
-    procs = []
-    try:
-        procs.append(subprocess.Popen([str(cls), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                       "--port", str(mport), "--webui-port", str(mweb)], env=env,
-                                      stdout=open(logs / "master.out", "w"), stderr=subprocess.STDOUT))
-        url = f"spark://127.0.0.1:{mport}"
-        procs.append(subprocess.Popen([str(cls), "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
-                                       "--port", str(wport), "--webui-port", str(wweb), "--cores", "1", "--memory", "1g"],
-                                      env=env, stdout=open(logs / "worker.out", "w"), stderr=subprocess.STDOUT))
-        deadline = time.time() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{mweb}/json/", timeout=2) as r:
-                    if json.load(r).get("aliveworkers", 0) >= 1:
-                        break
-            except OSError:
-                pass
-            except ValueError:
-                # Spark 4.3's master UI can answer /json/ with its HTML front page (status 200) while it is
-                # still starting (seen once in CI): not ready yet, ask again
-                pass
-            if time.time() > deadline or any(p.poll() is not None for p in procs):
-                raise RuntimeError("standalone Spark did not come up:\nmaster: " + (logs / "master.out").read_text()[-2000:]
-                                   + "\nworker: " + (logs / "worker.out").read_text()[-2000:])
-            time.sleep(1)
-        yield url, f"http://127.0.0.1:{mweb}/json/"
-    finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in reversed(procs):
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(10)
-
-
-@pytest.mark.spark
-def test_standalone_master_and_worker(standalone, tmp_path):
-    url, status_url = standalone
-    d = tmp_path / "inst"
-    write_instances(generate("layered", 3, seed=4, executors=10, nodes=4), d)
-    out = tmp_path / "out"
-    s = run_batch(str(d), "network", ["storm.even"], out, reference=None, time_limit=10, master=url,
-                  progress_interval=2.0)
-    assert s.complete and s.ran == 3
-    df = load_results(out).set_index("instance_id")
-    direct = _direct(d, "network", "storm.even", 10)
-    for iid, res in direct.items():
-        assert df.loc[iid, "status"] == res.status.value
-        assert _same(df.loc[iid, "objective"], res.objective)
-    assert (df["isolation"] == "process").all()
-    # the runs really went through the standalone master: it lists the finished application
-    with urllib.request.urlopen(status_url, timeout=5) as r:
-        apps = json.load(r)
-    assert [a["name"] for a in apps.get("completedapps", []) + apps.get("activeapps", [])] == ["planner-batch"]
-    assert (df["pid"] != os.getpid()).all()
-
-
 @pytest.mark.spark
 def test_kill_midway_then_resume_has_no_duplicates_or_losses(tmp_path):
     d = tmp_path / "inst"
@@ -480,7 +384,7 @@ def test_kill_midway_then_resume_has_no_duplicates_or_losses(tmp_path):
     cmd = [sys.executable, "-m", "planner.cli", "batch", "--instances", str(d), "--problem", "network",
            "--methods", "test.sleepy,storm.even", "--import", "batch_methods", "--time-limit", "10", "--out", str(out),
            "--master", "local[2]", "--flush-every", "1", "--chunk", "4", "--progress-interval", "1"]
-    p = subprocess.Popen(cmd, env=_env(), cwd=str(tmp_path), start_new_session=True, stdout=subprocess.DEVNULL,
+    p = subprocess.Popen(cmd, env=spark_env(), cwd=str(tmp_path), start_new_session=True, stdout=subprocess.DEVNULL,
                          stderr=open(tmp_path / "first.err", "w"))
     deadline = time.time() + 120
     try:
@@ -499,7 +403,7 @@ def test_kill_midway_then_resume_has_no_duplicates_or_losses(tmp_path):
     kept = read_runs(out)
     assert 4 <= len(kept) < 32, "the kill must land midway"
     assert kept["run_key"].is_unique
-    r = subprocess.run(cmd, env=_env(), cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+    r = subprocess.run(cmd, env=spark_env(), cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert f"{len(kept)} already in" in r.stderr
     assert "Warning" not in r.stderr, r.stderr[-3000:]  # a user's run prints no Python warnings

@@ -11,6 +11,7 @@ import re
 import pandas as pd
 import pytest
 
+from helpers import local_spark
 from planner import reproduce as rp
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -44,7 +45,7 @@ def made(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setitem(rp.PLANS, "ras", _small_ras)
     try:
-        res = rp.reproduce(["ras", "shukla"], quick=True, out=out, master="local[2]")
+        res = rp.reproduce(["ras", "shukla"], quick=True, out=out, master="local[2]", sc=local_spark())
     finally:
         mp.undo()
     return out, res["page"], res["page"].read_text()
