@@ -366,9 +366,15 @@ def run_cbc(prob, time_limit: float | None, warm: bool = False, **options: Any) 
     (``CBC_CRASHED`` is then in the log returned, and ``prob`` holds no solution), a run with a
     start solution is made again without it if at least 1 s is left (``CBC_RERUN`` in the log); under a
     limit below ``CBC_WARM_MIN_S`` none is given (``CBC_COLD`` in the log). ``options``: further
-    ``PULP_CBC_CMD`` arguments (threads, gapRel, gapAbs)."""
+    ``PULP_CBC_CMD`` arguments (threads, gapRel, gapAbs); threads <= 1 runs CBC's serial code."""
     import pulp
 
+    if options.get("threads") is not None and options["threads"] <= 1:
+        # CBC's serial code, not its threaded one with one thread: with "threads 1" CBC 2.10.3
+        # (PuLP's) now and then waits 10 s for its one worker thread to start ("Thread 0 used 0
+        # times, waiting to start 10.000144"; wall 10.01 s for 0.01 s of CPU): 10-15 of 575
+        # runs on tiny slots models (session 20), none of 575 in serial mode
+        options = {k: v for k, v in options.items() if k != "threads"}
     t0 = time.perf_counter()
 
     def left(floor: float) -> float | None:
@@ -409,7 +415,7 @@ def run_pulp(prob, solver: str, time_limit: float | None, warm: bool = False) ->
     maximise = prob.sense == pulp.LpMaximize
     t0 = time.perf_counter()
     if solver == "cbc":
-        text, sec = run_cbc(prob, time_limit, warm, threads=1, gapRel=MIP_REL_GAP)
+        text, sec = run_cbc(prob, time_limit, warm, gapRel=MIP_REL_GAP)  # serial CBC (run_cbc)
         bound = None
         mt = re.search(r"best possible\s+(-?[\d.eE+-]+)", text)
         if mt:

@@ -208,3 +208,27 @@ def test_a_cold_cbc_that_finds_nothing_keeps_a_whole_start_solution(dying_cbc):
     assert sol.status == "unknown" and sol.values is None
     m.hint[y] = 1
     assert solve_model(m, "cbc", time_limit=5.0).status == "unknown"  # given the start: no fallback
+
+
+def test_one_thread_runs_cbcs_serial_code():
+    """threads=1 runs CBC's serial code, not its threaded code with one thread: CBC 2.10.3 then
+    now and then waited 10 s for its worker thread to start (10-15 of 575 runs of tiny slots
+    models, session 20; formulations.gap.run_cbc). More threads are passed on as asked."""
+    from formulations.gap import run_cbc
+
+    def knapsack():
+        prob = pulp.LpProblem("k", pulp.LpMaximize)
+        x = [pulp.LpVariable(f"x{i}", cat="Binary") for i in range(12)]
+        prob += pulp.lpSum((i % 5 + 3) * v for i, v in enumerate(x))
+        prob += pulp.lpSum((i % 7 + 2) * v for i, v in enumerate(x)) <= 23
+        return prob
+
+    for threads, said in ((1, None), (2, "threads was changed from 0 to 2")):
+        prob = knapsack()
+        text, _ = run_cbc(prob, None, threads=threads)
+        assert prob.sol_status == pulp.LpSolutionOptimal
+        if said is None:
+            assert "threads was changed" not in text and "Thread 0 used" not in text, text[-800:]
+        else:
+            assert said in text, text[-800:]
+        assert pulp.value(prob.objective) == pytest.approx(36)  # by enumeration of the 4,096 choices
