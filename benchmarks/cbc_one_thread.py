@@ -4,8 +4,8 @@ told one thread, no thread count (its serial code) and two threads (session 20).
 Usage: PYTHONPATH=. python benchmarks/cbc_one_thread.py [--rounds 25] [--modes threads1,serial,threads2]
 
 Each round solves the 12 small rate-usage slots instances of
-tests/test_exact_slots_rate.py::test_rate_pins_max_per_node_incompatible (``rate_tiny`` seeds
-0-11 with a pin, a max-per-node and an incompatible pair) by exact.milp-cbc. Every CBC run goes
+tests/test_exact_slots_rate.py::test_rate_pins_max_per_node_incompatible
+(``constrained_rate_tiny`` seeds 0-11) by exact.milp-cbc. Every CBC run goes
 through PuLP's PULP_CBC_CMD, which this script wraps to set the thread count of the mode
 (bypassing run_cbc's own rule, which since session 20 drops a count of 1). Prints per mode: CBC
 runs, runs over 5 s, runs whose log shows CBC's threaded code ("Thread 0 used"), and wall time.
@@ -17,7 +17,7 @@ import pulp
 
 import planner
 from formulations import gap
-from tests.test_exact_slots_rate import rate_tiny
+from tests.test_exact_slots_rate import constrained_rate_tiny
 
 ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 ap.add_argument("--rounds", type=int, default=25, help="rounds over the 12 instances per mode")
@@ -26,20 +26,6 @@ args = ap.parse_args()
 
 REAL_CMD = pulp.PULP_CBC_CMD
 REAL_RUN = gap.run_cbc
-
-
-def instances() -> list[dict]:
-    out = []
-    for seed in range(12):
-        inst = rate_tiny(seed)
-        nodes = [n["id"] for n in inst["cluster"]["racks"][0]["nodes"]]
-        cs = inst["topologies"][0]["components"]
-        cs[0]["nodes"] = nodes[:1]
-        cs[-1]["max_per_node"] = 1
-        if len(cs) > 2:
-            cs[1]["incompatible"] = [cs[2]["id"]]
-        out.append(inst)
-    return out
 
 
 def measure(mode: str, rounds: int) -> None:
@@ -65,8 +51,8 @@ def measure(mode: str, rounds: int) -> None:
     try:
         t0 = time.perf_counter()
         for _ in range(rounds):
-            for inst in instances():
-                planner.solve(inst, "slots", "exact.milp-cbc")
+            for seed in range(12):
+                planner.solve(constrained_rate_tiny(seed), "slots", "exact.milp-cbc")
         print(f"{mode:9s} {stats}  wall {time.perf_counter() - t0:.1f} s", flush=True)
     finally:
         pulp.PULP_CBC_CMD = REAL_CMD

@@ -97,18 +97,24 @@ def test_rate_optimum_never_above_a_heuristic_plan_that_passes():
     assert passed >= 10
 
 
+def constrained_rate_tiny(seed: int) -> dict:
+    """rate_tiny(seed) with its first component pinned to the first node, at most one of its last
+    per node, and its second incompatible with its third (when it has three)."""
+    inst = rate_tiny(seed)
+    nodes = [n["id"] for n in inst["cluster"]["racks"][0]["nodes"]]
+    cs = inst["topologies"][0]["components"]
+    cs[0]["nodes"] = nodes[:1]
+    cs[-1]["max_per_node"] = 1
+    if len(cs) > 2:
+        cs[1]["incompatible"] = [cs[2]["id"]]
+    return inst
+
+
 def test_rate_pins_max_per_node_incompatible():
     """The placement constraints hold under rate usage (assignment-style model, every back end)."""
     checked = 0
     for seed in range(12):
-        inst = rate_tiny(seed)
-        nodes = [n["id"] for n in inst["cluster"]["racks"][0]["nodes"]]
-        cs = inst["topologies"][0]["components"]
-        cs[0]["nodes"] = nodes[:1]
-        cs[-1]["max_per_node"] = 1
-        if len(cs) > 2:
-            cs[1]["incompatible"] = [cs[2]["id"]]
-        ref = agree(inst)
+        ref = agree(constrained_rate_tiny(seed))
         checked += ref.status == Status.OPTIMAL
     assert checked >= 4
 
