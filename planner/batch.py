@@ -40,6 +40,7 @@ the driver sees them are written by the driver from the task results at the end.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import importlib
 import json
@@ -699,6 +700,32 @@ def _code_zip(extra_modules: list[str]) -> str:
     return str(z)
 
 
+@contextlib.contextmanager
+def spark_for(sc: Any, master: str, app_name: str = "planner-batch", imports: list[str] | None = None,
+              conf: dict[str, str] | None = None):
+    """``sc`` when the caller gives one (left running); else a SparkContext for ``master``
+    (``spark_context``, with the ``imports`` modules' folders on the workers' path and, for a
+    master that is not local, the planner's code and those modules shipped as a zip), stopped
+    after the block."""
+    if sc is not None:
+        yield sc
+        return
+    imports = list(imports or [])
+    extra = [str(Path(importlib.import_module(m).__file__).resolve().parent.parent if "." in m
+                 else Path(importlib.import_module(m).__file__).resolve().parent) for m in imports]
+    own = spark_context(master, app_name=app_name, conf=conf, extra_paths=extra)
+    code_zip = None
+    try:
+        if not master.startswith("local"):
+            code_zip = _code_zip(imports)
+            own.addPyFile(code_zip)
+        yield own
+    finally:
+        own.stop()
+        if code_zip:
+            shutil.rmtree(Path(code_zip).parent, ignore_errors=True)
+
+
 class BatchError(Exception):
     """The batch could not go on for a reason outside the input (Spark went away); the CLI
     prints it in one line and exits 1."""
@@ -952,40 +979,27 @@ def run_batch(instances: str | Path | list[Instance], problem: str, methods: lis
     print(f"planner batch: {len(all_runs)} runs ({len(batch_instances)} instances x {len(all_runs) // max(1, len(batch_instances))}"
           f" methods); {summary.skipped} already in {out}, {len(todo)} to run", file=stream, flush=True)
     t0 = time.monotonic()
-    code_zip = None
     if todo:
-        own_sc = sc is None
-        if own_sc:
-            extra = [str(Path(importlib.import_module(m).__file__).resolve().parent.parent if "." in m
-                         else Path(importlib.import_module(m).__file__).resolve().parent) for m in imports]
-            sc = spark_context(master, conf=spark_conf, extra_paths=extra)
-        try:
-            if own_sc and not master.startswith("local"):
-                code_zip = _code_zip(imports)
-                sc.addPyFile(code_zip)
+        with spark_for(sc, master, imports=imports, conf=spark_conf) as ctx:
             try:
-                warm_up(sc, imports)
-            except Exception:  # e.g. --import missing on the executors: the job reports it per run
-                pass
-            summary.startup_seconds = time.monotonic() - t0
-            _run_on_spark(sc, todo, batch_instances, out, batch_id, imports, isolation, chunk, flush_every,
-                          flush_seconds, progress_interval, stream, summary)
-        except Exception as e:
-            if not _spark_stopped(sc):
-                raise
-            try:
-                _write_results(out)  # the finished rows in results.parquet too (they are in runs/)
-            except Exception:
-                pass
-            raise BatchError(f"Spark stopped the application at {master} before the batch finished "
-                             f"({type(e).__name__}); Spark's log above says why (for a standalone master: "
-                             f"is it still up, and does it have workers?). Finished runs are kept in {out}; "
-                             "run the same command again to resume.") from None
-        finally:
-            if own_sc:
-                sc.stop()
-            if code_zip:
-                shutil.rmtree(Path(code_zip).parent, ignore_errors=True)
+                try:
+                    warm_up(ctx, imports)
+                except Exception:  # e.g. --import missing on the executors: the job reports it per run
+                    pass
+                summary.startup_seconds = time.monotonic() - t0
+                _run_on_spark(ctx, todo, batch_instances, out, batch_id, imports, isolation, chunk, flush_every,
+                              flush_seconds, progress_interval, stream, summary)
+            except Exception as e:
+                if not _spark_stopped(ctx):
+                    raise
+                try:
+                    _write_results(out)  # the finished rows in results.parquet too (they are in runs/)
+                except Exception:
+                    pass
+                raise BatchError(f"Spark stopped the application at {master} before the batch finished "
+                                 f"({type(e).__name__}); Spark's log above says why (for a standalone master: "
+                                 f"is it still up, and does it have workers?). Finished runs are kept in {out}; "
+                                 "run the same command again to resume.") from None
     summary.seconds = time.monotonic() - t0
     df = _write_results(out)  # de-duplicated by run_key
     n = len(df)

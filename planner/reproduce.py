@@ -936,7 +936,7 @@ def reproduce(studies: list[str] | None = None, quick: bool = False, out: str | 
     """Run the studies (all by default), write their folders under ``out`` and the page
     (``<out>.md`` unless ``page`` is given). Returns {"page": path, "studies": {name: seconds}}.
     ``sc``: a SparkContext to run on (left running), instead of one started for ``master``."""
-    from .batch import _code_zip, spark_context
+    from .batch import spark_for
 
     stream = stream or sys.stderr
     studies = studies or list(STUDIES)
@@ -950,28 +950,16 @@ def reproduce(studies: list[str] | None = None, quick: bool = False, out: str | 
     except OSError as e:
         raise InstanceError("--out", f"cannot create {out}: {e.strerror or e}") from None
     t0 = time.monotonic()
-    own_sc = sc is None
-    if own_sc:
-        sc = spark_context(master, app_name="planner-reproduce")
-    code_zip = None
     done: dict[str, float] = {}
-    try:
-        if own_sc and not master.startswith("local"):
-            code_zip = _code_zip([])
-            sc.addPyFile(code_zip)
+    with spark_for(sc, master, app_name="planner-reproduce") as ctx:
         for name in STUDIES:
             if name not in studies:
                 continue
-            run = run_study(name, quick, out, sc, master, resume, stream)
+            run = run_study(name, quick, out, ctx, master, resume, stream)
             run.command = command or ("planner reproduce " + name + (" --quick" if quick else ""))
             section(run, out, page.parent)
             done[name] = run.seconds
             print(f"planner reproduce: {name} done in {run.seconds:.0f} s", file=stream, flush=True)
-    finally:
-        if own_sc:
-            sc.stop()
-        if code_zip:
-            shutil.rmtree(Path(code_zip).parent, ignore_errors=True)
     write_page(out, page)
     print(f"planner reproduce: wrote {page} ({time.monotonic() - t0:.0f} s)", file=stream, flush=True)
     return {"page": page, "studies": done}
