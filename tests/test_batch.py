@@ -23,7 +23,6 @@ from planner.cli import main
 from planner.generate import _ras_random, _rng, generate, write_instances, RAS_DEFAULTS
 from planner.model import InstanceError
 
-REPO = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
 

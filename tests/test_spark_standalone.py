@@ -21,10 +21,7 @@ import pytest
 from planner.batch import load_results, run_batch
 from planner.generate import generate, write_instances
 
-TESTS = Path(__file__).resolve().parent
-sys.path.insert(0, str(TESTS))
-
-from helpers import direct_results, same_value, spark_env, stop_local_spark  # noqa: E402
+from helpers import direct_results, same_value, spark_env, stop_local_spark
 
 
 def _free_port() -> int:
