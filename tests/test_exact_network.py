@@ -105,12 +105,26 @@ def test_hint_seeds_the_model(method):
         assert abs(r.objective - ref.objective) <= TOL * max(1, ref.objective)
 
 
-def test_hint_on_big_instance_gives_at_least_the_hint():
+def test_hint_on_big_instance_gives_at_least_the_hint(monkeypatch):
+    # compared with the hint's own result, the one the solve ran (with half its time), not with
+    # a separate run of the hint method: one of 2 s gave 9.67 where the hint's 1.5 s run inside
+    # the solve gave 9.83, and the solve returned that 9.83 (session 20's CI, a loaded machine)
+    import planner.api
+
     inst = parse_instance(layered(30, 6, 4, 1))
-    base = planner.solve(inst, "network", "exact.milp-highs", time_limit=2.0)
-    assert base.ok
-    r = planner.solve(inst, "network", "exact.cpsat", time_limit=3.0, hint="exact.milp-highs")
-    assert r.ok and r.objective <= base.objective + 1e-9
+    real, hints = planner.api.solve, []
+
+    def spy(instance, problem, method, **kw):
+        res = real(instance, problem, method, **kw)
+        if method == "exact.milp-highs":
+            hints.append(res)
+        return res
+
+    monkeypatch.setattr(planner.api, "solve", spy)
+    r = real(inst, "network", "exact.cpsat", time_limit=3.0, hint="exact.milp-highs")
+    assert len(hints) == 1 and hints[0].ok
+    assert "hint from exact.milp-highs" in r.message
+    assert r.ok and r.objective <= hints[0].objective + 1e-9
 
 
 def test_symmetry_breaking_keeps_the_optimum():
