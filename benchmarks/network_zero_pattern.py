@@ -46,11 +46,11 @@ def build(zero: bool):
     out, t0 = [], time.perf_counter()
     for table, fi, conv, rowkey, yb in seen:
         if not zero:
-            table.zero_index = lambda: None  # instance attribute: the prefix scan only
+            table.zero_rows = lambda zero, end: None  # instance attribute: the prefix scan only
         p = NT.TablePricer(table, fi, conv, rowkey, yb)
         out.append((p.idx, p.scan))  # the pricer itself (its values, a float per row) is dropped
         if not zero:
-            del table.zero_index
+            del table.zero_rows
     return out, time.perf_counter() - t0
 
 

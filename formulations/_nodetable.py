@@ -44,6 +44,8 @@ FIN_SHARE = 0.5  # NodeTable: a DP level skips the pairs whose source is not fin
 # 60 s limit, so it was abandoned at 29 s and the solve ended feasible, bound 11.76; at 0.85,
 # 38 s, proven in 44-48 s, 3 runs of 3; the search after the table still has to 95 % of the limit)
 TABLE_STOP = 0.85
+# NodeTable.zero_rows: the rack subproblems' row sets kept per zero set, bytes (all of a table's)
+ZERO_ROWS_BYTES = 300_000_000
 # Memory budgets in bytes. TABLE_BYTES: traffic's count tables (``_trafficbp``, all node classes
 # together), or the rows of a network solve's node tables (``table_row_bytes``; all its tables
 # together, one per class of nodes with distinct limits); a solve builds one kind.
@@ -449,6 +451,46 @@ class NodeTable:
             self._zidx = (order, starts, np.ascontiguousarray(YT[:, order]))
         return self._zidx
 
+    def zero_rows(self, zero: int, fewer_than: int) -> tuple[np.ndarray, dict[int, np.ndarray]] | None:
+        """The covered rows that are 0 on every group of the bit set ``zero`` (those of the
+        zero patterns that contain it, ``zero_index``), ascending, with their counts of the
+        other groups (group -> uint8 or int16 array in that order); None when they are not
+        fewer than ``fewer_than`` (a prefix scan is then cheaper) or there is no index.
+        Kept per set in a cache of at most ``ZERO_ROWS_BYTES`` (least recently used out): a
+        two-rack search's subproblems share few sets (100x12x10: 2,870 subproblems, 148 sets,
+        one of them 1,290 times), and each used to gather, mask and sort them again (session
+        21)."""
+        cache = self.__dict__.setdefault("_zrows", {})
+        if zero in cache:
+            got = cache.pop(zero)
+            cache[zero] = got  # most recently used last
+            return got if len(got[0]) < fewer_than else None
+        zi = self.zero_index()
+        if zi is None:
+            return None
+        order, starts, YTz = zi
+        ms = np.arange(len(starts) - 1)
+        q = ms[(ms & zero) == zero]
+        lo, n = starts[q], starts[q + 1] - starts[q]
+        total = int(n.sum())
+        if total >= fewer_than:
+            return None
+        # the positions of those rows in the zero-pattern order (ranges, ascending)
+        pos = np.arange(total, dtype=np.int64) + np.repeat(lo - (np.cumsum(n) - n), n)
+        by_row = np.argsort(order[pos], kind="stable")
+        pos = pos[by_row]
+        rows = order[pos]
+        cols = {k: YTz[k][pos] for k in range(self.K) if not zero >> k & 1}
+        got = (rows, cols)
+        size = rows.nbytes + sum(c.nbytes for c in cols.values())
+        if size <= ZERO_ROWS_BYTES:
+            held = sum(r.nbytes + sum(c.nbytes for c in cs.values()) for r, cs in cache.values())
+            while cache and held + size > ZERO_ROWS_BYTES:
+                r, cs = cache.pop(next(iter(cache)))
+                held -= r.nbytes + sum(c.nbytes for c in cs.values())
+            cache[zero] = got
+        return got
+
     def row_bytes(self) -> int:
         """The bytes of this (built) table's rows, by ``table_row_bytes``: its levels are
         W_0..W_slots."""
@@ -667,10 +709,29 @@ class NodeTable:
         stored = [0]
         lock = threading.Lock()
 
-        def level(t: int, m: int, Wn: np.ndarray | None, fin: np.ndarray | None) -> bool:
-            """Level m on the targets of range t (m = 1: find and store the pairs only);
-            False past the deadline. ``fin``: where W_{m-1} is finite, when few rows are: a
-            pair whose source is not adds nothing (-inf) and is skipped."""
+        def update(j: int, m: int, tgt, src, lo, hi, Wn: np.ndarray, Wp: np.ndarray,
+                   fin: np.ndarray | None) -> None:
+            """W_m >= W_{m-1}(y - p_j) + co(p_j) on content j's pairs (targets of one range)."""
+            if lo is not None:
+                sel = (lo <= m) & (hi >= m)
+                tgt, src = tgt[sel], src[sel]
+            if fin is not None:
+                sel = fin[src]
+                tgt, src = tgt[sel], src[sel]
+            if len(tgt):
+                # gathers by take and the sum and maximum in place: two temporaries fewer
+                # than Wn[tgt] = np.maximum(Wn[tgt], Wp[src] + c) (session 21)
+                x = Wp.take(src)
+                x += co_p[j]
+                np.maximum(x, Wn.take(tgt), out=x)
+                Wn[tgt] = x
+
+        def level(t: int, m: int, Wn: np.ndarray | None, fin: np.ndarray | None,
+                  W2: np.ndarray | None = None, fin2: np.ndarray | None = None) -> bool:
+            """Level m on the targets of range t (m = 1: find and store the pairs, and apply
+            level 2 to them at once into ``W2`` when given); False past the deadline. ``fin``:
+            the rows of W_{m-1} that can raise a target (a pair from another adds nothing),
+            when few rows are: the others' pairs are skipped."""
             lo_row, hi_row = bounds[t], bounds[t + 1]
             mine = pairs[t]
             for i, j in enumerate(code_order if m == 1 else range(len(P))):
@@ -688,15 +749,30 @@ class NodeTable:
                             full[t] = True  # the pairs kept so far stay; the rest are found again
                         else:
                             mine[j] = (tgt, src, lo, hi)
-                if m > 1 and len(tgt):  # level 1 only finds (and stores) the pairs
-                    if lo is not None:
-                        sel = (lo <= m) & (hi >= m)
-                        tgt, src = tgt[sel], src[sel]
-                    if fin is not None:
-                        sel = fin[src]
-                        tgt, src = tgt[sel], src[sel]
-                    Wn[tgt] = np.maximum(Wn[tgt], W[src] + co_p[j])
+                if m > 1:
+                    update(j, m, tgt, src, lo, hi, Wn, W, fin)
+                elif W2 is not None:  # level 2 while the pairs are at hand (W_1 is known)
+                    update(j, 2, tgt, src, lo, hi, W2, W1, fin2)
             return True
+
+        def sources(m: int, Wp: np.ndarray, Wpp: np.ndarray) -> tuple[np.ndarray | None, int]:
+            """The rows of W_{m-1} whose pairs can raise some W_m (None for all, when more than
+            FIN_SHARE of the rows are) and how many they are. Always only the finite ones (W_1 is finite on the
+            contents' rows only: 100x12x10, 22,181 of 2.9 million rows). Without the merge-free
+            levels, from level 3 on only the rows that W_{m-1} raised above W_{m-2}: a pair from
+            a row with W_{m-1}(y - p) = W_{m-2}(y - p) gives co(p) + W_{m-2}(y - p) <= W_{m-1}(y)
+            (that pair is a split of y into at most m - 1 workers), so it cannot raise W_m(y)
+            above W_{m-1}(y) (session 21; 100x12x10: 1.24 million of the 2.9 million rows
+            at level 4, which then raises 58). With the merge-free levels a pair may be used at
+            level m and not at m - 1, so there only the finite ones."""
+            if m >= 3 and top is None:
+                fin = Wp > Wpp
+            else:
+                fin = np.isfinite(Wp)
+            # below half the rows, the bool gather and the compressions cost less than the
+            # skipped pairs' gathers and scatter
+            n = int(np.count_nonzero(fin))
+            return (None if n > FIN_SHARE * N else fin), n
 
         pool = ThreadPoolExecutor(T) if T > 1 else None
         try:
@@ -704,19 +780,27 @@ class NodeTable:
                 if m > 1 and top is not None and m > levels_used + 1:
                     levels.append(W)  # no merge-free split has m workers: W_m = W_{m-1}
                     continue
-                Wn = None if m == 1 else W.copy()
-                fin = None
-                if m > 1:
-                    # W_1 is finite on the contents' rows only (100x12x10: 22,181 of 2.9
-                    # million rows; W_2 on 59 %): below half the rows, the bool gather and the
-                    # compressions cost less than the skipped pairs' gathers and scatter
-                    fin = np.isfinite(W)
-                    if np.count_nonzero(fin) > FIN_SHARE * N:
-                        fin = None
-                if pool is None:
-                    done = [level(0, m, Wn, fin)]
+                if m == 2:
+                    W = W2  # found with the pairs at level 1
+                    levels.append(W)
+                    continue
+                if m == 1:
+                    Wn, fin = None, None
+                    W2 = W1.copy() if nw >= 2 else None
+                    fin2 = sources(2, W1, W)[0] if nw >= 2 else None
                 else:
-                    done = list(pool.map(level, range(T), [m] * T, [Wn] * T, [fin] * T))
+                    fin, n = sources(m, W, levels[-2])
+                    if n == 0:
+                        # no row can raise any W_m (100x9x10: W_3 = W_2, so levels 3 and 4
+                        # scan no pair): W_m = W_{m-1}
+                        levels.append(W)
+                        continue
+                    Wn = W.copy()
+                    W2 = fin2 = None
+                if pool is None:
+                    done = [level(0, m, Wn, fin, W2, fin2)]
+                else:
+                    done = list(pool.map(level, range(T), [m] * T, [Wn] * T, [fin] * T, [W2] * T, [fin2] * T))
                 if not all(done):
                     return None
                 W = W1 if m == 1 else Wn
@@ -821,24 +905,18 @@ class TablePricer(_TableColumns):
         # or only the rows 0 on every group the bound holds at 0 (``zero_index``), when fewer:
         # rack contents often leave whole groups to the other rack (100x12x10's two-rack search:
         # 118,000 such rows a subproblem on average, against a prefix of 2.5 million)
-        zi = table.zero_index()
         zero = sum(1 << k for k in range(table.K) if ybound.get(k, 0) == 0)
-        if zi is not None and zero:
-            order, starts, YTz = zi
-            ms = np.arange(len(starts) - 1)
-            q = ms[(ms & zero) == zero]
-            lo, n = starts[q], starts[q + 1] - starts[q]
-            if int(n.sum()) < end:
-                # the positions of those rows in the zero-pattern order (ranges, ascending)
-                pos = np.arange(int(n.sum()), dtype=np.int64) + np.repeat(lo - (np.cumsum(n) - n), n)
-                mask = np.ones(len(pos), dtype=bool)
-                for k in range(table.K):
-                    if not zero >> k & 1 and ybound.get(k, 0) < top[k]:
-                        mask &= YTz[k][pos] <= ybound.get(k, 0)
-                self.idx = np.sort(order[pos[mask]], kind="stable")  # ascending runs: merged
-                self.val = table.value[self.idx]
-                self.scan = "zero pattern"
-                return
+        got = table.zero_rows(zero, end) if zero else None
+        if got is not None:
+            rows, cols = got
+            mask = np.ones(len(rows), dtype=bool)
+            for k, col in cols.items():
+                if ybound.get(k, 0) < top[k]:
+                    mask &= col <= ybound.get(k, 0)
+            self.idx = rows[mask]  # ascending, as the rows
+            self.val = table.value[self.idx]
+            self.scan = "zero pattern"
+            return
         mask = table.sel[:end].copy()
         for k in range(table.K):  # one column at a time, only where the bound cuts
             if k != g and ybound.get(k, 0) < top[k]:

@@ -938,6 +938,35 @@ def test_node_table_by_gathers_matches_look_up_table(size):
         assert got.split(int(i)) == ref.split(int(i))
 
 
+@pytest.mark.parametrize("size,seed,filtered,stops", [((36, 7, 4), 0, 3, None), ((16, 5, 4), 0, None, 3)])
+def test_node_table_levels_from_the_rows_the_level_before_raised(size, seed, filtered, stops):
+    """From level 3 on, the sparse DP reads only the pairs whose source the level before raised
+    (when at most FIN_SHARE of the rows are), and a level that raises no row ends the DP (the
+    later levels are that level): every level still equals the dense DP's, which scans every
+    pair at every level, bit for bit. 36x7x4: level 3 reads the 45 % of rows level 2 raised;
+    16x5x4: level 2 raises none, so levels 3 and 4 are level 2."""
+    import numpy as np
+
+    from formulations import _nodetable as NT
+    from formulations import _patterns as P
+
+    pm = _network_pm(parse_instance(layered(*size, seed)))
+    _, info, _ = P.build_network(pm, None, 1, tables=False)
+    sparse = NT.NodeTable(pm, 0, info["edges"])
+    dense = NT.NodeTable(pm, 0, info["edges"], dense=True)
+    assert sparse.ok and dense.ok and len(sparse.levels) == len(dense.levels) == 5
+    L = sparse.levels
+    raised = [int(np.count_nonzero(L[m] > L[m - 1])) for m in range(1, 5)]
+    if filtered is not None:  # the rule acts: some rows raised, at most FIN_SHARE of them
+        assert 0 < raised[filtered - 2] <= NT.FIN_SHARE * len(L[0])
+    if stops is not None:
+        assert raised[stops - 2] == 0 and all(L[m] is L[stops - 1] for m in range(stops, 5))
+    else:
+        assert all(L[m] is not L[m - 1] for m in range(1, 5))
+    for m in range(5):
+        assert np.array_equal(dense.levels[m][sparse.codes], L[m]), m
+
+
 # 46x8x4 slow since session 15 (8 s; the default suite's 10-minute budget)
 @pytest.mark.parametrize("size,box_limit", [((30, 6, 4), 4_000_000), pytest.param((46, 8, 4), 0, marks=pytest.mark.slow)])
 def test_node_table_threads_give_the_same_levels(size, box_limit):
@@ -1075,7 +1104,8 @@ def test_merge_free_node_table_with_a_small_heap_skips_levels():
     assert full.ok and got.ok and got.merge is not None
     heaps = got.Y @ np.array([g.comp.memory_onheap_mb for g in pm.groups])
     assert heaps.max() <= 2 * 384 and got.levels[4] is got.levels[3]  # 4 workers need H(y) > 2 h
-    assert full.levels[4] is not full.levels[3]
+    # (the full DP stops there too, for another reason: its level 3 raised no row,
+    # test_node_table_levels_from_the_rows_the_level_before_raised)
     assert (got.sel == full.sel).all() and np.allclose(got.value, full.value, atol=1e-9)
     K = len(pm.groups)
     pats = [[dict(p).get(k, 0) for k in range(K)] for p in P.worker_patterns(pm, 0, 0)]
