@@ -30,9 +30,12 @@ from typing import Any
 
 import numpy as np
 
+from . import _kernels as K_
 from ._patterns import Column, stream_matrix
 
 NEG = -np.inf
+NONE_F = np.zeros(0)  # the kernels' "no array" (_kernels)
+NONE_B = np.zeros(0, dtype=bool)
 RACK_CHUNK = 1 << 20  # codes per chunk of a rack table's build (RackTable._contents)
 # node_table: a network node table's estimated build time, at most this share of the time left
 # (0.5 until session 12: 100x11x10 of generator seed 1 was then estimated at 26 s of the 45 s
@@ -391,16 +394,35 @@ class NodeTable:
             self._parts = None
             if all(math.prod(rad[k] for k in g) <= 1 << 16 for g in groups):
                 YT = self.columns()
+                H = np.empty((len(groups), len(self.Y)), dtype=np.uint16)  # one row a part
                 parts = []
-                for g in groups:
+                for p, g in enumerate(groups):
                     h = np.zeros(len(self.Y), dtype=np.int32)
                     m = 1
                     for k in g:
                         h += YT[k].astype(np.int32) * m
                         m *= rad[k]
-                    parts.append((g, [rad[k] for k in g], h.astype(np.uint16)))
+                    H[p] = h
+                    parts.append((g, [rad[k] for k in g], H[p]))
                 self._parts = parts
+                sizes = [math.prod(rad[k] for k in g) for g in groups]
+                self._sum_layout = (H, np.array([k for g in groups for k in g], dtype=np.int64),
+                                    np.array([rad[k] for g in groups for k in g], dtype=np.int64),
+                                    np.cumsum([0] + [len(g) for g in groups]).astype(np.int64),
+                                    np.cumsum([0] + sizes).astype(np.int64))
         return self._parts
+
+    def sub_rc(self, pi: np.ndarray, rows: np.ndarray, val: np.ndarray, conv: float,
+               phase1: bool) -> np.ndarray:
+        """The reduced costs val - Y[rows] pi - conv (phase 1: 0 - Y[rows] pi - conv) of a rack
+        subproblem's rows, bit for bit those of ``dot`` and the numpy subtractions, in one
+        compiled pass over the part codes (``_kernels.sub_rc``; session 21)."""
+        if self.part_codes() is None:
+            base = np.zeros(len(rows)) if phase1 else val
+            return base - self.dot(pi, rows) - conv
+        H, gflat, rflat, gstarts, starts = self._sum_layout
+        S = K_.part_sums(np.asarray(pi, dtype=np.float64), gflat, rflat, gstarts, starts)
+        return K_.sub_rc(val, rows, H, S, starts, float(conv), bool(phase1))
 
     def dot(self, pi: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Y[rows] pi: by ``part_codes``, each part's sums pi . y over its radix box tabulated
@@ -451,10 +473,10 @@ class NodeTable:
             self._zidx = (order, starts, np.ascontiguousarray(YT[:, order]))
         return self._zidx
 
-    def zero_rows(self, zero: int, fewer_than: int) -> tuple[np.ndarray, dict[int, np.ndarray]] | None:
+    def zero_rows(self, zero: int, fewer_than: int) -> tuple[np.ndarray, list[int], np.ndarray] | None:
         """The covered rows that are 0 on every group of the bit set ``zero`` (those of the
-        zero patterns that contain it, ``zero_index``), ascending, with their counts of the
-        other groups (group -> uint8 or int16 array in that order); None when they are not
+        zero patterns that contain it, ``zero_index``), ascending, the other groups, and those
+        groups' counts (a row of them per row, for ``_kernels.rows_within``); None when they are not
         fewer than ``fewer_than`` (a prefix scan is then cheaper) or there is no index.
         Kept per set in a cache of at most ``ZERO_ROWS_BYTES`` (least recently used out): a
         two-rack search's subproblems share few sets (100x12x10: 2,870 subproblems, 148 sets,
@@ -480,14 +502,15 @@ class NodeTable:
         by_row = np.argsort(order[pos], kind="stable")
         pos = pos[by_row]
         rows = order[pos]
-        cols = {k: YTz[k][pos] for k in range(self.K) if not zero >> k & 1}
-        got = (rows, cols)
-        size = rows.nbytes + sum(c.nbytes for c in cols.values())
+        gs = [k for k in range(self.K) if not zero >> k & 1]
+        C = np.ascontiguousarray(YTz[gs][:, pos].T)  # a row of counts per row (rows_within)
+        got = (rows, gs, C)
+        size = rows.nbytes + C.nbytes
         if size <= ZERO_ROWS_BYTES:
-            held = sum(r.nbytes + sum(c.nbytes for c in cs.values()) for r, cs in cache.values())
+            held = sum(r.nbytes + c.nbytes for r, _, c in cache.values())
             while cache and held + size > ZERO_ROWS_BYTES:
-                r, cs = cache.pop(next(iter(cache)))
-                held -= r.nbytes + sum(c.nbytes for c in cs.values())
+                r, _, c = cache.pop(next(iter(cache)))
+                held -= r.nbytes + c.nbytes
             cache[zero] = got
         return got
 
@@ -661,18 +684,24 @@ class NodeTable:
                         parents[j].append((int(by_code[a]), k))
         cols = self._YT  # group order: box axis k is row perm[k]
 
-        def pairs_of(j: int, lo_row: int = 0, hi_row: int = N, mine: dict | None = None) -> tuple:
+        def pairs_of(j: int, lo_row: int = 0, hi_row: int = N, mine: dict | None = None,
+                     l2: tuple | None = None) -> tuple:
+            """Content j's pairs (targets, sources, and with the merge-free levels each pair's
+            first and last level) and whether level 2 was applied to them on the way (``l2``:
+            (W_2, W_1, fin), found from a stored parent's pairs only)."""
             known = [] if mine is None else [(len(mine[q][0]), q, k) for q, k in parents[j] if q in mine]
             if known:
                 _, q, k = min(known)
                 ptgt, psrc = mine[q][0], mine[q][1]
-                keep = cols[self.perm[k]][ptgt] >= P[j, k]
-                tgt = ptgt[keep]
                 if dec is None:
+                    keep = cols[self.perm[k]][ptgt] >= P[j, k]
+                    tgt = ptgt[keep]
                     src = self._row(codes[tgt] - self.pcodes[j]).astype(np.int32)
-                else:
-                    src = dec[k][psrc[keep]]
-                return tgt, src, None, None
+                    return tgt, src, None, None, False
+                W2_, W1_, fin_ = (NONE_F, NONE_F, NONE_B) if l2 is None else l2
+                tgt, src = K_.child_pairs(ptgt, psrc, cols[self.perm[k]], int(P[j, k]), dec[k],
+                                          W2_, W1_, float(co_p[j]), NONE_B if fin_ is None else fin_)
+                return tgt, src, None, None, l2 is not None
             tgt = targets(j, lo_row, hi_row)
             if dec is None:
                 src = self._row(codes[tgt] - self.pcodes[j])
@@ -681,14 +710,14 @@ class NodeTable:
                 for k in steps[j]:
                     src = dec[k][src]
             if top is None:
-                return tgt.astype(np.int32), src.astype(np.int32), None, None
+                return tgt.astype(np.int32), src.astype(np.int32), None, None, False
             # levels lo..hi: lo from H(y - p) <= (m - 1) h, hi from H(y) > m h / 2 and, for
             # m >= 3, H(y - p) > (m - 1) h / 2
             lo = np.maximum(need[src] + 1, 2)
             hi = np.minimum(top[tgt], np.maximum(top[src] + 1, 2))
             keep = lo <= hi
             return (tgt[keep].astype(np.int32), src[keep].astype(np.int32),
-                    lo[keep].astype(np.int8), hi[keep].astype(np.int8))
+                    lo[keep].astype(np.int8), hi[keep].astype(np.int8), False)
 
         W = np.full(N, NEG)
         W[0] = 0.0  # the empty node has code 0, the smallest
@@ -711,20 +740,12 @@ class NodeTable:
 
         def update(j: int, m: int, tgt, src, lo, hi, Wn: np.ndarray, Wp: np.ndarray,
                    fin: np.ndarray | None) -> None:
-            """W_m >= W_{m-1}(y - p_j) + co(p_j) on content j's pairs (targets of one range)."""
-            if lo is not None:
+            """W_m >= W_{m-1}(y - p_j) + co(p_j) on content j's pairs (targets of one range) whose
+            source has ``fin`` (every pair when None): one compiled pass (``_kernels.maxplus``)."""
+            if lo is not None:  # the merge-free levels: the pairs of level m
                 sel = (lo <= m) & (hi >= m)
                 tgt, src = tgt[sel], src[sel]
-            if fin is not None:
-                sel = fin[src]
-                tgt, src = tgt[sel], src[sel]
-            if len(tgt):
-                # gathers by take and the sum and maximum in place: two temporaries fewer
-                # than Wn[tgt] = np.maximum(Wn[tgt], Wp[src] + c) (session 21)
-                x = Wp.take(src)
-                x += co_p[j]
-                np.maximum(x, Wn.take(tgt), out=x)
-                Wn[tgt] = x
+            K_.maxplus(Wn, Wp, tgt, src, float(co_p[j]), NONE_B if fin is None else fin)
 
         def level(t: int, m: int, Wn: np.ndarray | None, fin: np.ndarray | None,
                   W2: np.ndarray | None = None, fin2: np.ndarray | None = None) -> bool:
@@ -737,10 +758,11 @@ class NodeTable:
             for i, j in enumerate(code_order if m == 1 else range(len(P))):
                 if i % 64 == 0 and deadline is not None and time.monotonic() > deadline:
                     return False
+                done2 = False
                 if m > 1 and j in mine:
                     tgt, src, lo, hi = mine[j]
                 else:
-                    tgt, src, lo, hi = pairs_of(j, lo_row, hi_row, mine)
+                    tgt, src, lo, hi, done2 = pairs_of(j, lo_row, hi_row, mine, None if W2 is None else (W2, W1, fin2))
                     if m == 1 and not full[t]:
                         with lock:
                             stored[0] += len(tgt)
@@ -751,7 +773,7 @@ class NodeTable:
                             mine[j] = (tgt, src, lo, hi)
                 if m > 1:
                     update(j, m, tgt, src, lo, hi, Wn, W, fin)
-                elif W2 is not None:  # level 2 while the pairs are at hand (W_1 is known)
+                elif W2 is not None and not done2:  # level 2 while the pairs are at hand (W_1 is known)
                     update(j, 2, tgt, src, lo, hi, W2, W1, fin2)
             return True
 
@@ -908,12 +930,9 @@ class TablePricer(_TableColumns):
         zero = sum(1 << k for k in range(table.K) if ybound.get(k, 0) == 0)
         got = table.zero_rows(zero, end) if zero else None
         if got is not None:
-            rows, cols = got
-            mask = np.ones(len(rows), dtype=bool)
-            for k, col in cols.items():
-                if ybound.get(k, 0) < top[k]:
-                    mask &= col <= ybound.get(k, 0)
-            self.idx = rows[mask]  # ascending, as the rows
+            rows, gs, C = got
+            b = np.array([min(ybound.get(k, 0), int(top[k])) for k in gs], dtype=np.int64)
+            self.idx = K_.rows_within(rows, C, b)  # ascending, as the rows
             self.val = table.value[self.idx]
             self.scan = "zero pattern"
             return
@@ -927,13 +946,14 @@ class TablePricer(_TableColumns):
 
     def rc(self, duals: dict, phase1: bool = False) -> np.ndarray:
         pi = np.array([duals.get(self.rowkey(k), 0.0) for k in range(self.t.K)])
-        base = np.zeros(len(self.idx)) if phase1 else self.val
         # the whole table: its shared float copy (one matrix product, faster than the parts'
         # look-ups over every row); a rack subproblem: the table's part codes, no copy (so a
         # solved subproblem the two-rack search keeps holds no float rows: before session 15
         # each made one and dropped it when kept, 100x11x10's 434 kept ones a 5.4 GB peak with them)
-        prod = self.Yf @ pi if self.whole else self.t.dot(pi, self.idx)
-        return base - prod - duals.get(self.conv, 0.0)
+        if not self.whole:  # the table's part codes, in one compiled pass
+            return self.t.sub_rc(pi, self.idx, self.val, duals.get(self.conv, 0.0), phase1)
+        base = np.zeros(len(self.idx)) if phase1 else self.val
+        return base - self.Yf @ pi - duals.get(self.conv, 0.0)
 
     def column(self, r: int) -> Column:
         i = int(self.idx[r])

@@ -1475,7 +1475,8 @@ def _stub_pricer(Y, val, fi):
 
     p = object.__new__(NT.TablePricer)
     p.t = SimpleNamespace(Y=Y, K=Y.shape[1], value=val, split=lambda i: (),
-                          dot=lambda pi, rows: Y[rows].astype(np.float64) @ pi)
+                          sub_rc=lambda pi, rows, v, conv, phase1:
+                          (np.zeros(len(rows)) if phase1 else v) - Y[rows].astype(np.float64) @ pi - conv)
     p.fi, p.conv, p.rowkey = fi, ("conv", fi), (lambda k: ("cover", k))
     p.idx, p.val, p.Yf, p.whole = np.arange(len(Y)), val, None, False
     return p
@@ -1618,6 +1619,11 @@ def test_table_dot_by_part_codes_is_the_float_product():
         rows = np.sort(rng.choice(len(t.Y), size=min(len(t.Y), 500), replace=False))
         want = t.Y[rows].astype(np.float64) @ pi
         assert np.allclose(t.dot(pi, rows), want, rtol=1e-12, atol=1e-9 * np.abs(pi).max())
+        # the compiled pass (sub_rc) is bit for bit the numpy one over the same part codes
+        val = t.value[rows]
+        for phase1 in (False, True):
+            base = np.zeros(len(rows)) if phase1 else val
+            assert np.array_equal(t.sub_rc(pi, rows, val, 0.7, phase1), base - t.dot(pi, rows) - 0.7)
     duals = {("cover", k): 0.3 * (k + 1) for k in range(t.K)}
     duals[("conv", 0)] = 1.5
     part = NT.TablePricer(t, 0, ("conv", 0), lambda k: ("cover", k),

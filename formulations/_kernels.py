@@ -1,0 +1,115 @@
+"""Compiled inner loops (numba) of the network node table's DP (``_nodetable.NodeTable``).
+
+Each loop is what a few numpy calls did over the same arrays (gathers, a compress, a maximum
+and a scatter), fused into one pass with no temporaries; the values are the same float64
+operations, so the tables are bit for bit those of the numpy code (tests). Compiled on first use
+(about a second each, kept in ``__pycache__`` with ``cache=True``); ``nogil`` lets the DP's
+threads run them in parallel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def maxplus(Wn, Wp, tgt, src, c, fin):
+    """Wn[t] = max(Wn[t], Wp[s] + c) over the pairs (t, s) whose source has fin[s] (fin empty:
+    every pair)."""
+    use = len(fin) > 0
+    for i in range(len(tgt)):
+        s = src[i]
+        if use and not fin[s]:
+            continue
+        v = Wp[s] + c
+        t = tgt[i]
+        if v > Wn[t]:
+            Wn[t] = v
+
+
+@njit(cache=True, nogil=True)
+def child_pairs(ptgt, psrc, col, pk, dec_k, W2, W1, c, fin):
+    """A content's pairs from its parent's (the parent is the content less one unit of axis
+    k): the parent's targets y with y_k >= pk (``col`` = axis k's counts by row), each source
+    one step further down axis k (``dec_k``). With W2 non-empty, level 2 is applied to them at
+    once (``maxplus`` with W1, c and fin)."""
+    n = 0
+    for i in range(len(ptgt)):
+        if col[ptgt[i]] >= pk:
+            n += 1
+    tgt = np.empty(n, dtype=np.int32)
+    src = np.empty(n, dtype=np.int32)
+    upd = len(W2) > 0
+    use = len(fin) > 0
+    n = 0
+    for i in range(len(ptgt)):
+        t = ptgt[i]
+        if col[t] >= pk:
+            s = dec_k[psrc[i]]
+            tgt[n] = t
+            src[n] = s
+            n += 1
+            if upd and (not use or fin[s]):
+                v = W1[s] + c
+                if v > W2[t]:
+                    W2[t] = v
+    return tgt, src
+
+
+@njit(cache=True, nogil=True)
+def rows_within(rows, C, b):
+    """The rows (ascending) whose counts C[i, a] are all at most b[a] (C: one row of counts per
+    entry of ``rows``, the groups of b only), in their order."""
+    out = np.empty(len(rows), dtype=rows.dtype)
+    n = 0
+    na = len(b)
+    for i in range(len(rows)):
+        ok = True
+        for a in range(na):
+            if C[i, a] > b[a]:
+                ok = False
+                break
+        if ok:
+            out[n] = rows[i]
+            n += 1
+    return out[:n].copy()
+
+
+@njit(cache=True, nogil=True)
+def part_sums(pi, gflat, rflat, gstarts, starts):
+    """Each part's sums pi . y over its radix box, laid out as ``NodeTable.dot`` makes them
+    with numpy (index y_g0 + r_g0 (y_g1 + r_g1 (...)), the additions in the same order: from the
+    part's last group to its first), part p's from ``starts[p]``; part p's groups and radices
+    are gflat and rflat from gstarts[p] to gstarts[p + 1]."""
+    S = np.empty(starts[-1])
+    for p in range(len(starts) - 1):
+        o = starts[p]
+        S[o] = 0.0
+        n = 1
+        for gi in range(gstarts[p + 1] - 1, gstarts[p] - 1, -1):  # reversed(g)
+            r = rflat[gi]
+            w = pi[gflat[gi]]
+            # new[a r + b] = old[a] + w b: written from the top down, in place
+            for a in range(n - 1, -1, -1):
+                base = S[o + a]
+                for bb in range(r - 1, -1, -1):
+                    S[o + a * r + bb] = base + w * bb
+            n *= r
+    return S
+
+
+@njit(cache=True, nogil=True)
+def sub_rc(val, idx, H, S, starts, conv, phase1):
+    """Reduced costs of a rack subproblem's rows: val[i] - (sum over parts of the part's sum at
+    the row's code) - conv (phase 1: 0 - (...) - conv), the parts added in order as numpy did."""
+    out = np.empty(len(idx))
+    P = H.shape[0]
+    for i in range(len(idx)):
+        r = idx[i]
+        acc = S[starts[0] + H[0, r]]
+        for p in range(1, P):
+            acc += S[starts[p] + H[p, r]]
+        base = 0.0 if phase1 else val[i]
+        out[i] = (base - acc) - conv
+    return out
