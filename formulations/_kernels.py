@@ -58,22 +58,41 @@ def child_pairs(ptgt, psrc, col, pk, dec_k, W2, W1, c, fin):
 
 
 @njit(cache=True, nogil=True)
-def rows_within(rows, C, b):
-    """The rows (ascending) whose counts C[i, a] are all at most b[a] (C: one row of counts per
-    entry of ``rows``, the groups of b only), in their order."""
-    out = np.empty(len(rows), dtype=rows.dtype)
+def rows_within(rows, pos, packed, bp, guard, b, counts, values, codes):
+    """The rows (ascending) whose counts are within a bound, with their values and part codes:
+    row rows[i] sits at pos[i] of the zero-pattern order (``NodeTable.zero_index``), whose
+    arrays ``packed`` (counts packed with guard bits; empty: ``counts``, a row per row, against
+    b instead), ``values`` and ``codes`` (part codes, a row per row; may have no columns) are
+    read there. Packed test: ((bp - y) & guard) == guard, bp the bound packed with the guards."""
+    keep = np.empty(len(rows), dtype=np.int64)
     n = 0
+    use_packed = len(packed) > 0
     na = len(b)
     for i in range(len(rows)):
-        ok = True
-        for a in range(na):
-            if C[i, a] > b[a]:
-                ok = False
-                break
+        q = pos[i]
+        if use_packed:
+            ok = ((bp - packed[q]) & guard) == guard
+        else:
+            ok = True
+            for a in range(na):
+                if counts[q, a] > b[a]:
+                    ok = False
+                    break
         if ok:
-            out[n] = rows[i]
+            keep[n] = i
             n += 1
-    return out[:n].copy()
+    idx = np.empty(n, dtype=rows.dtype)
+    val = np.empty(n)
+    P = codes.shape[1]
+    out = np.empty((n, P), dtype=codes.dtype)
+    for j in range(n):
+        i = keep[j]
+        q = pos[i]
+        idx[j] = rows[i]
+        val[j] = values[q]
+        for p in range(P):
+            out[j, p] = codes[q, p]
+    return idx, val, out
 
 
 @njit(cache=True, nogil=True)
@@ -100,16 +119,16 @@ def part_sums(pi, gflat, rflat, gstarts, starts):
 
 
 @njit(cache=True, nogil=True)
-def sub_rc(val, idx, H, S, starts, conv, phase1):
-    """Reduced costs of a rack subproblem's rows: val[i] - (sum over parts of the part's sum at
-    the row's code) - conv (phase 1: 0 - (...) - conv), the parts added in order as numpy did."""
-    out = np.empty(len(idx))
-    P = H.shape[0]
-    for i in range(len(idx)):
-        r = idx[i]
-        acc = S[starts[0] + H[0, r]]
+def sub_rc(val, codes, S, starts, conv, phase1):
+    """Reduced costs of a rack subproblem's rows: val[i] - (sum over parts p of the part's sum
+    at the row's code codes[i, p]) - conv (phase 1: 0 - (...) - conv), the parts added in order
+    as numpy did."""
+    out = np.empty(len(val))
+    P = codes.shape[1]
+    for i in range(len(val)):
+        acc = S[starts[0] + codes[i, 0]]
         for p in range(1, P):
-            acc += S[starts[p] + H[p, r]]
+            acc += S[starts[p] + codes[i, p]]
         base = 0.0 if phase1 else val[i]
         out[i] = (base - acc) - conv
     return out

@@ -165,13 +165,15 @@ def table_row_bytes(K: int, slots: int) -> int:
     ``max_minus``), the column-major copy (K), the code and the value (16), the W levels
     (8 (slots + 1)), the covered flag, the index of ``floats`` (8), and the int64 limits and
     temporaries of ``_node_vectors`` (8 per limit, 3 here, and 2K while rows are copied), and
-    since session 12 the zero-pattern index of the rack subproblems (``zero_index``: a row
-    index and the counts again, 4 + K), and since session 15 the rack subproblems' part codes
-    (``part_codes``: 2 bytes a part, at most K parts): about 357 bytes at 12 groups and 4
-    slots. The row limit is ``TABLE_BYTES`` over this (5.6 million rows there, 6.0 million
-    before session 15, 6.3 million before session 12); the DP's stored pairs have their own
-    budget, ``PAIR_BYTES``."""
-    return 22 * K + 8 * (slots + 1) + 16 + 1 + 8 + 24 + 4
+    since session 15 the rack subproblems' part codes (``part_codes``: 2 bytes a part, at most
+    K parts), and the zero-pattern index of the rack subproblems (``zero_index``, since
+    session 12; since session 21 in its order a row index, the packed counts or the counts,
+    the value and the part codes: 12 + max(8, K) + 2K): about 389 bytes at 12 groups and 4
+    slots. The row limit is ``TABLE_BYTES`` over this (5.1 million rows there, 5.6 million
+    before session 21, 6.0 million before session 15, 6.3 million before session 12); the DP's
+    stored pairs have their own budget, ``PAIR_BYTES``, and the zero index's row sets theirs,
+    ``ZERO_ROWS_BYTES``."""
+    return 23 * K + max(8, K) + 8 * (slots + 1) + 16 + 1 + 8 + 24 + 12
 
 
 def merge_free_heaps(pm) -> tuple[np.ndarray, float] | None:
@@ -413,16 +415,19 @@ class NodeTable:
         return self._parts
 
     def sub_rc(self, pi: np.ndarray, rows: np.ndarray, val: np.ndarray, conv: float,
-               phase1: bool) -> np.ndarray:
+               phase1: bool, codes: np.ndarray | None = None) -> np.ndarray:
         """The reduced costs val - Y[rows] pi - conv (phase 1: 0 - Y[rows] pi - conv) of a rack
         subproblem's rows, bit for bit those of ``dot`` and the numpy subtractions, in one
-        compiled pass over the part codes (``_kernels.sub_rc``; session 21)."""
+        compiled pass (``_kernels.sub_rc``; session 21) over ``codes``, the rows' part codes
+        (one row of them per row, as ``TablePricer`` keeps them; None: gathered here)."""
         if self.part_codes() is None:
             base = np.zeros(len(rows)) if phase1 else val
             return base - self.dot(pi, rows) - conv
         H, gflat, rflat, gstarts, starts = self._sum_layout
+        if codes is None:
+            codes = np.ascontiguousarray(H[:, rows].T)
         S = K_.part_sums(np.asarray(pi, dtype=np.float64), gflat, rflat, gstarts, starts)
-        return K_.sub_rc(val, rows, H, S, starts, float(conv), bool(phase1))
+        return K_.sub_rc(val, codes, S, starts, float(conv), bool(phase1))
 
     def dot(self, pi: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Y[rows] pi: by ``part_codes``, each part's sums pi . y over its radix box tabulated
@@ -452,12 +457,17 @@ class NodeTable:
         2,600 subproblems). Made in ``__init__``, before the DP, which reads it too."""
         return self._YT
 
-    def zero_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """(order, starts, counts) of the covered rows by zero pattern (bit k: y_k = 0, group
-        order), made once: ``order`` the rows sorted by pattern (stable: ascending rows within
-        one), ``starts[b]`` .. ``starts[b + 1]`` the positions of pattern b, and the counts in
-        that order (K x rows, as ``columns``). A bound y <= z with z_k = 0 on the groups of Z
-        keeps only the rows of the patterns that contain Z (``TablePricer``). None past 16
+    def zero_index(self) -> tuple | None:
+        """(order, starts, packed, counts, values, codes) of the covered rows by zero pattern
+        (bit k: y_k = 0, group order), made once: ``order`` the rows sorted by pattern (stable:
+        ascending rows within one), ``starts[b]`` .. ``starts[b + 1]`` the positions of pattern
+        b, and in that order each row's counts packed into one uint64 with a guard bit a field
+        (``pack_fields``; empty when the fields need more than 64 bits, and ``counts``, the
+        counts a row per row, instead), its value and its part codes (a row per row; an empty
+        array without part codes). A bound y <= z with z_k = 0 on the groups of Z keeps only the
+        rows of the patterns that contain Z (``TablePricer``); held in this order, a rack
+        subproblem's rows are read from a few blocks, not from all over the table (session 21:
+        the gathers from the whole table were most of a subproblem's set-up). None past 16
         groups (the starts would hold 2^K + 1 entries)."""
         if self.K > 16:
             return None
@@ -470,14 +480,38 @@ class NodeTable:
             by = np.argsort(zm, kind="stable")
             order = rows[by].astype(np.int32)
             starts = np.searchsorted(zm[by], np.arange((1 << self.K) + 1))
-            self._zidx = (order, starts, np.ascontiguousarray(YT[:, order]))
+            fields = self.pack_fields()
+            if fields is not None:
+                shift, _ = fields
+                packed = np.zeros(len(order), dtype=np.uint64)
+                for k in range(self.K):
+                    packed |= YT[k][order].astype(np.uint64) << np.uint64(shift[k])
+                counts = np.zeros((0, self.K), dtype=YT.dtype)
+            else:
+                packed = np.zeros(0, dtype=np.uint64)
+                counts = np.ascontiguousarray(YT[:, order].T)
+            codes = (np.ascontiguousarray(self._sum_layout[0][:, order].T) if self.part_codes() is not None
+                     else np.zeros((0, 0), dtype=np.uint16))
+            self._zidx = (order, starts, packed, counts, self.value[order], codes)
         return self._zidx
 
-    def zero_rows(self, zero: int, fewer_than: int) -> tuple[np.ndarray, list[int], np.ndarray] | None:
+    def pack_fields(self) -> tuple[list[int], int] | None:
+        """(shift of each group's field, guard bits) when every row's counts fit one uint64 in
+        fields of bit_length(top_k) + 1 bits, the top bit of each a guard; None when they need
+        more than 64. For a bound b <= top, ((b packed | guards) - y packed) & guards == guards
+        iff y <= b: a field's guard survives iff its count does not exceed the bound's, and no
+        field borrows from the next (the DP's scan uses the same test)."""
+        widths = [int(t).bit_length() + 1 for t in self.top()]
+        if sum(widths) > 64:
+            return None
+        shift = [int(x) for x in np.cumsum([0] + widths[:-1])]
+        return shift, sum(1 << (shift[k] + widths[k] - 1) for k in range(self.K))
+
+    def zero_rows(self, zero: int, fewer_than: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The covered rows that are 0 on every group of the bit set ``zero`` (those of the
-        zero patterns that contain it, ``zero_index``), ascending, the other groups, and those
-        groups' counts (a row of them per row, for ``_kernels.rows_within``); None when they are not
-        fewer than ``fewer_than`` (a prefix scan is then cheaper) or there is no index.
+        zero patterns that contain it, ``zero_index``), ascending, and their positions in the
+        index's order; None when they are not fewer than ``fewer_than`` (a prefix scan is then
+        cheaper) or there is no index.
         Kept per set in a cache of at most ``ZERO_ROWS_BYTES`` (least recently used out): a
         two-rack search's subproblems share few sets (100x12x10: 2,870 subproblems, 148 sets,
         one of them 1,290 times), and each used to gather, mask and sort them again (session
@@ -490,7 +524,7 @@ class NodeTable:
         zi = self.zero_index()
         if zi is None:
             return None
-        order, starts, YTz = zi
+        order, starts = zi[0], zi[1]
         ms = np.arange(len(starts) - 1)
         q = ms[(ms & zero) == zero]
         lo, n = starts[q], starts[q + 1] - starts[q]
@@ -500,17 +534,14 @@ class NodeTable:
         # the positions of those rows in the zero-pattern order (ranges, ascending)
         pos = np.arange(total, dtype=np.int64) + np.repeat(lo - (np.cumsum(n) - n), n)
         by_row = np.argsort(order[pos], kind="stable")
-        pos = pos[by_row]
-        rows = order[pos]
-        gs = [k for k in range(self.K) if not zero >> k & 1]
-        C = np.ascontiguousarray(YTz[gs][:, pos].T)  # a row of counts per row (rows_within)
-        got = (rows, gs, C)
-        size = rows.nbytes + C.nbytes
+        pos = pos[by_row].astype(np.int32)
+        got = (order[pos], pos)
+        size = 8 * total
         if size <= ZERO_ROWS_BYTES:
-            held = sum(r.nbytes + c.nbytes for r, _, c in cache.values())
+            held = sum(8 * len(r) for r, _ in cache.values())
             while cache and held + size > ZERO_ROWS_BYTES:
-                r, _, c = cache.pop(next(iter(cache)))
-                held -= r.nbytes + c.nbytes
+                r, _ = cache.pop(next(iter(cache)))
+                held -= 8 * len(r)
             cache[zero] = got
         return got
 
@@ -929,11 +960,21 @@ class TablePricer(_TableColumns):
         # 118,000 such rows a subproblem on average, against a prefix of 2.5 million)
         zero = sum(1 << k for k in range(table.K) if ybound.get(k, 0) == 0)
         got = table.zero_rows(zero, end) if zero else None
+        self.codes = None  # the rows' part codes, a row per row (``NodeTable.sub_rc``)
         if got is not None:
-            rows, gs, C = got
-            b = np.array([min(ybound.get(k, 0), int(top[k])) for k in gs], dtype=np.int64)
-            self.idx = K_.rows_within(rows, C, b)  # ascending, as the rows
-            self.val = table.value[self.idx]
+            rows, pos = got
+            _, _, packed, counts, values, codes = table.zero_index()
+            fields = table.pack_fields() if len(packed) else None
+            b = [min(ybound.get(k, 0), int(top[k])) for k in range(table.K)]
+            if fields is not None:
+                shift, guard = fields
+                bp = sum(q << shift[k] for k, q in enumerate(b)) | guard
+                args = (np.uint64(bp), np.uint64(guard), np.zeros(0, dtype=np.int64))
+            else:
+                args = (np.uint64(0), np.uint64(0), np.array(b, dtype=np.int64))
+            # ascending, as the rows; their values and part codes from the index's order
+            self.idx, self.val, codes = K_.rows_within(rows, pos, packed, *args, counts, values, codes)
+            self.codes = codes if codes.shape[1] else None
             self.scan = "zero pattern"
             return
         mask = table.sel[:end].copy()
@@ -942,6 +983,8 @@ class TablePricer(_TableColumns):
                 mask &= YT[k, :end] <= ybound.get(k, 0)
         self.idx = np.flatnonzero(mask).astype(np.int32)
         self.val = table.value[self.idx]
+        if table.part_codes() is not None:
+            self.codes = np.ascontiguousarray(table._sum_layout[0][:, self.idx].T)
         self.scan = "prefix"
 
     def rc(self, duals: dict, phase1: bool = False) -> np.ndarray:
@@ -951,7 +994,7 @@ class TablePricer(_TableColumns):
         # solved subproblem the two-rack search keeps holds no float rows: before session 15
         # each made one and dropped it when kept, 100x11x10's 434 kept ones a 5.4 GB peak with them)
         if not self.whole:  # the table's part codes, in one compiled pass
-            return self.t.sub_rc(pi, self.idx, self.val, duals.get(self.conv, 0.0), phase1)
+            return self.t.sub_rc(pi, self.idx, self.val, duals.get(self.conv, 0.0), phase1, self.codes)
         base = np.zeros(len(self.idx)) if phase1 else self.val
         return base - self.Yf @ pi - duals.get(self.conv, 0.0)
 

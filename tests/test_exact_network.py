@@ -1475,10 +1475,10 @@ def _stub_pricer(Y, val, fi):
 
     p = object.__new__(NT.TablePricer)
     p.t = SimpleNamespace(Y=Y, K=Y.shape[1], value=val, split=lambda i: (),
-                          sub_rc=lambda pi, rows, v, conv, phase1:
+                          sub_rc=lambda pi, rows, v, conv, phase1, codes:
                           (np.zeros(len(rows)) if phase1 else v) - Y[rows].astype(np.float64) @ pi - conv)
     p.fi, p.conv, p.rowkey = fi, ("conv", fi), (lambda k: ("cover", k))
-    p.idx, p.val, p.Yf, p.whole = np.arange(len(Y)), val, None, False
+    p.idx, p.val, p.Yf, p.whole, p.codes = np.arange(len(Y)), val, None, False, None
     return p
 
 
@@ -1650,9 +1650,14 @@ def test_restricted_pricer_keeps_exactly_the_rows_within_the_bound():
     assert t.ok
     top = t.top()
     g0 = int(t.perm[0])
+    assert t.pack_fields() is not None  # the zero path's packed test (counts fit 64 bits)
     rng = np.random.default_rng(11)
     seen_prefix = seen_zero = 0
-    for trial in range(40):
+    for trial in range(80):
+        if trial == 40:  # the zero path's test on the plain counts (past 64 bits of fields)
+            t.__dict__.pop("_zidx")
+            t.__dict__.pop("_zrows")
+            t.pack_fields = lambda: None
         z = {k: int(rng.integers(0, int(top[k]) + 2)) for k in range(t.K)}
         if trial < 3:
             z[g0] = [0, int(top[g0]) - 1, int(top[g0])][trial]
@@ -1665,6 +1670,9 @@ def test_restricted_pricer_keeps_exactly_the_rows_within_the_bound():
         zz = np.array([z[k] for k in range(t.K)])
         want = np.flatnonzero(t.sel & (t.Y <= zz).all(axis=1))
         assert np.array_equal(pr.idx, want)
+        # the values and part codes read from the zero index's order are the rows' own
+        assert np.array_equal(pr.val, t.value[want])
+        assert np.array_equal(pr.codes, np.stack([h[want] for _, _, h in t.part_codes()], axis=1))
         seen_prefix += z[g0] < top[g0] and pr.scan == "prefix"
         seen_zero += pr.scan == "zero pattern"
         for scale in (0.0, 0.5, 5.0):
@@ -1679,7 +1687,7 @@ def test_restricted_pricer_keeps_exactly_the_rows_within_the_bound():
             good = [c for c in cols if pr.t.value is not None and
                     c.value - sum(duals.get(r, 0.0) * x for r, x in c.coefs.items()) > 1e-7]
             assert len(good) == min(8, int((rc > 1e-7).sum()))
-    assert seen_prefix >= 5 and seen_zero >= 10
+    assert seen_prefix >= 10 and seen_zero >= 20 and len(t._zidx[2]) == 0 and len(t._zidx[3])
 
 
 def test_splits_above_give_up_bound_is_an_upper_bound():
