@@ -132,3 +132,62 @@ def sub_rc(val, codes, S, starts, conv, phase1):
         base = 0.0 if phase1 else val[i]
         out[i] = (base - acc) - conv
     return out
+
+
+@njit(cache=True, nogil=True)
+def conv_level(st_rest, st_loss, rows, loss_f, enc_f, dt, m, guard, cap):
+    """One node's step of ``rack_by_convolution`` over ``rows`` (in order, sorted by loss): for
+    row r, the partial sums i < n with st_loss[i] <= dt - m loss_f[r] (st_loss ascending; n = 0
+    ends the step, no later row fits) whose guarded rest st_rest[i] - enc_f[r] keeps every
+    guard bit. Returns (i, r, rest) of every hit, row by row, i ascending within a row, and a
+    status: 0 all rows read, 1 the step ended (n = 0), 2 more than ``cap`` hits after a row."""
+    size = 1024
+    prev = np.empty(size, dtype=np.int64)
+    rr = np.empty(size, dtype=rows.dtype)
+    rest = np.empty(size, dtype=np.int64)
+    total = 0
+    status = 0
+    for j in range(len(rows)):
+        r = rows[j]
+        n = np.searchsorted(st_loss, dt - m * loss_f[r], side="right")
+        if n == 0:
+            status = 1
+            break
+        e = enc_f[r]
+        for i in range(n):
+            x = st_rest[i] - e
+            if (x & guard) == guard:
+                if total == size:
+                    size *= 2
+                    prev2 = np.empty(size, dtype=np.int64)
+                    prev2[:total] = prev[:total]
+                    prev = prev2
+                    rr2 = np.empty(size, dtype=rows.dtype)
+                    rr2[:total] = rr[:total]
+                    rr = rr2
+                    rest2 = np.empty(size, dtype=np.int64)
+                    rest2[:total] = rest[:total]
+                    rest = rest2
+                prev[total] = i
+                rr[total] = r
+                rest[total] = x
+                total += 1
+        if total > cap:
+            status = 2
+            break
+    return prev[:total].copy(), rr[:total].copy(), rest[:total].copy(), status
+
+
+@njit(cache=True, nogil=True)
+def part_counts(codes, digits, gflat, gstarts, K):
+    """The counts (n x K, int64) of rows given by their part codes (a row of them per row; part
+    p holds groups gflat[gstarts[p]:gstarts[p + 1]]), each code's counts looked up in
+    ``digits[p, code]`` (``NodeTable.part_codes``: a table of them, not two divisions a group)."""
+    n = codes.shape[0]
+    Y = np.zeros((n, K), dtype=np.int64)
+    for i in range(n):
+        for p in range(codes.shape[1]):
+            c = codes[i, p]
+            for gi in range(gstarts[p], gstarts[p + 1]):
+                Y[i, gflat[gi]] = digits[p, c, gi - gstarts[p]]
+    return Y

@@ -408,6 +408,14 @@ class NodeTable:
                     parts.append((g, [rad[k] for k in g], H[p]))
                 self._parts = parts
                 sizes = [math.prod(rad[k] for k in g) for g in groups]
+                # each part's code -> its groups' counts (``TablePricer.counts``)
+                self._digits = np.zeros((len(groups), max(sizes), max(len(g) for g in groups)),
+                                        dtype=np.uint8 if max(rad) <= 256 else np.uint16)
+                for p, g in enumerate(groups):
+                    rest = np.arange(sizes[p])
+                    for a, k in enumerate(g):
+                        self._digits[p, :sizes[p], a] = rest % rad[k]
+                        rest //= rad[k]
                 self._sum_layout = (H, np.array([k for g in groups for k in g], dtype=np.int64),
                                     np.array([rad[k] for g in groups for k in g], dtype=np.int64),
                                     np.cumsum([0] + [len(g) for g in groups]).astype(np.int64),
@@ -941,6 +949,7 @@ class TablePricer(_TableColumns):
         self.t = table
         self.fi, self.conv, self.rowkey = fi, conv, rowkey
         self.Yf = None  # the rows' counts as floats: the whole table's shared copy; None in a subproblem
+        self.codes = None  # a subproblem's rows' part codes, a row per row (``NodeTable.sub_rc``)
         self.scan = "whole"  # how the rows were found (tests)
         if ybound is None:
             self.idx, self.Yf, self.val = table.floats()
@@ -960,7 +969,6 @@ class TablePricer(_TableColumns):
         # 118,000 such rows a subproblem on average, against a prefix of 2.5 million)
         zero = sum(1 << k for k in range(table.K) if ybound.get(k, 0) == 0)
         got = table.zero_rows(zero, end) if zero else None
-        self.codes = None  # the rows' part codes, a row per row (``NodeTable.sub_rc``)
         if got is not None:
             rows, pos = got
             _, _, packed, counts, values, codes = table.zero_index()
@@ -997,6 +1005,14 @@ class TablePricer(_TableColumns):
             return self.t.sub_rc(pi, self.idx, self.val, duals.get(self.conv, 0.0), phase1, self.codes)
         base = np.zeros(len(self.idx)) if phase1 else self.val
         return base - self.Yf @ pi - duals.get(self.conv, 0.0)
+
+    def counts(self) -> np.ndarray:
+        """The rows' counts (rows x K, int64), decoded from their part codes when the pricer
+        holds them (read in order, not gathered from the whole table)."""
+        if self.codes is not None:
+            _, gflat, _, gstarts, _ = self.t._sum_layout
+            return K_.part_counts(self.codes, self.t._digits, gflat, gstarts, self.t.K)
+        return self.t.Y[self.idx].astype(np.int64)
 
     def column(self, r: int) -> Column:
         i = int(self.idx[r])
@@ -1252,7 +1268,7 @@ def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict
     for fi, pr in enumerate(prs):
         lo = maxrc[fi] - pr.rc(duals)
         loss.append(np.maximum(lo, 0.0))
-        Y = pr.t.Y[pr.idx][:, axes].astype(np.int64) if A else np.zeros((len(pr.idx), 0), dtype=np.int64)
+        Y = pr.counts()[:, axes] if A else np.zeros((len(pr.idx), 0), dtype=np.int64)
         sub_y.append(Y)
         codes.append(Y @ mult if A else np.zeros(len(Y), dtype=np.int64))
         enc.append(Y @ shift if A else np.zeros(len(Y), dtype=np.int64))
@@ -1290,21 +1306,20 @@ def rack_by_convolution(sub, ub: float, duals: dict, maxrc: list[float], z: dict
             st_code, st_rest, st_loss = st_code[order], st_rest[order], st_loss[order]
             parts = []
             total = 0
-            for j in range(len(rows)):
-                if j % 256 == 0 and deadline is not None and time.monotonic() > deadline:
+            for j in range(0, len(rows), 256):  # compiled, 256 rows between deadline checks
+                if deadline is not None and time.monotonic() > deadline:
                     return "incomplete"
-                r = rows[j]
-                lr = loss[fi][r]
-                n = int(np.searchsorted(st_loss, delta + tol - m * lr, side="right"))
-                if n == 0:
-                    break  # rows are sorted by loss: no later row fits either
-                rest = st_rest[:n] - enc[fi][r]
-                hit = np.flatnonzero((rest & guard) == guard)
+                # each row's partial sums within the loss left (a prefix: sorted by loss) whose
+                # rest stays guarded; a row with none ends the step (rows sorted by loss)
+                hit, rr, rest, status = K_.conv_level(st_rest, st_loss, rows[j:j + 256], loss[fi], enc[fi],
+                                                      delta + tol, float(m), guard, cap - total)
                 if len(hit):
-                    parts.append((hit, np.full(len(hit), r), rest[hit]))
+                    parts.append((hit, rr, rest))
                     total += len(hit)
-                    if total > cap:
-                        return "incomplete"
+                if status == 2:
+                    return "incomplete"
+                if status == 1:
+                    break
             if not parts:
                 st_code = np.zeros(0, dtype=np.int64)
                 break

@@ -1673,6 +1673,7 @@ def test_restricted_pricer_keeps_exactly_the_rows_within_the_bound():
         # the values and part codes read from the zero index's order are the rows' own
         assert np.array_equal(pr.val, t.value[want])
         assert np.array_equal(pr.codes, np.stack([h[want] for _, _, h in t.part_codes()], axis=1))
+        assert np.array_equal(pr.counts(), t.Y[want].astype(np.int64))  # decoded from the codes
         seen_prefix += z[g0] < top[g0] and pr.scan == "prefix"
         seen_zero += pr.scan == "zero pattern"
         for scale in (0.0, 0.5, 5.0):
