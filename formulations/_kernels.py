@@ -191,3 +191,49 @@ def part_counts(codes, digits, gflat, gstarts, K):
             for gi in range(gstarts[p], gstarts[p + 1]):
                 Y[i, gflat[gi]] = digits[p, c, gi - gstarts[p]]
     return Y
+
+
+@njit(cache=True, nogil=True)
+def extend_axis(Y, use, k, cap, dk, lim, limit):
+    """``_nodetable._node_vectors``'s step for axis k: for q = 0..cap in order, every row i
+    (in order) with use[i] + q dk <= lim on every limit, copied with count q on axis k, and its
+    use. Stops at the first q no row takes (uses only grow with q). Returns (Y', use', True),
+    or empty arrays and False once the rows exceed ``limit``."""
+    n, D = use.shape
+    counts = np.zeros(cap + 1, dtype=np.int64)
+    total = 0
+    last = -1
+    for q in range(cap + 1):
+        c = 0
+        for i in range(n):
+            ok = True
+            for d in range(D):
+                if use[i, d] + q * dk[d] > lim[d]:
+                    ok = False
+                    break
+            if ok:
+                c += 1
+        if c == 0:
+            break
+        counts[q] = c
+        total += c
+        last = q
+        if total > limit:
+            return np.empty((0, Y.shape[1]), dtype=Y.dtype), np.empty((0, D), dtype=use.dtype), False
+    Y2 = np.empty((total, Y.shape[1]), dtype=Y.dtype)
+    U2 = np.empty((total, D), dtype=use.dtype)
+    t = 0
+    for q in range(last + 1):
+        for i in range(n):
+            ok = True
+            for d in range(D):
+                if use[i, d] + q * dk[d] > lim[d]:
+                    ok = False
+                    break
+            if ok:
+                Y2[t] = Y[i]
+                Y2[t, k] = q
+                for d in range(D):
+                    U2[t, d] = use[i, d] + q * dk[d]
+                t += 1
+    return Y2, U2, True

@@ -89,24 +89,17 @@ def _node_vectors(pm, ni: int, limit: int, dtype=np.int16,
     caps = [pm.node_cap(g, ni) for g in G]
     Y = np.zeros((1, K), dtype=dtype)
     use = np.zeros((1, len(dims)), dtype=np.int64)
+    lim = np.array([d[2] for d in dims], dtype=np.int64)
     for k in range(K):
-        parts_y, parts_u, rows = [], [], 0
-        for q in range(caps[k] + 1):
-            if deadline is not None and time.monotonic() > deadline:
-                return None
-            u = use + q * np.array([d[1][k] for d in dims], dtype=np.int64)
-            ok = (u <= np.array([d[2] for d in dims], dtype=np.int64)).all(axis=1)
-            if not ok.any():
-                break
-            yy = Y[ok]  # a copy already (boolean index)
-            yy[:, k] = q
-            parts_y.append(yy)
-            parts_u.append(u[ok])
-            rows += len(yy)
-            if rows > limit:  # checked per value, not per axis: an axis multiplies the rows
-                return None
-        Y = np.concatenate(parts_y)
-        use = np.concatenate(parts_u)
+        if deadline is not None and time.monotonic() > deadline:
+            return None
+        # q = 0..caps[k] copies of the rows that take q more of group k, in order, by one compiled
+        # pass (``_kernels.extend_axis``; the limit is checked per value, not per axis, as an axis
+        # multiplies the rows)
+        Y, use, ok = K_.extend_axis(Y, use, k, int(caps[k]), np.array([d[1][k] for d in dims], dtype=np.int64),
+                                    lim, int(limit))
+        if not ok:
+            return None
     # max_per_node over a component's groups (one group per component in network: no-op then)
     by_comp: dict[Any, list[int]] = {}
     for k, g in enumerate(G):

@@ -1888,3 +1888,33 @@ def test_network_100_executors_10_nodes_seed_1_proven(comps, optimum):
     assert r.metrics["feasible"] and abs(r.bound - r.objective) <= TOL
     assert r.objective <= planner.solve(inst, "network", "storm.ras").objective + TOL
     assert r.objective == pytest.approx(optimum, abs=0.005)
+
+
+@pytest.mark.parametrize("size", [(16, 5, 4), (30, 6, 4)])
+def test_node_vectors_are_the_box_points_within_the_limits_in_code_order(size):
+    """_node_vectors (built axis by axis by a compiled pass) gives exactly the count vectors of
+    the node's box within its CPU and memory limits, in mixed-radix code order with the last
+    group most significant, their uses (demand . y), in the dtype asked for; None past the row
+    limit and the rows themselves at it."""
+    import itertools
+
+    import numpy as np
+
+    from formulations import _nodetable as NT
+
+    pm = _network_pm(parse_instance(layered(*size, 0)))
+    G, n = pm.groups, pm.nodes[0]
+    caps = [pm.node_cap(g, 0) for g in G]
+    dem = np.array([[int(round(g.comp.cpu * 1000)) for g in G], [int(round(g.comp.memory_mb * 1000)) for g in G]])
+    lim = np.array([int(math.floor(n.cpu * 1000 + 1e-6)), int(math.floor(n.memory_mb * 1000 + 1e-6))])
+    assert pm.ras and not any(g.comp.resources for g in G)
+    # itertools.product varies its last factor fastest: give it the groups last-first
+    box = [y[::-1] for y in itertools.product(*[range(c + 1) for c in reversed(caps)])]
+    want = np.array([y for y in box if (dem @ np.array(y) <= lim).all()])
+    assert 0 < len(want) < len(box)  # the limits cut the box
+    for dt in (np.int16, np.uint8):
+        Y, use, got_lim = NT._node_vectors(pm, 0, 10_000_000, dtype=dt)
+        assert Y.dtype == dt and np.array_equal(Y, want)
+        assert np.array_equal(use, want @ dem.T) and np.array_equal(got_lim, lim)
+    assert NT._node_vectors(pm, 0, len(want) - 1) is None
+    assert len(NT._node_vectors(pm, 0, len(want))[0]) == len(want)
