@@ -280,8 +280,7 @@ class NodeTable:
         keep[keep] = self._row(P[keep] @ mult) >= 0  # a content the node cannot hold alone is never used
         P = P[keep]
         A = stream_matrix(K, edges)[np.ix_(perm, perm)]
-        Pf = P.astype(np.float64)
-        co_p = 0.5 * np.einsum("ik,kl,il->i", Pf, A, Pf)
+        co_p = 0.5 * K_.quad(P, A)
         self.P, self.co_p, self.pcodes = P, co_p, P @ mult
         # y >= p on every axis at once: fields of `bits` bits, the top one a guard bit set in
         # y; (y | guards) - p keeps every guard iff no field borrows, i.e. y_k >= p_k for all k
@@ -307,8 +306,7 @@ class NodeTable:
                 return
             Wf = levels[-1]
         sel = np.isfinite(Wf)
-        Yf = Y.astype(np.float64)
-        co_y = 0.5 * np.einsum("ik,kl,il->i", Yf, A, Yf)
+        co_y = 0.5 * K_.quad(Y, A)  # einsum's sums without a float copy of Y (session 21)
         inv = np.argsort(perm)
         self.Yp = Y  # box (axis) order
         self.Y = Y[:, inv]  # group order
