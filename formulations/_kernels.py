@@ -194,6 +194,15 @@ def part_counts(codes, digits, gflat, gstarts, K):
 
 
 @njit(cache=True, nogil=True)
+def _takes(use, i, q, dk, lim):
+    """Does row i, with q more of the axis (demands dk), stay within every limit?"""
+    for d in range(use.shape[1]):
+        if use[i, d] + q * dk[d] > lim[d]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
 def extend_axis(Y, use, k, cap, dk, lim, limit):
     """``_nodetable._node_vectors``'s step for axis k: for q = 0..cap in order, every row i
     (in order) with use[i] + q dk <= lim on every limit, copied with count q on axis k, and its
@@ -206,12 +215,7 @@ def extend_axis(Y, use, k, cap, dk, lim, limit):
     for q in range(cap + 1):
         c = 0
         for i in range(n):
-            ok = True
-            for d in range(D):
-                if use[i, d] + q * dk[d] > lim[d]:
-                    ok = False
-                    break
-            if ok:
+            if _takes(use, i, q, dk, lim):
                 c += 1
         if c == 0:
             break
@@ -225,12 +229,7 @@ def extend_axis(Y, use, k, cap, dk, lim, limit):
     t = 0
     for q in range(last + 1):
         for i in range(n):
-            ok = True
-            for d in range(D):
-                if use[i, d] + q * dk[d] > lim[d]:
-                    ok = False
-                    break
-            if ok:
+            if _takes(use, i, q, dk, lim):
                 Y2[t] = Y[i]
                 Y2[t, k] = q
                 for d in range(D):
