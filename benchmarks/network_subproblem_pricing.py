@@ -1,5 +1,5 @@
 """Rack-subproblem pricing of one network solve: the float copy of the rows against the table's
-part codes (session 15, ``NodeTable.dot``).
+part codes (session 15's ``NodeTable.dot``; since session 21 ``NodeTable.sub_rc``, compiled).
 
 Usage: PYTHONPATH=. python benchmarks/network_subproblem_pricing.py 100x12x10 [calls, default 200] [repeats, default 3]
 
@@ -46,7 +46,7 @@ def copy(idx, pi):
 
 
 def parts(idx, pi):
-    return t.value[idx] - t.dot(pi, idx)
+    return t.sub_rc(pi, idx, t.value[idx], 0.0, False)
 
 
 for _ in range(repeats):

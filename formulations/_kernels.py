@@ -63,7 +63,8 @@ def rows_within(rows, pos, packed, bp, guard, b, counts, values, codes):
     row rows[i] sits at pos[i] of the zero-pattern order (``NodeTable.zero_index``), whose
     arrays ``packed`` (counts packed with guard bits; empty: ``counts``, a row per row, against
     b instead), ``values`` and ``codes`` (part codes, a row per row; may have no columns) are
-    read there. Packed test: ((bp - y) & guard) == guard, bp the bound packed with the guards."""
+    read there. Packed test (int64 fields): ((bp - y) & guard) == guard, bp the bound packed
+    with the guards."""
     keep = np.empty(len(rows), dtype=np.int64)
     n = 0
     use_packed = len(packed) > 0
@@ -97,8 +98,8 @@ def rows_within(rows, pos, packed, bp, guard, b, counts, values, codes):
 
 @njit(cache=True, nogil=True)
 def part_sums(pi, gflat, rflat, gstarts, starts):
-    """Each part's sums pi . y over its radix box, laid out as ``NodeTable.dot`` makes them
-    with numpy (index y_g0 + r_g0 (y_g1 + r_g1 (...)), the additions in the same order: from the
+    """Each part's sums pi . y over its radix box, laid out as session 15's numpy look-ups made
+    them (index y_g0 + r_g0 (y_g1 + r_g1 (...)), the additions in the same order: from the
     part's last group to its first), part p's from ``starts[p]``; part p's groups and radices
     are gflat and rflat from gstarts[p] to gstarts[p + 1]."""
     S = np.empty(starts[-1])
@@ -135,16 +136,23 @@ def sub_rc(val, codes, S, starts, conv, phase1):
 
 
 @njit(cache=True, nogil=True)
+def _doubled(a):
+    """a copied into an array twice as long (the rest unset)."""
+    out = np.empty(2 * len(a), dtype=a.dtype)
+    out[:len(a)] = a
+    return out
+
+
+@njit(cache=True, nogil=True)
 def conv_level(st_rest, st_loss, rows, loss_f, enc_f, dt, m, guard, cap):
     """One node's step of ``rack_by_convolution`` over ``rows`` (in order, sorted by loss): for
     row r, the partial sums i < n with st_loss[i] <= dt - m loss_f[r] (st_loss ascending; n = 0
     ends the step, no later row fits) whose guarded rest st_rest[i] - enc_f[r] keeps every
     guard bit. Returns (i, r, rest) of every hit, row by row, i ascending within a row, and a
     status: 0 all rows read, 1 the step ended (n = 0), 2 more than ``cap`` hits after a row."""
-    size = 1024
-    prev = np.empty(size, dtype=np.int64)
-    rr = np.empty(size, dtype=rows.dtype)
-    rest = np.empty(size, dtype=np.int64)
+    prev = np.empty(1024, dtype=np.int64)
+    rr = np.empty(1024, dtype=rows.dtype)
+    rest = np.empty(1024, dtype=np.int64)
     total = 0
     status = 0
     for j in range(len(rows)):
@@ -157,17 +165,8 @@ def conv_level(st_rest, st_loss, rows, loss_f, enc_f, dt, m, guard, cap):
         for i in range(n):
             x = st_rest[i] - e
             if (x & guard) == guard:
-                if total == size:
-                    size *= 2
-                    prev2 = np.empty(size, dtype=np.int64)
-                    prev2[:total] = prev[:total]
-                    prev = prev2
-                    rr2 = np.empty(size, dtype=rows.dtype)
-                    rr2[:total] = rr[:total]
-                    rr = rr2
-                    rest2 = np.empty(size, dtype=np.int64)
-                    rest2[:total] = rest[:total]
-                    rest = rest2
+                if total == len(prev):
+                    prev, rr, rest = _doubled(prev), _doubled(rr), _doubled(rest)
                 prev[total] = i
                 rr[total] = r
                 rest[total] = x
@@ -209,7 +208,6 @@ def extend_axis(Y, use, k, cap, dk, lim, limit):
     use. Stops at the first q no row takes (uses only grow with q). Returns (Y', use', True),
     or empty arrays and False once the rows exceed ``limit``."""
     n, D = use.shape
-    counts = np.zeros(cap + 1, dtype=np.int64)
     total = 0
     last = -1
     for q in range(cap + 1):
@@ -219,7 +217,6 @@ def extend_axis(Y, use, k, cap, dk, lim, limit):
                 c += 1
         if c == 0:
             break
-        counts[q] = c
         total += c
         last = q
         if total > limit:

@@ -372,7 +372,7 @@ class NodeTable:
         """The counts of every row as a few small mixed-radix numbers, made once: consecutive
         groups joined while the product of their radices (largest count + 1) stays within
         2^16, each part's numbers a uint16 array over the rows (100x12x10: 3 parts, 6 bytes a
-        row); None when one group alone needs more. ``dot`` prices a rack subproblem's rows
+        row); None when one group alone needs more. ``sub_rc`` prices a rack subproblem's rows
         from them without a float copy of their counts."""
         if "_parts" not in self.__dict__:
             rad = [int(r) + 1 for r in self.top()]
@@ -416,38 +416,20 @@ class NodeTable:
     def sub_rc(self, pi: np.ndarray, rows: np.ndarray, val: np.ndarray, conv: float,
                phase1: bool, codes: np.ndarray | None = None) -> np.ndarray:
         """The reduced costs val - Y[rows] pi - conv (phase 1: 0 - Y[rows] pi - conv) of a rack
-        subproblem's rows, bit for bit those of ``dot`` and the numpy subtractions, in one
-        compiled pass (``_kernels.sub_rc``; session 21) over ``codes``, the rows' part codes
-        (one row of them per row, as ``TablePricer`` keeps them; None: gathered here)."""
+        subproblem's rows: each part's sums pi . y over its radix box tabulated once (at most
+        65,536 of them, ``_kernels.part_sums``) and looked up row by row in one compiled pass
+        (``_kernels.sub_rc``) over ``codes``, the rows' part codes (one row of them per row, as
+        ``TablePricer`` keeps them; None: gathered here); no float copy of Y[rows]. Equal to the
+        float64 product up to rounding (the tests hold it bit for bit to session 15's numpy
+        look-ups). Without part codes, that product."""
         if self.part_codes() is None:
             base = np.zeros(len(rows)) if phase1 else val
-            return base - self.dot(pi, rows) - conv
+            return base - self.Y[rows].astype(np.float64) @ pi - conv
         H, gflat, rflat, gstarts, starts = self._sum_layout
         if codes is None:
             codes = np.ascontiguousarray(H[:, rows].T)
         S = K_.part_sums(np.asarray(pi, dtype=np.float64), gflat, rflat, gstarts, starts)
         return K_.sub_rc(val, codes, S, starts, float(conv), bool(phase1))
-
-    def dot(self, pi: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Y[rows] pi: by ``part_codes``, each part's sums pi . y over its radix box tabulated
-        once (at most 65,536 of them) and looked up row by row; no float copy of Y[rows]
-        (a rack subproblem's pricing; 100x12x10's first 200 of them 1.5-1.7 times faster than the
-        float copy, ``benchmarks/network_subproblem_pricing.py``, docs/benchmarks.md). Equal to
-        the float64 product up to rounding (4.5e-13 there)."""
-        parts = self.part_codes()
-        if parts is None:
-            return self.Y[rows].astype(np.float64) @ pi
-        out = None
-        for g, rad, h in parts:
-            sums = np.zeros(1)
-            for k, r in zip(reversed(g), reversed(rad)):  # index y_g0 + r_g0 (y_g1 + r_g1 (...))
-                sums = np.add.outer(sums, pi[k] * np.arange(r)).ravel()
-            got = sums[h[rows]]
-            if out is None:
-                out = got
-            else:
-                out += got
-        return out
 
     def columns(self) -> np.ndarray:
         """The counts by group as contiguous rows (K x vectors; uint8 where every count fits):
@@ -460,9 +442,10 @@ class NodeTable:
         """(order, starts, packed, counts, values, codes) of the covered rows by zero pattern
         (bit k: y_k = 0, group order), made once: ``order`` the rows sorted by pattern (stable:
         ascending rows within one), ``starts[b]`` .. ``starts[b + 1]`` the positions of pattern
-        b, and in that order each row's counts packed into one uint64 with a guard bit a field
-        (``pack_fields``; empty when the fields need more than 64 bits, and ``counts``, the
-        counts a row per row, instead), its value and its part codes (a row per row; an empty
+        b, and in that order each row's counts packed with a guard bit a field as the DP's scan
+        packs them (``_pack``, box order; empty where they do not fit 62 bits, and ``counts``,
+        the counts a row per row, instead): for a bound b, ((b packed | guards) - y packed) &
+        guards == guards iff y <= b, no field borrowing from the next; its value and its part codes (a row per row; an empty
         array without part codes). A bound y <= z with z_k = 0 on the groups of Z keeps only the
         rows of the patterns that contain Z (``TablePricer``); held in this order, a rack
         subproblem's rows are read from a few blocks, not from all over the table (session 21:
@@ -479,32 +462,16 @@ class NodeTable:
             by = np.argsort(zm, kind="stable")
             order = rows[by].astype(np.int32)
             starts = np.searchsorted(zm[by], np.arange((1 << self.K) + 1))
-            fields = self.pack_fields()
-            if fields is not None:
-                shift, _ = fields
-                packed = np.zeros(len(order), dtype=np.uint64)
-                for k in range(self.K):
-                    packed |= YT[k][order].astype(np.uint64) << np.uint64(shift[k])
+            if self._pack is not None:  # the counts packed as the DP's scan packs them
+                packed = self.Yp[order].astype(np.int64) @ self._pack[0]
                 counts = np.zeros((0, self.K), dtype=YT.dtype)
             else:
-                packed = np.zeros(0, dtype=np.uint64)
+                packed = np.zeros(0, dtype=np.int64)
                 counts = np.ascontiguousarray(YT[:, order].T)
             codes = (np.ascontiguousarray(self._sum_layout[0][:, order].T) if self.part_codes() is not None
                      else np.zeros((0, 0), dtype=np.uint16))
             self._zidx = (order, starts, packed, counts, self.value[order], codes)
         return self._zidx
-
-    def pack_fields(self) -> tuple[list[int], int] | None:
-        """(shift of each group's field, guard bits) when every row's counts fit one uint64 in
-        fields of bit_length(top_k) + 1 bits, the top bit of each a guard; None when they need
-        more than 64. For a bound b <= top, ((b packed | guards) - y packed) & guards == guards
-        iff y <= b: a field's guard survives iff its count does not exceed the bound's, and no
-        field borrows from the next (the DP's scan uses the same test)."""
-        widths = [int(t).bit_length() + 1 for t in self.top()]
-        if sum(widths) > 64:
-            return None
-        shift = [int(x) for x in np.cumsum([0] + widths[:-1])]
-        return shift, sum(1 << (shift[k] + widths[k] - 1) for k in range(self.K))
 
     def zero_rows(self, zero: int, fewer_than: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The covered rows that are 0 on every group of the bit set ``zero`` (those of the
@@ -963,14 +930,12 @@ class TablePricer(_TableColumns):
         if got is not None:
             rows, pos = got
             _, _, packed, counts, values, codes = table.zero_index()
-            fields = table.pack_fields() if len(packed) else None
-            b = [min(ybound.get(k, 0), int(top[k])) for k in range(table.K)]
-            if fields is not None:
-                shift, guard = fields
-                bp = sum(q << shift[k] for k, q in enumerate(b)) | guard
-                args = (np.uint64(bp), np.uint64(guard), np.zeros(0, dtype=np.int64))
+            b = np.array([min(ybound.get(k, 0), int(top[k])) for k in range(table.K)], dtype=np.int64)
+            if len(packed):  # the bound packed in box order, with the guards
+                shift, guard, _ = table._pack
+                args = (int(b[table.perm] @ shift) | guard, guard, np.zeros(0, dtype=np.int64))
             else:
-                args = (np.uint64(0), np.uint64(0), np.array(b, dtype=np.int64))
+                args = (0, 0, b)
             # ascending, as the rows; their values and part codes from the index's order
             self.idx, self.val, codes = K_.rows_within(rows, pos, packed, *args, counts, values, codes)
             self.codes = codes if codes.shape[1] else None

@@ -1591,6 +1591,21 @@ def test_only_the_whole_table_pricer_holds_float_rows():
     assert np.allclose(part.rc(duals), [at[int(i)] for i in part.idx], rtol=1e-12, atol=1e-9)
 
 
+def _dot_by_parts(t, pi, rows):
+    """Y[rows] pi by the part codes in numpy (session 15's ``NodeTable.dot``, the reference of
+    the compiled ``sub_rc``): each part's sums over its radix box tabulated, the rows looked up."""
+    import numpy as np
+
+    out = None
+    for g, rad, h in t.part_codes():
+        sums = np.zeros(1)
+        for k, r in zip(reversed(g), reversed(rad)):  # index y_g0 + r_g0 (y_g1 + r_g1 (...))
+            sums = np.add.outer(sums, pi[k] * np.arange(r)).ravel()
+        got = sums[h[rows]]
+        out = got if out is None else out + got
+    return out
+
+
 def test_table_dot_by_part_codes_is_the_float_product():
     """NodeTable.dot (a rack subproblem's pricing, by the part codes' tabulated sums) equals
     Y[rows] pi in float64 on random multipliers and rows, the part codes give back every
@@ -1618,12 +1633,12 @@ def test_table_dot_by_part_codes_is_the_float_product():
         pi = rng.normal(scale=rng.choice([1e-3, 1.0, 1e3]), size=t.K)
         rows = np.sort(rng.choice(len(t.Y), size=min(len(t.Y), 500), replace=False))
         want = t.Y[rows].astype(np.float64) @ pi
-        assert np.allclose(t.dot(pi, rows), want, rtol=1e-12, atol=1e-9 * np.abs(pi).max())
+        assert np.allclose(_dot_by_parts(t, pi, rows), want, rtol=1e-12, atol=1e-9 * np.abs(pi).max())
         # the compiled pass (sub_rc) is bit for bit the numpy one over the same part codes
         val = t.value[rows]
         for phase1 in (False, True):
             base = np.zeros(len(rows)) if phase1 else val
-            assert np.array_equal(t.sub_rc(pi, rows, val, 0.7, phase1), base - t.dot(pi, rows) - 0.7)
+            assert np.array_equal(t.sub_rc(pi, rows, val, 0.7, phase1), base - _dot_by_parts(t, pi, rows) - 0.7)
     duals = {("cover", k): 0.3 * (k + 1) for k in range(t.K)}
     duals[("conv", 0)] = 1.5
     part = NT.TablePricer(t, 0, ("conv", 0), lambda k: ("cover", k),
@@ -1650,14 +1665,14 @@ def test_restricted_pricer_keeps_exactly_the_rows_within_the_bound():
     assert t.ok
     top = t.top()
     g0 = int(t.perm[0])
-    assert t.pack_fields() is not None  # the zero path's packed test (counts fit 64 bits)
+    assert t._pack is not None  # the zero path's packed test (counts fit 62 bits)
     rng = np.random.default_rng(11)
     seen_prefix = seen_zero = 0
     for trial in range(80):
-        if trial == 40:  # the zero path's test on the plain counts (past 64 bits of fields)
+        if trial == 40:  # the zero path's test on the plain counts (past 62 bits of fields)
             t.__dict__.pop("_zidx")
             t.__dict__.pop("_zrows")
-            t.pack_fields = lambda: None
+            t._pack = None
         z = {k: int(rng.integers(0, int(top[k]) + 2)) for k in range(t.K)}
         if trial < 3:
             z[g0] = [0, int(top[g0]) - 1, int(top[g0])][trial]
