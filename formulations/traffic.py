@@ -26,7 +26,8 @@ proof by enumeration); both start from the node-level local search of
 :mod:`formulations._trafficls`. After B&P, a non-free phase 2 looks for a free phase-1 optimum
 (exactly among one-worker node contents, :func:`_one_worker_plan`, then by local search), then
 enumerates every phase-1 optimum (:func:`formulations._trafficphase2.phase2_bp`). Phase 2 is free when the plan's inter-worker traffic equals
-its inter-node traffic (its lower bound), else it runs on the configuration columns
+its inter-node traffic (its lower bound), or when every topology has one executor per worker
+(:func:`_phase2_fixed`), else it runs on the configuration columns
 (:mod:`formulations._trafficphase2`); the compact model above is the fall-back for both.
 """
 
@@ -89,6 +90,18 @@ def _phase2_free(run: Run, plan, phase1: float) -> bool:
     inter-node traffic, the phase-1 optimum: inter-worker >= inter-node >= that optimum for
     every plan (traffic crossing nodes crosses workers)."""
     return _evaluated_within(run, plan, "inter_worker_traffic", phase1, 1e-9)
+
+
+PHASE2_FIXED = "optimal (one executor per worker: every plan has the same inter-worker traffic)"
+
+
+def _phase2_fixed(base: PlacementModel) -> bool:
+    """Every topology holds at most one executor per worker (M_t(alpha) = 1, i.e. S_t = min(W, E)
+    = E: a small topology on a cluster with a slot per executor and no ``workers`` set), so in
+    every feasible plan each executor has a worker of its own and the inter-worker traffic is
+    all traffic between distinct executors: the same for every plan, so any phase-1 optimum is
+    also phase 2's."""
+    return all(m == 1 for m in base.M.values())
 
 
 def _phase1_kept(run: Run, plan, phase1: float) -> bool:
@@ -291,6 +304,10 @@ def solve_traffic(run: Run) -> Result:
             details["phase2"] = "optimal (inter-worker = inter-node traffic, its lower bound)"
             _lexicographic(run, details, True)
             return run.pattern_result(out, hint, bound=primary_value, details=details)
+        if _phase2_fixed(base) and _phase1_kept(run, hint, primary_value):
+            details["phase2"] = PHASE2_FIXED
+            _lexicographic(run, details, True)
+            return run.pattern_result(out, hint, bound=primary_value, details=details)
         left = None if run.time_limit is None else run.time_limit - (time.monotonic() - run.t0)
         p2s = split_plan(base, pairs, pat, out["chosen"], None if left is None else time.monotonic() + 0.2 * left)
         if p2s is not None and _phase2_free(run, p2s, primary_value):
@@ -370,6 +387,10 @@ def solve_traffic(run: Run) -> Result:
         details["phase1_seconds"] = round(time.monotonic() - run.t0, 3)
         if _phase2_free(run, pm.plan(sol.values), sol.objective):
             details["phase2"] = "optimal (inter-worker = inter-node traffic, its lower bound)"
+            _lexicographic(run, details, True)
+            return run.result(pm, sol, details=details)
+        if _phase2_fixed(base) and _phase1_kept(run, pm.plan(sol.values), sol.objective):
+            details["phase2"] = PHASE2_FIXED
             _lexicographic(run, details, True)
             return run.result(pm, sol, details=details)
         # phase 2: keep inter-node traffic at its optimum, minimise inter-worker traffic

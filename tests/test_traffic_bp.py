@@ -672,3 +672,34 @@ def test_the_trees_incumbents_polished_by_the_local_search_keep_the_optimum(monk
         assert r.details.get("bp_polish", 0) <= tb.POLISH_TRIES, seed
         gained += r.details.get("bp_polish_gain", 0.0) > 0
     assert gained >= 1, gained
+
+
+def test_phase2_is_fixed_when_every_executor_has_its_own_worker():
+    # S_t = E_t (workers = executors): every plan gives each executor a worker of its own, so
+    # inter-worker traffic is the same for every plan and phase 2 needs no search; the
+    # tie-breaker must still be brute force's, and the premise is checked on other plans too
+    from formulations.traffic import PHASE2_FIXED
+
+    used = 0
+    for seed in range(40):
+        d = small_random("traffic", seed)
+        for t in d["topologies"]:
+            t["workers"] = sum(c.get("parallelism", 1) for c in t["components"])
+        inst = parse_instance(d)
+        ref = planner.solve(inst, "traffic", "exact.bruteforce")
+        if ref.status.value != "optimal" or ref.metrics["total_traffic"] == 0:
+            continue
+        inter_worker = ref.metrics["inter_worker_traffic"]
+        for method in ("exact.cpsat", "exact.milp-highs"):
+            r = planner.solve(inst, "traffic", method, time_limit=30)
+            assert r.status.value == "optimal", (seed, method, r.message)
+            assert r.objective == pytest.approx(ref.objective, rel=TOL, abs=TOL), (seed, method)
+            assert r.details["phase2"] in (PHASE2_FIXED, "optimal (inter-worker = inter-node traffic, its lower bound)")
+            m = evaluate(inst, r.plan, "traffic")
+            assert m["feasible"] and m["inter_worker_traffic"] == pytest.approx(inter_worker, rel=TOL, abs=TOL)
+            used += r.details["phase2"] == PHASE2_FIXED
+        for h in ("aniello.offline", "aniello.online"):  # any feasible plan: the same inter-worker traffic
+            p = planner.solve(inst, "traffic", h)
+            if p.plan is not None and evaluate(inst, p.plan, "traffic")["feasible"]:
+                assert evaluate(inst, p.plan, "traffic")["inter_worker_traffic"] == pytest.approx(inter_worker, rel=TOL, abs=TOL)
+    assert used >= 5, used
