@@ -128,9 +128,9 @@ class WorkerSearch:
                            + np.einsum("rk,kl,rl->", Z, A, Z))
 
     # --- search -------------------------------------------------------------------------------
-    def _move_mask(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
-        """ok[w1, w2, g]: moving one executor of g from w1 to w2 keeps the state feasible."""
-        Wn = self.Wn
+    def _move_mask(self, X: np.ndarray, Y: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """ok[i, j, g]: moving one executor of g from worker src[i] to worker dst[j] keeps the
+        state feasible."""
         on = X > 0
         heap_w = X @ self.heap
         # the worker w2 after receiving g (w1 losing one executor never breaks a worker limit)
@@ -148,10 +148,23 @@ class WorkerSearch:
         for kk, lim in self.mpn:
             full = Y[:, kk].sum(axis=1) >= lim
             fit_n[np.ix_(full, kk)] = False
-        same_node = self.wnode[:, None] == self.wnode[None, :]
-        ok = on[:, None, :] & fit_w[None, :, :] & (same_node[:, :, None] | fit_n[self.wnode][None, :, :])
-        ok[np.arange(Wn), np.arange(Wn), :] = False
+        same_node = self.wnode[src][:, None] == self.wnode[dst][None, :]
+        ok = on[src][:, None, :] & fit_w[dst][None, :, :] & (same_node[:, :, None] | fit_n[self.wnode[dst]][None, :, :])
+        ok[src[:, None] == dst[None, :]] = False
         return ok
+
+    def _active(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(occupied workers, occupied workers and each node's first empty worker), ascending.
+        A node's empty workers are interchangeable (same caps, same scores), so a move to the
+        first of them stands for a move to any; a swap needs executors on both sides. On a big
+        cluster with a small topology most workers are empty (ras-doc-five-racks: 200)."""
+        occ = X.any(axis=1)
+        act = occ.copy()
+        empty = np.flatnonzero(~occ)
+        if len(empty):
+            _, first = np.unique(self.wnode[empty], return_index=True)
+            act[empty[first]] = True
+        return np.flatnonzero(occ), np.flatnonzero(act)
 
     def _scores(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
         A = self.A
@@ -178,42 +191,52 @@ class WorkerSearch:
         dl = self._diff_levels()
         while time.monotonic() < deadline:
             S = self._scores(X, Y)
-            D = S[None, :, :] - S[:, None, :]  # D[w1, w2, g]
-            D = np.where(self._move_mask(X, Y), D, -np.inf)
+            occ, act = self._active(X)
+            # D[i, j, g]: moving g from occ[i] to act[j]; over every worker pair, the first
+            # maximum in (w1, w2, g) order is this one (an empty worker past its node's first
+            # ties with that first one)
+            D = S[act][None, :, :] - S[occ][:, None, :]
+            D = np.where(self._move_mask(X, Y, occ, act), D, -np.inf)
             f = int(np.argmax(D))
-            w1, w2, g = np.unravel_index(f, D.shape)
-            if D[w1, w2, g] > TOL:
-                self._apply(X, Y, int(w1), int(w2), int(g))
+            i, j, g = np.unravel_index(f, D.shape)
+            if D[i, j, g] > TOL:
+                self._apply(X, Y, int(occ[i]), int(act[j]), int(g))
                 continue
-            if not self._swap(X, Y, S, D, A, dl):
+            if not self._swap(X, Y, S, occ, A, dl):
                 return X
         return X
 
-    def _swap(self, X, Y, S, D, A, dl, tries: int = 64) -> bool:
-        """The best improving feasible swap (among the ``tries`` best by gain); applied in place.
-        None are tried past 5e6 (worker, worker, group, group) entries: the arrays below would
-        take seconds and hundreds of MB per call (200x20x64: 2 s, 0.7 GB)."""
-        if (self.Wn * self.K) ** 2 > 5e6:
+    def _swap(self, X, Y, S, occ, A, dl, tries: int = 64) -> bool:
+        """The best improving feasible swap (among the ``tries`` best by gain, ties by worker
+        and group order); applied in place. Only occupied workers (``occ``) take part. None are
+        tried past 5e6 (worker, worker, group, group) entries: the arrays below would take
+        seconds and hundreds of MB per call (200x20x64: 2 s, 0.7 GB)."""
+        W = len(occ)
+        if (W * self.K) ** 2 > 5e6:
             return False
-        on = X > 0
-        Dm = S[None, :, :] - S[:, None, :]
-        # gain[w1, w2, g, h] = Dm[w1, w2, g] + Dm[w2, w1, h] - 2 A[g, h] dl[w1, w2]
+        on = X[occ] > 0
+        So = S[occ]
+        Dm = So[None, :, :] - So[:, None, :]
+        # gain[i1, i2, g, h] = Dm[i1, i2, g] + Dm[i2, i1, h] - 2 A[g, h] dl[w1, w2]
         gain = Dm[:, :, :, None] + np.transpose(Dm, (1, 0, 2))[:, :, None, :] \
-            - 2.0 * A[None, None, :, :] * dl[:, :, None, None]
+            - 2.0 * A[None, None, :, :] * dl[np.ix_(occ, occ)][:, :, None, None]
         valid = on[:, None, :, None] & on[None, :, None, :]
         valid &= ~np.eye(self.K, dtype=bool)[None, None, :, :]
-        valid &= ~np.eye(self.Wn, dtype=bool)[:, :, None, None]
+        valid &= ~np.eye(W, dtype=bool)[:, :, None, None]
         gain = np.where(valid, gain, -np.inf)
         flat = gain.reshape(-1)
-        cnt = int(np.count_nonzero(flat > TOL))
-        if cnt == 0:
+        cand = np.flatnonzero(flat > TOL)
+        if len(cand) == 0:
             return False
-        top = np.argpartition(-flat, min(tries, cnt) - 1)[:min(tries, cnt)] if cnt > tries else np.flatnonzero(flat > TOL)
-        top = top[np.argsort(-flat[top], kind="stable")]
+        if len(cand) > tries:  # the best by gain; at the cut, ties go to the lower index
+            keep = np.argpartition(-flat[cand], tries - 1)[:tries]
+            cut = flat[cand[keep]].min()
+            above = cand[flat[cand] > cut]
+            cand = np.concatenate([above, cand[flat[cand] == cut][:tries - len(above)]])
+        top = cand[np.lexsort((cand, -flat[cand]))]
         for f in top:
-            if flat[f] <= TOL:
-                break
-            w1, w2, g, h = (int(v) for v in np.unravel_index(f, gain.shape))
+            i1, i2, g, h = (int(v) for v in np.unravel_index(f, gain.shape))
+            w1, w2 = int(occ[i1]), int(occ[i2])
             X[w1, g] -= 1
             X[w2, g] += 1
             X[w2, h] -= 1

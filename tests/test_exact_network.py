@@ -6,6 +6,7 @@ Tolerance: objectives agree to 1e-6 relative (absolute below 1). The default run
 
 from __future__ import annotations
 
+import json
 import math
 import time
 
@@ -13,6 +14,7 @@ import pytest
 
 import planner
 from formulations._gen import layered, small_random
+from helpers import REPO
 from planner.model import InstanceError, parse_instance
 
 EXACT = ["exact.cpsat", "exact.milp-cbc", "exact.milp-highs"]
@@ -1951,3 +1953,88 @@ def test_quad_is_the_einsum_of_the_counts():
         got = K_.quad(Y, A)
         assert got.dtype == np.float64 and np.allclose(got, want, rtol=1e-14, atol=0.0)
         assert np.array_equal(K_.quad(Y[:1], np.zeros((9, 9))), [0.0])
+
+
+def _four_racks(seed: int) -> dict:
+    """A small topology on four racks, one of nodes without CPU (a rack whose only content is
+    empty, as rack-2 of ras-doc-five-racks): the rack-content enumeration of more than two racks."""
+    import random
+
+    rng = random.Random(seed)
+    comps = [{"id": "s", "kind": "spout", "parallelism": 2, "cpu": 20, "memory_onheap_mb": 128},
+             {"id": "a", "parallelism": rng.randint(1, 3), "cpu": 20, "memory_onheap_mb": 128},
+             {"id": "b", "parallelism": rng.randint(1, 3), "cpu": 20, "memory_onheap_mb": 128}]
+    streams = [{"source": "s", "target": "a"}, {"source": "a", "target": "b", "grouping": "fields"}]
+    racks = [{"id": f"r{r}", "nodes": [{"id": f"r{r}n{i}", "slots": 2, "cpu": cpu, "memory_mb": 4000} for i in range(nn)]}
+             for r, (nn, cpu) in enumerate([(1, 60), (2, 40), (1, 0), (1, rng.choice([60, 100]))])]
+    return {"topologies": [{"id": "t", "components": comps, "streams": streams, "max_heap_mb": 384}],
+            "cluster": {"racks": racks}}
+
+
+def test_rack_enumeration_over_four_racks_agrees_with_bruteforce(monkeypatch):
+    """More than two racks: the rack contents within the margin are enumerated rack by rack
+    (vectorised, with the remainder looked up among the last rack's contents). Without the
+    local search's incumbent the tuples must be solved, and the optimum must be brute force's."""
+    import formulations.network as N
+
+    monkeypatch.setattr(N, "_local_search", lambda run, base, pat, info, seed, start, det: start)
+    solved = 0
+    for seed in range(8):
+        d = _four_racks(seed)
+        ref = planner.solve(d, "network", "exact.bruteforce", time_limit=60)
+        assert ref.status.value == "optimal", seed
+        for method in ("exact.cpsat", "exact.milp-highs"):
+            r = planner.solve(d, "network", method, time_limit=60)
+            assert r.status.value == "optimal", (seed, method, r.message)
+            assert r.objective == pytest.approx(ref.objective, abs=1e-9), (seed, method)
+            assert "margin" in r.details and "two_rack_splits" not in r.details
+            m = planner.evaluate(d, r.plan, "network")
+            assert m["feasible"] and m["network_metric"] == pytest.approx(r.objective, abs=1e-9)
+            solved += r.details["rack_tuples"] > 0
+    assert solved >= 8, solved
+
+
+def test_worker_search_moves_on_a_big_cluster_are_the_feasible_ones():
+    """On a cluster of mostly empty workers (ras-doc-five-racks, 200 slots) the search looks at
+    occupied sources and, per node, the first empty worker: the move mask over those equals the
+    feasibility of each move (worker_ok, node_ok), and every other empty worker of a node has
+    the same mask and scores as that node's first one (so nothing the full scan would pick is
+    lost)."""
+    import random
+
+    import numpy as np
+
+    from formulations._networkls import WorkerSearch
+
+    d = json.loads((REPO / "instances" / "ras-doc-five-racks.json").read_text())
+    d["topologies"] = [layered(12, 4, 4, 0)["topologies"][0]]
+    pm = _network_pm(parse_instance(d))
+    edges, _ = _edges_const(pm)
+    ws = WorkerSearch(pm, edges)
+    X = ws.greedy()
+    assert X is not None and ws.feasible(X)
+    rng = random.Random(3)
+    allw = np.arange(ws.Wn)
+    for _ in range(6):
+        X = ws.kick(X, rng, 4)
+        Y = ws.node_sums(X)
+        occ, act = ws._active(X)
+        assert list(occ) == [w for w in range(ws.Wn) if X[w].any()]
+        full = ws._move_mask(X, Y, occ, allw)
+        S = ws._scores(X, Y)
+        for i, w1 in enumerate(occ):
+            for w2 in range(ws.Wn):
+                for g in range(ws.K):
+                    Xm = X.copy()
+                    Xm[w1, g] -= 1
+                    Xm[w2, g] += 1
+                    n2 = ws.wnode[w2]
+                    want = bool(w1 != w2 and X[w1, g] > 0 and ws.worker_ok(Xm[w2], w2)
+                                and (ws.wnode[w1] == n2 or ws.node_ok(ws.node_sums(Xm)[n2], n2)))
+                    assert bool(full[i, w2, g]) == want, (w1, w2, g)
+        for w2 in range(ws.Wn):  # an empty worker behaves as its node's first empty worker
+            if X[w2].any():
+                continue
+            first = next(w for w in act if ws.wnode[w] == ws.wnode[w2] and not X[w].any())
+            assert (full[:, w2, :] == full[:, first, :]).all() and (S[w2] == S[first]).all()
+        assert ws.feasible(X)
