@@ -4,6 +4,7 @@ compact count model, CP-SAT vs CBC vs HiGHS; and brute force vs CP-SAT.
 Usage: PYTHONPATH=. python benchmarks/bench_exact_network.py [--limit 20] [--sizes 8x5x2,12x5x3,20x5x4]
        [--compact exact.cpsat] [--tiny 20] [--problems network,traffic] [--cpsat-only 60x8x6,100x10x10]
        [--seed 0]   (the layered generator's seed for the size table; its size column names it when not 0)
+       [--cluster ras-doc-five-racks]   (that shipped instance's cluster instead of the generated one)
 Brute force against CP-SAT alone, on every placement problem:
        PYTHONPATH=. python benchmarks/bench_exact_network.py --sizes '' --tiny 40 --problems network,traffic,feasibility,admission
 and on growing layered instances, up to where brute force gives up (3e6 assignments):
@@ -20,6 +21,7 @@ import time
 
 import planner
 from formulations._gen import layered, small_random
+from planner.api import load_instance
 from planner.model import parse_instance
 
 BACKENDS = ["exact.cpsat", "exact.milp-cbc", "exact.milp-highs"]
@@ -35,6 +37,9 @@ def main() -> None:
     ap.add_argument("--problems", default="network,traffic",
                     help="problems for the size table; the brute-force ratios also take feasibility and admission")
     ap.add_argument("--seed", type=int, default=0, help="seed of the layered generator for the size table")
+    ap.add_argument("--cluster", default="",
+                    help="a shipped instance whose cluster replaces the generated one (the size's N then only seeds the "
+                         "topology), e.g. ras-doc-five-racks: a small topology on a big cluster")
     ap.add_argument("--cpsat-only", default="", help="sizes run with exact.cpsat alone (configuration model), to keep the run short")
     ap.add_argument("--bf-sizes", default="",
                     help="layered sizes ExCxN on which brute force and exact.cpsat both run (time and ratio per instance)")
@@ -49,8 +54,13 @@ def main() -> None:
     for problem in a.problems.split(","):
         for size in [s for s in a.sizes.split(",") if s] + solo:
             e, c, n = map(int, size.split("x"))
-            inst = parse_instance(layered(e, c, n, a.seed, problem=problem))
+            d = layered(e, c, n, a.seed, problem=problem)
+            if a.cluster:
+                d["cluster"] = load_instance(a.cluster).model_dump(mode="json")["cluster"]
+            inst = parse_instance(d)
             label = size if a.seed == 0 else f"{size} seed {a.seed}"
+            if a.cluster:
+                label += f" on {a.cluster}"
             for model, m in (runs if size not in solo else [("configuration", "exact.cpsat")]):
                 t = time.perf_counter()
                 r = planner.solve(inst, problem, m, time_limit=a.limit, model="auto" if model == "configuration" else "compact")

@@ -1979,7 +1979,7 @@ def test_rack_enumeration_over_four_racks_agrees_with_bruteforce(monkeypatch):
 
     monkeypatch.setattr(N, "_local_search", lambda run, base, pat, info, seed, start, det: start)
     solved = 0
-    for seed in range(8):
+    for seed in range(5):
         d = _four_racks(seed)
         ref = planner.solve(d, "network", "exact.bruteforce", time_limit=60)
         assert ref.status.value == "optimal", seed
@@ -1991,7 +1991,7 @@ def test_rack_enumeration_over_four_racks_agrees_with_bruteforce(monkeypatch):
             m = planner.evaluate(d, r.plan, "network")
             assert m["feasible"] and m["network_metric"] == pytest.approx(r.objective, abs=1e-9)
             solved += r.details["rack_tuples"] > 0
-    assert solved >= 8, solved
+    assert solved >= 5, solved
 
 
 def test_worker_search_moves_on_a_big_cluster_are_the_feasible_ones():
