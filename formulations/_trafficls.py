@@ -123,12 +123,14 @@ class NodeSearch:
             # swaps: k a->b, l b->a; gain D[a,b,k] + D[b,a,l] - 2 A[k,l]
             best, arg = 1e-9, None
             Dm = AY[None, :, :] - AY[:, None, :]
-            for a in range(self.N):
-                for b in range(a + 1, self.N):
-                    ks = np.nonzero(Y[a] > 0)[0]
-                    ls = np.nonzero(Y[b] > 0)[0]
-                    if not len(ks) or not len(ls):
-                        continue
+            # pairs of occupied nodes only (a swap needs an executor on each side), in the
+            # (a, b) order of the loop over all pairs: on a big cluster most nodes are empty
+            held = [np.nonzero(Y[a] > 0)[0] for a in range(self.N)]
+            occ = [a for a in range(self.N) if len(held[a])]
+            for ia, a in enumerate(occ):
+                ks = held[a]
+                for b in occ[ia + 1:]:
+                    ls = held[b]
                     g = Dm[a, b, ks][:, None] + Dm[b, a, ls][None, :] - 2 * A[np.ix_(ks, ls)]
                     g[ks[:, None] == ls[None, :]] = -np.inf
                     i, j = np.unravel_index(np.argmax(g), g.shape)
