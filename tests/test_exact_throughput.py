@@ -806,16 +806,22 @@ def test_nasiri_micro_6_machines_weighted_cpsat(index):
     assert r.bound >= ref.objective * (1 - 1e-7)
 
 
-def test_weighted_cuts_infeasible_and_hint():
+def test_weighted_cuts_infeasible():
     """Weighted routing, CP-SAT with cuts: overheads that fit nowhere are proven infeasible (the
-    master at rate 0 has no support); a hint from another method seeds the incumbent and the
-    result still agrees with brute force."""
+    master at rate 0 has no support)."""
     heavy = tiny(1, "weighted", 4, 3)
     for p in heavy["machine_profiles"]:
         p["overhead"] = 1000
     r = planner.solve(heavy, "throughput", "exact.cpsat")
     assert r.status == Status.INFEASIBLE and "overhead" in r.message.lower(), r.message
     assert "CP-SAT proves it" in r.message  # the cut loop's answer (the old path words it otherwise)
+
+
+# slow tier since session 22 (about 11 s, most of it brute force's; the default suite took 598 s)
+@pytest.mark.slow
+def test_weighted_cuts_hint():
+    """Weighted routing, CP-SAT with cuts: a hint from another method seeds the incumbent and the
+    result still agrees with brute force."""
     inst = tiny(2, "weighted", 4, 3)
     ref = weighted_bruteforce(2)
     r = planner.solve(inst, "throughput", "exact.cpsat", hint="exact.milp-highs")

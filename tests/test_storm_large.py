@@ -13,7 +13,9 @@ from planner.plan import Status
 @pytest.mark.parametrize("cluster, topologies, executors", [
     ("largeCluster03", 50, 1414),
     ("largeCluster01", 40, 24403),
-    ("largeCluster02", 45, 36150),
+    # slow tier since session 22 (6-9 s; the default suite took 598 s): the other two clusters
+    # stay in the default run
+    pytest.param("largeCluster02", 45, 36150, marks=pytest.mark.slow),
 ])
 def test_storm_ras_schedules_every_topology(shared, cluster, topologies, executors):
     from planner.storm import load_cluster_dir

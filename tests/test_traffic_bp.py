@@ -628,6 +628,9 @@ def _unseeded_solves():
         yield seed, r
 
 
+# slow tier since session 22 (12 s; the default suite took 598 s on that machine): the root
+# convolution and the tree still agree in the default tier (the test below it and the next one)
+@pytest.mark.slow
 def test_a_root_convolution_stopped_over_its_cap_is_tried_again_as_the_incumbent_improves(monkeypatch):
     # the solver's path without a seeded incumbent (the seeding search returns nothing), so the
     # root has no margin; the first convolution with an incumbent is made to stop over its pair
