@@ -1851,6 +1851,8 @@ def _giving_up(P, monkeypatch):
     monkeypatch.setattr(P.PatternModel, "price", unproven_quick)
 
 
+# slow tier since session 22 (the default suite took 598-619 s on that machine; 8 s; the settled two-rack search tests after it stay)
+@pytest.mark.slow
 def test_column_generation_bound_from_unproven_pricing_is_valid(monkeypatch):
     """Column generation whose rack pricing gives up in its exact rounds and settles for the
     search's bound returns a Lagrangian bound that is at least the converged LP optimum
