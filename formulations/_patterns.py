@@ -166,9 +166,11 @@ def lp_with_artificials(ri: np.ndarray, ci: np.ndarray, data: np.ndarray, values
     the coefficient-by-coefficient ``pywraplp`` build had them (the columns, then each row's
     two artificials), so GLOP gives the same duals: 1.3 ms against 4.7 ms for 13 rows and 260
     columns (the two-rack search of 100x12x10 solves about 3,300 of these)."""
-    # imported here, not at the top: model_builder pulls in pandas (0.4 s), and a CLI run of a
-    # heuristic never needs it
-    from ortools.linear_solver.python import model_builder as mb
+    # OR-Tools' model builder through its C++ helpers, which model_builder.Model and .Solver
+    # wrap: the Python module imports pandas (0.7 s of a CLI run of a tiny instance) and its
+    # values() and dual_values() make a Variable and a LinearConstraint object for every entry
+    # (1 s of the two-rack search above); the helpers hand back the arrays as they are
+    from ortools.linear_solver.python import model_builder_helper as mbh
     from scipy import sparse
 
     R, n = len(rhs), len(values)
@@ -180,27 +182,19 @@ def lp_with_artificials(ri: np.ndarray, ci: np.ndarray, data: np.ndarray, values
     nv = n + 2 * R
     obj = np.full(nv, -big)
     obj[:n] = 0.0 if phase1 else values
-    m = mb.Model()
-    m.helper.fill_model_from_sparse_data(np.zeros(nv), np.full(nv, np.inf), obj, rhs, rhs,
-                                         sparse.csr_matrix((vals, (rows, cols)), shape=(R, nv)))
-    m.helper.set_maximize(True)
-    s = mb.Solver("GLOP")
-    st = s.solve(m)
-    if st != mb.SolveStatus.OPTIMAL:
+    m = mbh.ModelBuilderHelper()
+    m.fill_model_from_sparse_data(np.zeros(nv), np.full(nv, np.inf), obj, rhs, rhs,
+                                  sparse.csr_matrix((vals, (rows, cols)), shape=(R, nv)))
+    m.set_maximize(True)
+    s = mbh.ModelSolverHelper("GLOP")
+    s.solve(m)
+    if s.status() != mbh.SolveStatus.OPTIMAL:
         s.set_solver_specific_parameters("use_preprocessing: false")
-        st = s.solve(m)
-    if st != mb.SolveStatus.OPTIMAL:
-        return str(st)
-    # the solve's arrays as they are (the public values() and dual_values() make a Variable
-    # and a LinearConstraint object for every entry first: 1 s of the two-rack search above);
-    # the public calls where a later OR-Tools renames the attribute
-    helper = getattr(s, "_Solver__solve_helper", None)
-    if helper is not None:
-        x, duals = np.asarray(helper.variable_values()), np.asarray(helper.dual_values())
-    else:
-        x = s.values(m.get_variables()).to_numpy()
-        duals = s.dual_values(m.get_linear_constraints()).to_numpy()
-    value = float(s.objective_value)
+        s.solve(m)
+    if s.status() != mbh.SolveStatus.OPTIMAL:
+        return str(s.status())
+    x, duals = np.asarray(s.variable_values()), np.asarray(s.dual_values())
+    value = float(s.objective_value())
     used_art = value < -1e-7 if phase1 else value < float(values @ x[:n]) - 1e-6
     return value, duals, used_art
 
