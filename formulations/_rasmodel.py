@@ -440,9 +440,21 @@ class Run:
             st = Status.OPTIMAL if out["status"] == "optimal" else Status.FEASIBLE
             if st == Status.FEASIBLE:
                 msg = "; ".join(x for x in (msg, "time limit reached: best plan so far, optimality not proven") if x)
+                bound = self.floor_bound(bound, d)
             return Result(problem=self.problem, method=self.method, status=st, plan=plan, bound=bound, message=msg, details=d)
         return Result(problem=self.problem, method=self.method, status=Status.UNKNOWN,
                       message="; ".join(x for x in (msg, "time limit reached before a plan was found") if x), details=d)
+
+    def floor_bound(self, bound: float | None, details: dict) -> float | None:
+        """A stopped solve's bound, or, when no model got as far as one (a short time limit ends
+        the configuration model's column generation and leaves the compact model too little
+        time), or when a stopped MILP's dual bound is still below it, the floor of the problem's
+        metric: network and traffic minimise costs that are never negative, so 0 is a valid
+        bound (gap 1). Named in details ``bound_from``."""
+        if self.problem in ("network", "traffic") and (bound is None or bound < 0.0):
+            details["bound_from"] = "the metric's floor 0 (no model reached a higher bound before the time limit)"
+            return 0.0
+        return bound
 
     def configuration_plan_kept(self, plan: Plan, bound: float | None, details: dict, compact: dict,
                                 compact_bound: float | None = None, source: str | None = None) -> Result:
@@ -522,9 +534,11 @@ class Run:
         if sol.status in ("optimal", "feasible"):
             plan = plan or pm.plan(sol.values)
             st = Status.OPTIMAL if sol.status == "optimal" else Status.FEASIBLE
+            bound = sol.bound
             if st == Status.FEASIBLE:
                 msg = "; ".join(x for x in (msg, "time limit reached: best plan so far, optimality not proven") if x)
-            return Result(problem=self.problem, method=self.method, status=st, plan=plan, bound=sol.bound,
+                bound = self.floor_bound(bound, d)
+            return Result(problem=self.problem, method=self.method, status=st, plan=plan, bound=bound,
                           message=msg, details=d)
         if sol.status == "infeasible":
             why = explain_infeasible(self, pm)
