@@ -39,8 +39,15 @@ exit codes: 0 success, 1 no feasible plan (or the method failed), 2 bad input
 
 def _dump(obj: Any, out: str | None) -> None:
     text = json.dumps(obj, indent=2, default=_jsonable)
+    write_out(text, out)
+
+
+def write_out(text: str, out: str | None) -> None:
+    """Write `text` to the file `out` (its folder made if missing), or to stdout when `out` is None."""
     if out:
-        Path(out).write_text(text + "\n")
+        path = Path(out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n")
     else:
         sys.stdout.write(text + "\n")
 
@@ -297,6 +304,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("planner: interrupted", file=sys.stderr)
         return 130
+    except OSError as e:
+        if e.filename is None:
+            raise
+        # a file named on the command line that cannot be read or written
+        print(f"planner: {e.strerror or e}: {e.filename}", file=sys.stderr)
+        return 2
     except Exception as e:
         from .batch import BatchError  # planner batch and planner reproduce raise it
 

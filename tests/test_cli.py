@@ -78,3 +78,14 @@ def test_listings_and_help():
     assert p.returncode == 0 and "exit codes" in p.stdout
     p = run("problems")
     assert "network" in p.stdout and "throughput" in p.stdout
+
+
+def test_out_into_a_missing_folder_makes_it_and_an_unwritable_path_is_named(tmp_path):
+    out = tmp_path / "new" / "deeper" / "r.json"
+    p = run("solve", "tiny-linear", "-p", "network", "-m", "storm.even", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert json.loads(out.read_text())["method"] == "storm.even"
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    p = run("solve", "tiny-linear", "-p", "network", "-m", "storm.even", "--out", str(blocker / "r.json"))
+    assert p.returncode == 2 and str(blocker) in p.stderr and "Traceback" not in p.stderr

@@ -39,11 +39,9 @@ Storm's task ids (numbered from 1 over the components sorted by id).
 
 
 def _write(obj: dict, out: str | None) -> None:
-    text = json.dumps(obj, indent=2)
-    if out:
-        Path(out).write_text(text + "\n")
-    else:
-        sys.stdout.write(text + "\n")
+    from ..cli import write_out
+
+    write_out(json.dumps(obj, indent=2), out)
 
 
 def _summary(inst, out: str | None) -> None:
