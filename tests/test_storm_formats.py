@@ -481,6 +481,13 @@ def test_cli_imports_a_real_cluster(shared, tmp_path):
     inst = load_instance(out)
     assert len(inst.topologies) == 50
     assert sum(user_executors(t) for t in inst.topologies) == 1_414
+    # the same supervisors as load_cluster_dir (Storm's test's network.resource.units): the
+    # command line left them out before session 24, and TopologyName00048's bolt fit no node
+    from planner.storm import load_cluster_dir
+
+    api = load_cluster_dir(shared / "data" / "storm-largecluster" / "largeCluster03")
+    assert [n.resources for n in inst.cluster.nodes] == [n.resources for n in api.cluster.nodes]
+    assert all(n.resources.get("network.resource.units") == 50 for n in inst.cluster.nodes)
 
 
 # ----------------------------------------------------------------------------- robustness

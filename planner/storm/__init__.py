@@ -84,6 +84,12 @@ def load_files(codes: list[tuple[Path, Path | None]], cluster: Cluster, *, name:
 STORM_TEST_SUPERVISOR_RESOURCES = {"network.resource.units": 50.0}
 
 
+def give_resources(cluster, extra: dict[str, float]) -> None:
+    """Every node of ``cluster`` gets the resources of ``extra`` it does not declare itself."""
+    for node in cluster.nodes:
+        node.resources = {**extra, **node.resources}
+
+
 def load_cluster_dir(folder: str | Path, supervisors: str | Path | None = None, *, ackers: str = "conf",
                      supervisor_resources: dict[str, float] | None = None) -> Instance:
     """Every topology of a large-cluster folder + its cluster (``supervisors.json`` in the folder
@@ -100,6 +106,5 @@ def load_cluster_dir(folder: str | Path, supervisors: str | Path | None = None, 
     cluster = load_supervisors(sup)
     extra = supervisor_resources if supervisor_resources is not None else (
         STORM_TEST_SUPERVISOR_RESOURCES if supervisors is None else {})
-    for node in cluster.nodes:
-        node.resources = {**extra, **node.resources}
+    give_resources(cluster, extra)
     return load_files(topology_files(d), cluster, name=d.name, ackers=ackers, source=str(d))

@@ -13,7 +13,9 @@ IMPORT_EPILOG = """\
 examples:
   planner import storm ../shared/data/storm-largecluster/largeCluster03 --out lc03.json
       every *-stormcode.ser of the folder with its -stormconf.ser; the cluster from the
-      folder's supervisors.json unless --supervisors names one
+      folder's supervisors.json unless --supervisors names one; from the folder's own file,
+      each supervisor also offers what Storm's TestLargeCluster gives it
+      (network.resource.units = 50), as planner.storm.load_cluster_dir does
   planner import storm A-stormcode.ser B-stormcode.ser --supervisors cluster.yaml --out two.json
       chosen topologies (the conf is the sibling -stormconf.ser) on a storm.yaml-style cluster
   planner import storm DIR --ackers none --out user-only.json
@@ -56,7 +58,7 @@ def _summary(inst, out: str | None) -> None:
 
 def cmd_import_storm(args: argparse.Namespace) -> int:
     """Serialized topologies (a folder or files) + a cluster file -> instance JSON."""
-    from . import load_files, load_supervisors, topology_files
+    from . import STORM_TEST_SUPERVISOR_RESOURCES, give_resources, load_files, load_supervisors, topology_files
     from .topology import CODE_SUFFIX, CONF_SUFFIX
 
     pairs: list[tuple[Path, Path | None]] = []
@@ -81,6 +83,8 @@ def cmd_import_storm(args: argparse.Namespace) -> int:
     if sup is None:
         raise InstanceError("--supervisors", "give a cluster file (no supervisors.json beside the topologies)")
     cluster = load_supervisors(sup)
+    if not args.supervisors:  # a folder's own supervisors.json: Storm's test's supervisors, as load_cluster_dir
+        give_resources(cluster, STORM_TEST_SUPERVISOR_RESOURCES)
     name = args.name or (Path(args.paths[0]).name if len(args.paths) == 1 else "storm")
     inst = load_files(pairs, cluster, name=name, ackers=args.ackers, source=" ".join(args.paths),
                       require_conf=not explicit)
