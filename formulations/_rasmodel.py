@@ -522,6 +522,21 @@ class Run:
         self._hint = (None,)
         return None
 
+    def quick_infeasible(self, pm: PlacementModel) -> Result | None:
+        """An INFEASIBLE Result when counting alone proves that no plan exists
+        (``count_reasons``), before any model is built; None otherwise (and always for
+        ``admission``, where the empty admission is a plan). Storm's largeCluster03 as imported
+        has a bolt no node's memory holds: the network solve spent its whole time limit and
+        more building models before (session 24)."""
+        if self.problem == "admission":
+            return None
+        reasons = count_reasons(self, pm)
+        if not reasons:
+            return None
+        return Result(problem=self.problem, method=self.method, status=Status.INFEASIBLE,
+                      message="; ".join(self.notes + ["proven infeasible (by counting, before any model): " + "; ".join(reasons)]),
+                      details={"backend": self.backend, "proof": "counting"})
+
     def solve(self, pm: PlacementModel) -> Solution:
         if self.expired():  # building used the whole budget: do not start the solver
             return Solution("unknown", message="time limit reached while building the model")
@@ -551,15 +566,38 @@ class Run:
 
 
 def explain_infeasible(run: Run, pm: PlacementModel) -> str:
-    """Why no plan exists: a resource that is short in total, or the constraint family whose
-    removal alone makes the model feasible (checked with short CP-SAT solves)."""
+    """Why no plan exists: a resource that is short in total (``count_reasons``), or the
+    constraint family whose removal alone makes the model feasible (checked with short CP-SAT
+    solves)."""
+    reasons = count_reasons(run, pm)
+    if reasons:
+        return "; ".join(reasons)
+    return _culprit_families(pm)
+
+
+def count_reasons(run: Run, pm: PlacementModel) -> list[str]:
+    """The reasons no plan can exist that counting alone shows (each is a necessary condition
+    of a plan that fails): a group no node can hold one executor of, a total demand above the
+    cluster's capacity, more heap workers than slots, a group whose caps sum below its size.
+    ``admission`` only gets the first kind (its topologies are optional). Milliseconds, no
+    model: ``Run.quick_infeasible`` asks before building any."""
     G = pm.groups
     reasons: list[str] = []
+    # nodes alike in every limit a cap reads share their caps (80 identical nodes in Storm's
+    # largeCluster03: one cap per group instead of 80); a pin list makes each node its own
+    pinned = any(g.comp.nodes is not None for g in G)
+    kinds: dict[Any, list[int]] = {}
+    for ni, n in enumerate(pm.nodes):
+        key = (n.cpu, n.memory_mb, tuple(sorted(n.resources.items())), n.site, bool(n.slots), n.id if pinned else None)
+        kinds.setdefault(key, []).append(ni)
+    reps = [(nis[0], len(nis), sum(len(pm.nodes[ni].slots) for ni in nis)) for nis in kinds.values()]
+    ncaps = [[pm.node_cap(g, ni) for ni, _, _ in reps] for g in G]
+    wcaps = [[pm.worker_cap(g, ni) for ni, _, _ in reps] for g in G]
     for k, g in enumerate(G):
-        caps = [pm.worker_cap(g, ni) for ni in range(len(pm.nodes))]
-        if max(caps, default=0) == 0:
+        if max(wcaps[k], default=0) == 0:
             reasons.append(f"no node can hold one executor of {g.label} (CPU {g.comp.cpu:g}, memory {g.comp.memory_mb:g} MB, "
-                           f"on-heap {g.comp.memory_onheap_mb:g} MB vs max heap {g.topo.max_heap_mb:g} MB, pins)")
+                           f"on-heap {g.comp.memory_onheap_mb:g} MB vs max heap {g.topo.max_heap_mb:g} MB, pins): "
+                           + _no_node_because(pm, g))
     optional = run.problem == "admission"
     if not optional:
         slots = [n for n in pm.nodes if n.slots]
@@ -583,13 +621,41 @@ def explain_infeasible(run: Run, pm: PlacementModel) -> str:
         if run.problem == "traffic" and sum(pm.S.values()) > len(pm.workers):
             reasons.append(f"worker count: topologies need {sum(pm.S.values())} workers, {len(pm.workers)} slots exist")
         for k, g in enumerate(G):
-            cap_n = sum(pm.node_cap(g, ni) for ni in range(len(pm.nodes)))
-            cap_w = sum(pm.worker_cap(g, ni) for (ni, _) in pm.workers)
-            if min(cap_n, cap_w) < g.size and max(pm.worker_cap(g, ni) for ni in range(len(pm.nodes))) > 0:
+            cap_n = sum(c * nn for c, (_, nn, _) in zip(ncaps[k], reps))
+            cap_w = sum(c * ns for c, (_, _, ns) in zip(wcaps[k], reps))
+            if min(cap_n, cap_w) < g.size and max(wcaps[k], default=0) > 0:
                 reasons.append(f"{g.label}: {g.size} executors but pins/max_per_node/incompatibility/limits allow at most {min(cap_n, cap_w)}")
-    if reasons:
-        return "; ".join(reasons)
-    # no single count explains it: which family, dropped alone, restores feasibility?
+    return reasons
+
+
+def _no_node_because(pm: PlacementModel, g: Group) -> str:
+    """Which of its limits no node with slots meets for one executor of g (or that each is met
+    by some node, but never all by one)."""
+    c = g.comp
+    nodes = [n for n in pm.nodes if n.slots]
+    if not nodes:
+        return "no node has a worker slot"
+    why = []
+    if c.site is not None and not any(n.site == c.site for n in nodes):
+        why.append(f"no node at site {c.site!r}")
+    if c.nodes is not None and not any(n.id in c.nodes for n in nodes):
+        why.append("no node with slots among its pinned nodes")
+    if c.cpu > max(n.cpu for n in nodes) + EPS:
+        why.append(f"CPU {c.cpu:g} > the most any node has, {max(n.cpu for n in nodes):g}")
+    if pm.ras:
+        if c.memory_mb > max(n.memory_mb for n in nodes) + EPS:
+            why.append(f"memory {c.memory_mb:g} MB > the most any node has, {max(n.memory_mb for n in nodes):g} MB")
+        if c.memory_onheap_mb > g.topo.max_heap_mb + EPS:
+            why.append(f"on-heap {c.memory_onheap_mb:g} MB > the topology's max heap {g.topo.max_heap_mb:g} MB")
+        for r, q in sorted(c.resources.items()):
+            have = max(n.resources.get(r, 0.0) for n in nodes)
+            if q > have + EPS:
+                why.append(f"{r!r} {q:g} > the most any node has, {have:g}")
+    return "; ".join(why) if why else "each limit is met by some node, but no node meets them all"
+
+
+def _culprit_families(pm: PlacementModel) -> str:
+    """No single count explains it: which constraint family, dropped alone, restores feasibility?"""
     families = sorted({r.family for r in pm.m.rows} - {"definition", "linearisation", "symmetry", "all_placed"})
     culprits = []
     for f in families:

@@ -20,8 +20,11 @@ def solve_feasibility_admission(run: Run) -> Result:
     """Place everything (feasibility) or the heaviest set of whole topologies (admission)."""
     # without a user hint, Storm's RAS plan seeds the model: the answer is never worse than RAS
     # (stopped early, CBC and HiGHS had returned weaker plans than RAS's, HiGHS even an empty one)
-    hint = run.start_plan("storm.ras")
     groups = [g for ti, t in enumerate(run.instance.topologies) for g in component_groups(ti, t)]
+    quick = run.quick_infeasible(PlacementModel(run.instance, run.problem, groups, symmetry=False, build=False))
+    if quick is not None:
+        return quick
+    hint = run.start_plan("storm.ras")
     adm = run.problem == "admission"
     pm = PlacementModel(run.instance, run.problem, groups, sense="max" if adm else "min", symmetry=run.symmetry,
                         hint_plan=hint)

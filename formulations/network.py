@@ -108,6 +108,9 @@ def solve_network(run: Run) -> Result:
     bound of the two is reported)."""
     groups = [g for ti, t in enumerate(run.instance.topologies) for g in component_groups(ti, t)]
     base = PlacementModel(run.instance, run.problem, groups, sense="min", symmetry=run.symmetry, build=False)
+    quick = run.quick_infeasible(base)
+    if quick is not None:
+        return quick
     why = "model=compact" if run.pattern_off else patterns.applicable(base, "network")
     incumbent = None
     pat_bound = None

@@ -267,6 +267,9 @@ def solve_traffic(run: Run) -> Result:
     groups, pairs = traffic_pairs(run)
     details: dict = {"groups": len(groups), "phase2": "not run"}
     base = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, build=False)
+    quick = run.quick_infeasible(base)
+    if quick is not None:
+        return quick
     why = "model=compact" if run.pattern_off else patterns.applicable(base, "traffic")
     hint = None
     pat_bound = None
