@@ -112,25 +112,27 @@ def _node_vectors(pm, ni: int, limit: int, dtype=np.int16,
     return Y, use, np.array([d[2] for d in dims], dtype=np.int64)
 
 
-def worker_contents(pm, ni: int, ti: int, cap: int) -> np.ndarray | None:
+def worker_contents_of(pm, ni: int, ti: int, cap: int) -> tuple[list[int], np.ndarray] | None:
     """Every worker content of topology ti on node ni (every non-empty count vector of ti's
     groups within the worker caps, heap <= max_heap, fitting node ni alone, no incompatible
-    pair) as the rows of a (contents x groups) array, enumerated with numpy (100x9x10: 46,029
-    contents); None if more than ``cap``. The one statement of the worker limits:
-    ``_patterns.worker_patterns`` (the CP-SAT pricer's, cap 20,000) reads it. The limits are
-    summed group by group, as the tests' reference recursion does."""
+    pair), enumerated with numpy on ti's own groups only: (ks, X) with X's column i the counts
+    of group ks[i] (100x9x10: 46,029 contents); None if more than ``cap``. The one statement of
+    the worker limits: ``worker_contents`` (the node table's, full width) and
+    ``_patterns.worker_patterns`` (the CP-SAT pricer's, cap 20,000) read it. The limits are
+    summed group by group, as the tests' reference recursion does. Narrow, because a
+    multi-topology cluster has many groups: Storm's largeCluster03 has 792, and full-width rows
+    made its 80 nodes x 50 topologies of contents cost 16 s of copies (session 23)."""
     G = pm.groups
     t = dict(pm.topos)[ti]
     n = pm.nodes[ni]
-    K = len(G)
     ks = [k for k, g in enumerate(G) if g.ti == ti and pm.worker_cap(g, ni) > 0]
-    X = np.zeros((1, K), dtype=np.int64)
+    X = np.zeros((1, len(ks)), dtype=np.int64)
     use = np.zeros((1, 3))  # heap, cpu, memory
     lim = np.array([t.max_heap_mb, n.cpu, n.memory_mb]) + 1e-9
     for i, k in enumerate(ks):
         c = G[k].comp
-        # groups before k whose component may not share a worker with k's
-        clash = [a for a in ks[:i] if G[a].comp.id != c.id
+        # groups before k whose component may not share a worker with k's (their columns)
+        clash = [j for j, a in enumerate(ks[:i]) if G[a].comp.id != c.id
                  and (c.id in G[a].comp.incompatible or G[a].comp.id in c.incompatible)]
         free = ~X[:, clash].any(axis=1) if clash else np.ones(len(X), dtype=bool)
         parts_x, parts_u, rows = [X], [use], len(X)
@@ -141,7 +143,7 @@ def worker_contents(pm, ni: int, ti: int, cap: int) -> np.ndarray | None:
                 break
             ok &= free  # no incompatible pair: filtered as the group is added, so the cap counts contents
             xx = X[ok].copy()
-            xx[:, k] = q
+            xx[:, i] = q
             parts_x.append(xx)
             parts_u.append(u[ok])
             rows += len(xx)
@@ -149,7 +151,18 @@ def worker_contents(pm, ni: int, ti: int, cap: int) -> np.ndarray | None:
                 return None
         X = np.concatenate(parts_x)
         use = np.concatenate(parts_u)
-    return X[X.any(axis=1)]
+    return ks, X[X.any(axis=1)]
+
+
+def worker_contents(pm, ni: int, ti: int, cap: int) -> np.ndarray | None:
+    """``worker_contents_of`` as rows of a (contents x all groups) array; None if more than ``cap``."""
+    got = worker_contents_of(pm, ni, ti, cap)
+    if got is None:
+        return None
+    ks, Xs = got
+    X = np.zeros((len(Xs), len(pm.groups)), dtype=np.int64)
+    X[:, ks] = Xs
+    return X
 
 
 def table_row_bytes(K: int, slots: int) -> int:

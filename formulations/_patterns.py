@@ -690,12 +690,13 @@ def worker_patterns(pm, ni: int, ti: int, cap: int = 20000) -> list[tuple[tuple[
     worker caps, heap <= max_heap, fitting the node alone, no incompatible pair, as tuples of
     (group, count). None if more than ``cap`` (the CP-SAT pricer's 20,000; the node table
     asks ``_nodetable.worker_contents``, which lists them, for up to 200,000)."""
-    from ._nodetable import worker_contents
+    from ._nodetable import worker_contents_of
 
-    X = worker_contents(pm, ni, ti, cap)
-    if X is None:
+    got = worker_contents_of(pm, ni, ti, cap)
+    if got is None:
         return None
-    return [tuple((k, int(q)) for k, q in enumerate(row) if q) for row in X]
+    ks, X = got
+    return [tuple((ks[i], q) for i, q in enumerate(row) if q) for row in X.tolist()]
 
 
 def _node_pricer_patterns(pm, nodes: list[int], edges, pats: dict[int, list], ybound: dict[int, int] | None) -> Pricer:
@@ -793,23 +794,26 @@ class NodeHeuristic:
                 pl = worker_patterns(pm, ni, ti)
                 pm.__dict__["_worker_patterns"][(ni, ti)] = pl
             pats.extend(pl or [])
-        self.pats = pats
+        cap = np.array([pm.node_cap(g, ni) if ybound is None else min(pm.node_cap(g, ni), ybound.get(k, 0))
+                        for k, g in enumerate(G)], dtype=float)
+        capl = cap.tolist()
+        self.pats = pats = [p for p in pats if all(q <= capl[k] for k, q in p)]
+        self.cap = cap
+        self.edges = edges
+        self.cross = None
+        if len(pats) > HEURISTIC_CONTENTS:  # __call__ prices nothing then: no dense arrays (next line)
+            return  # Storm's largeCluster03: 100k contents x 792 groups took 221 s of einsum (session 23)
         P = np.zeros((len(pats), K))
         for i, pat in enumerate(pats):
             for k, q in pat:
                 P[i, k] = q
-        cap = np.array([pm.node_cap(g, ni) if ybound is None else min(pm.node_cap(g, ni), ybound.get(k, 0))
-                        for k, g in enumerate(G)], dtype=float)
-        keep = (P <= cap).all(axis=1)
-        self.P = P[keep]
-        self.pats = [p for p, k in zip(pats, keep) if k]
-        self.cap = cap
+        self.P = P
         self.A = A = stream_matrix(K, edges)
         self.cpu = np.array([g.comp.cpu for g in G])
         self.mem = np.array([g.comp.memory_mb for g in G])
-        self.co = 0.5 * np.einsum("ik,kl,il->i", self.P, A, self.P)  # co(p) per worker content
-        self.cross = self.P @ A @ self.P.T if len(self.P) <= 6000 else None
-        self.edges = edges
+        PA = P @ A
+        self.co = 0.5 * (PA * P).sum(axis=1)  # co(p) per worker content
+        self.cross = PA @ P.T
 
     def column(self, ws: list[int]) -> "Column":
         y = self.P[ws].sum(axis=0)
@@ -824,7 +828,7 @@ class NodeHeuristic:
 
     def __call__(self, duals: dict) -> list["Column"]:
         np = self.np
-        if self.cross is None or not len(self.P):
+        if self.cross is None or not len(self.pats):
             return []
         pi = np.array([duals.get(self.rowkey(k), 0.0) for k in range(self.P.shape[1])])
         a = 2.0 * self.co - self.P @ pi  # a single worker: node and worker pairs both count
@@ -859,7 +863,12 @@ class NodeHeuristic:
         return cols
 
 
+HEURISTIC_CONTENTS = 6000  # NodeHeuristic: past this many worker contents a node it prices nothing (cross is pairs^2)
 PAIR_STARTS = 32  # RackHeuristic: the best coordinate-ascent contents improved by pair moves
+# a call's ascents stop (where they are, every row valid) past RACK_CALL_SHARE of the solve's time
+# left, at most RACK_CALL_CAP s: never reached on the benchmarks' instances (at most 12 groups a
+# topology, milliseconds a call); Storm's largeCluster03 (792 groups) spent hours in the pair ascent
+RACK_CALL_SHARE, RACK_CALL_CAP = 0.05, 2.0
 PAIR_GRID = 2_000_000  # RackHeuristic._pair_ascent: a pair is skipped past rows x (cap_a + 1)(cap_b + 1) points
 
 
@@ -872,7 +881,8 @@ class RackHeuristic:
     the box), a few sweeps each, then pair ascent (``_pair_ascent``) from the best
     ``PAIR_STARTS`` of them; the distinct contents of best rc are returned."""
 
-    def __init__(self, pm, ri: int, edges, fi: int, conv, starts: int = 256, seed: int = 0):
+    def __init__(self, pm, ri: int, edges, fi: int, conv, starts: int = 256, seed: int = 0,
+                 deadline: float | None = None):
         from ._nodetable import rack_limits
 
         G = pm.groups
@@ -893,12 +903,14 @@ class RackHeuristic:
         self.order = 0  # the exact pricer's group order tried first (0: group order, 1: by cap)
         self.gave_up = math.inf  # after a call that gave up: a valid upper bound on its maximum
         self.pairs = PAIR_STARTS  # the best contents improved by pair moves (0: none)
+        self.deadline = deadline  # the solve's: a call's ascents stop at RACK_CALL_SHARE of the time left
 
-    def _most(self, Z: np.ndarray, k: int) -> np.ndarray:
-        """The most of group k each row of Z can hold with its other counts fixed."""
-        rest = Z.copy()
-        rest[:, k] = 0
-        slack = self.lim[None, :] - rest @ self.dem.T  # (S, 2)
+    def _most(self, Z: np.ndarray, k: int, U: np.ndarray | None = None) -> np.ndarray:
+        """The most of group k each row of Z can hold with its other counts fixed (``U``: Z's
+        uses of the two limits, Z @ dem.T, when the caller keeps them)."""
+        if U is None:
+            U = Z @ self.dem.T
+        slack = self.lim[None, :] - (U - np.outer(Z[:, k], self.dem[:, k]))  # (S, 2), without group k
         most = np.full(len(Z), int(self.cap[k]))
         for r in range(2):
             if self.dem[r, k] > 0:
@@ -916,7 +928,7 @@ class RackHeuristic:
 
     def _rc(self, Z: np.ndarray, pi: np.ndarray, conv: float) -> np.ndarray:
         """Reduced costs of the rack contents Z: co(z) - pi . z - conv."""
-        return 0.5 * np.einsum("sk,kl,sl->s", Z, self.A, Z) - Z @ pi - conv
+        return 0.5 * ((Z @ self.A) * Z).sum(axis=1) - Z @ pi - conv
 
     def __call__(self, duals: dict) -> list[Column]:
         K = self.K
@@ -925,15 +937,25 @@ class RackHeuristic:
         key = (pi.tobytes(), conv, self.pairs, self.starts.tobytes())
         if getattr(self, "_last", None) is not None and self._last[0] == key:
             return list(self._last[1])  # the same duals again (heuristic round, then exact()'s call)
+        until = None if self.deadline is None else \
+            time.monotonic() + min(RACK_CALL_CAP, RACK_CALL_SHARE * max(0.0, self.deadline - time.monotonic()))
         Z = self._fill(np.vstack([np.zeros((1, K), dtype=np.int64), self.starts.copy()]))
-        for _ in range(6):
+        S = Z @ self.A  # slopes and limit uses, kept up to date as columns change (743 groups:
+        U = Z @ self.dem.T  # recomputing them per group was 16 s of a 60 s solve, session 24)
+        for sweep in range(6):
+            if sweep and until is not None and time.monotonic() > until:
+                break
             changed = False
             for k in range(K):
-                g = Z @ self.A[:, k] - pi[k]  # rc is linear in z_k with this slope
-                new = np.where(g > 0, self._most(Z, k), 0)
-                if (new != Z[:, k]).any():
+                g = S[:, k] - pi[k]  # rc is linear in z_k with this slope
+                new = np.where(g > 0, self._most(Z, k, U), 0)
+                d = new - Z[:, k]
+                rows = np.flatnonzero(d)
+                if len(rows):
                     changed = True
                     Z[:, k] = new
+                    S[rows] += np.outer(d[rows], self.A[k])
+                    U[rows] += np.outer(d[rows], self.dem[:, k])
             if not changed:
                 break
         rc = self._rc(Z, pi, conv)
@@ -943,47 +965,57 @@ class RackHeuristic:
             # (docs/benchmarks.md, "network: generator seed 1")
             _, first = np.unique(Z, axis=0, return_index=True)
             top = first[np.argsort(-rc[first], kind="stable")[:self.pairs]]
-            Zp = self._pair_ascent(Z[top].copy(), pi)
+            Zp = self._pair_ascent(Z[top].copy(), pi, until=until)
             Z, rc = np.vstack([Z, Zp]), np.concatenate([rc, self._rc(Zp, pi, conv)])
         cols = self._columns(Z, rc)
         self._last = (key, cols)
         return list(cols)
 
-    def _pair_ascent(self, Z: np.ndarray, pi: np.ndarray, sweeps: int = 8, grid: int = PAIR_GRID) -> np.ndarray:
+    def _pair_ascent(self, Z: np.ndarray, pi: np.ndarray, sweeps: int = 8, grid: int = PAIR_GRID,
+                     until: float | None = None) -> np.ndarray:
         """Each row of Z improved by exact moves of two groups at a time: for a pair (a, b), rc
         with the other counts fixed is g_a x + g_b y + A_ab x y + const over the integer points
         (x, y) of the box within the rack's limits; every point is tried (vectorised over the
         rows) and the best taken, pair after pair, until a sweep changes nothing. Pairs whose
         grid of points over all rows exceeds ``grid`` are skipped (large caps: the work and the
         temporaries grow with (cap_a + 1)(cap_b + 1)). Every row stays within the box and the
-        limits (no proof: a heuristic)."""
+        limits (no proof: a heuristic). ``until``: a time.monotonic() past which it stops where it
+        is (checked before each first group of a pair; every row is still valid then)."""
         K = self.K
         cap, dem, lim, A = self.cap, self.dem, self.lim, self.A
         ranges = [np.arange(cap[k] + 1) for k in range(K)]
+        S = Z @ A  # (n, K) slopes with every group, kept up to date as Z changes
+        U = Z @ dem.T  # (n, 2) uses of the rack's limits, likewise
         for _ in range(sweeps):
             changed = False
             for a in range(K):
+                if until is not None and time.monotonic() > until:
+                    return Z
                 for b in range(a + 1, K):
                     x, y = ranges[a], ranges[b]
                     if len(Z) * len(x) * len(y) > grid:
                         continue
-                    S = Z @ A  # (n, K) slopes with every group
-                    ga = S[:, a] - A[a, b] * Z[:, b] - pi[a]
-                    gb = S[:, b] - A[a, b] * Z[:, a] - pi[b]
-                    use = Z @ dem.T - np.outer(Z[:, a], dem[:, a]) - np.outer(Z[:, b], dem[:, b])  # (n, 2)
+                    za, zb = Z[:, a], Z[:, b]
+                    ga = S[:, a] - A[a, b] * zb - pi[a]
+                    gb = S[:, b] - A[a, b] * za - pi[b]
+                    use = U - np.outer(za, dem[:, a]) - np.outer(zb, dem[:, b])  # (n, 2)
                     val = ga[:, None, None] * x[None, :, None] + gb[:, None, None] * y[None, None, :] \
                         + A[a, b] * (x[:, None] * y[None, :])[None]
                     for r in range(2):
                         over = use[:, r, None, None] + dem[r, a] * x[None, :, None] + dem[r, b] * y[None, None, :] > lim[r]
                         val = np.where(over, -np.inf, val)
-                    cur = ga * Z[:, a] + gb * Z[:, b] + A[a, b] * Z[:, a] * Z[:, b]
+                    cur = ga * za + gb * zb + A[a, b] * za * zb
                     flat = val.reshape(len(Z), -1)
                     i = flat.argmax(axis=1)
                     better = flat[np.arange(len(Z)), i] > cur + 1e-12 * np.maximum(1.0, np.abs(cur))
                     if better.any():
                         changed = True
-                        Z[better, a] = i[better] // len(y)
-                        Z[better, b] = i[better] % len(y)
+                        da = i[better] // len(y) - Z[better, a]
+                        db = i[better] % len(y) - Z[better, b]
+                        Z[better, a] += da
+                        Z[better, b] += db
+                        S[better] += np.outer(da, A[a]) + np.outer(db, A[b])
+                        U[better] += np.outer(da, dem[:, a]) + np.outer(db, dem[:, b])
             if not changed:
                 break
         return Z
@@ -1177,7 +1209,7 @@ def build_network(pm, deadline, threads, tables: bool = True) -> tuple[PatternMo
             if rt is not None and rt.ok:
                 fam.table = rt
             else:  # the CP-SAT rack pricer is slow to prove: a fast heuristic, then a solver-free exact one
-                fam.heuristic = RackHeuristic(pm, ri, edges, len(fams), conv)
+                fam.heuristic = RackHeuristic(pm, ri, edges, len(fams), conv, deadline=deadline)
                 fam.exact = fam.heuristic.exact
             fams.append(fam)
     # value = const_reward; the master maximises co-location, the metric is const - value
