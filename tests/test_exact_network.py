@@ -29,8 +29,11 @@ def _agree(problem: str, seed: int) -> str:
     inst = parse_instance(small_random(problem, seed))
     ref = planner.solve(inst, problem, "exact.bruteforce")
     assert ref.status.value in ("optimal", "infeasible"), (seed, ref.message)
+    # feasibility and admission: the model itself (model="compact"), not the certificate that a
+    # start plan placing everything already is (session 24; test_start_plan_certifies_feasibility)
+    opts = {"model": "compact"} if problem in ("feasibility", "admission") else {}
     for meth in EXACT:
-        r = planner.solve(inst, problem, meth)
+        r = planner.solve(inst, problem, meth, **opts)
         assert r.status == ref.status, (problem, seed, meth, r.status, ref.status, r.message)
         if ref.status.value == "optimal":
             assert r.metrics["feasible"], (problem, seed, meth, r.metrics["violations"])
@@ -100,6 +103,32 @@ def test_infeasible_is_explained(method):
         r = planner.solve(d, problem, method)
         assert r.status.value == "infeasible"
         assert "proven infeasible" in r.message and "total CPU demand 70 > capacity 60" in r.message
+
+
+@pytest.mark.parametrize("method", EXACT)
+def test_start_plan_certifies_feasibility(method):
+    """A start plan that places everything (feasibility) or admits every topology (admission)
+    is proven optimal by itself: no model is built; with model="compact" the model is solved
+    and agrees."""
+    seen = 0
+    for seed in range(12):
+        inst = parse_instance(small_random("feasibility", seed))
+        ref = planner.solve(inst, "feasibility", "exact.bruteforce")
+        for problem in ("feasibility", "admission"):
+            r = planner.solve(inst, problem, method)
+            if ref.status.value == "infeasible" and problem == "feasibility":
+                assert r.status.value == "infeasible" and "proven infeasible" in r.message
+                continue
+            if r.details.get("plan_from") != "storm.ras":
+                continue
+            seen += 1
+            assert r.status.value == "optimal" and r.metrics["feasible"], (seed, problem, r.message)
+            assert r.metrics["executors_placed"] == sum(t.executor_count for t in inst.topologies)
+            assert "variables" not in r.details  # no model was built
+            full = planner.solve(inst, problem, method, model="compact")
+            assert full.status.value == "optimal" and "plan_from" not in full.details
+            assert full.objective == pytest.approx(r.objective)
+    assert seen >= 4
 
 
 def test_infeasible_family_explanation():
