@@ -473,6 +473,22 @@ class Run:
                                   details={**details, **({"cbc_died": died} if died else {})})
         return self.merge_bound(res, compact_bound, "compact model")
 
+    def compact_unaffordable(self, plan: Plan | None, bound: float | None, details: dict,
+                             source: str | None = None) -> Result:
+        """The compact model is too large to build in the time left (``compact_affordable``):
+        ``plan`` (the configuration model's, or the one ``source`` names) kept as feasible with
+        ``bound``, else unknown; the model is not built."""
+        why = "the compact model is too large to build in the time left"
+        if plan is not None:
+            if source:
+                self.notes.append(f"{why}; {source} is kept")
+            else:
+                self.notes.append(why)
+            return self.pattern_result({"status": "feasible"}, plan, bound=bound, details=details)
+        return Result(problem=self.problem, method=self.method, status=Status.UNKNOWN,
+                      message="; ".join(self.notes + [why + ", and no plan was found before"]),
+                      details={"backend": self.backend, **details})
+
     def merge_bound(self, res: Result, bound: float | None, source: str = "configuration model") -> Result:
         """A feasible result keeps the better (higher, minimisation) of its bound and ``bound``
         (from ``source``, then named in details ``bound_from``)."""

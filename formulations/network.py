@@ -146,6 +146,8 @@ def solve_network(run: Run) -> Result:
             if not run.compact_affordable(base, sum(len(d) for _, t in base.topos for d in rates.downstream(t).values())):
                 return run.pattern_result(out, plan, bound=pat_bound, details=det)
     hint = incumbent or run.hint_plan()
+    if not run.compact_affordable(base, sum(len(d) for _, t in base.topos for d in rates.downstream(t).values())):
+        return run.compact_unaffordable(incumbent or hint, pat_bound, det, None if incumbent else f"the hint's plan ({run.hint})")
     pm = PlacementModel(run.instance, run.problem, groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
     network_objective(pm)
     res = run.merge_bound(run.result(pm, run.solve(pm)), pat_bound)

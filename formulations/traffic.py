@@ -382,6 +382,9 @@ def solve_traffic(run: Run) -> Result:
         kept_from = "the tstorm plan that started it"
         if hint is not None:
             run.notes.append("the configuration model found no plan; the compact model starts from tstorm's")
+    if not run.compact_affordable(base, len(pairs)):
+        # Storm's largeCluster03: 918,046 variables, built for 30 s past a 20 s limit (session 24)
+        return run.compact_unaffordable(kept, pat_bound, details, kept_from)
     pm = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
     m = pm.m
     m.objective, m.obj_const = _level_expr(pm, pairs, "node")

@@ -131,6 +131,18 @@ def test_start_plan_certifies_feasibility(method):
     assert seen >= 4
 
 
+def test_counting_proof_names_the_limit_before_any_model():
+    d = _chain()
+    d["topologies"][0]["components"][1]["resources"] = {"gpu.count": 1.0}
+    for problem in ("network", "feasibility"):
+        r = planner.solve(d, problem, "exact.cpsat")
+        assert r.status.value == "infeasible" and r.details["proof"] == "counting"
+        assert "no node can hold one executor of t/c1" in r.message
+        assert "'gpu.count' 1 > the most any node has, 0" in r.message
+    r = planner.solve(d, "admission", "exact.cpsat")  # admission: admitting no topology is a plan
+    assert r.status.value == "optimal" and r.metrics["feasible"]
+
+
 def test_infeasible_family_explanation():
     d = _chain(par=(3, 1), nodes=2, slots=2)
     d["topologies"][0]["components"][0]["incompatible"] = ["c0"]
