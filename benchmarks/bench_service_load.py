@@ -7,6 +7,10 @@ exits 1 if any request was lost or got a 5xx.
 
     PYTHONPATH=$PWD python benchmarks/bench_service_load.py --clients 8 --requests 50
     PYTHONPATH=$PWD python benchmarks/bench_service_load.py --clients 4 --requests 10 --method exact.bruteforce
+    PYTHONPATH=$PWD python benchmarks/bench_service_load.py --clients 1 --requests 5 --method exact.cpsat --repo OLD
+
+Before the load, the server's start-up (until it says it listens) and one request sent alone
+(the first solve of a fresh solver process) are timed.
 
 The machine it runs on may be shared; say so next to the figures.
 """
@@ -29,11 +33,11 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 
 
-def start_server(workers: int, max_concurrent: int) -> tuple[subprocess.Popen, str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+def start_server(workers: int, max_concurrent: int, repo: Path = REPO) -> tuple[subprocess.Popen, str]:
+    env = {**os.environ, "PYTHONPATH": str(repo) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.Popen([sys.executable, "-m", "planner.cli", "serve", "--host", "127.0.0.1", "--port", "0",
                              "--workers", str(workers), "--max-concurrent", str(max_concurrent)],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                            cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = proc.stdout.readline()
     if "listening on" not in line:
         proc.kill()
@@ -60,11 +64,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--method", default="storm.even")
     ap.add_argument("--time-limit", type=float, default=5.0)
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--repo", default=str(REPO), help="the checkout whose server runs (default: this one), to "
+                    "compare another commit's in the same run")
     args = ap.parse_args(argv)
 
     body = json.dumps({"instance": json.loads(Path(args.instance).read_text()), "problem": args.problem,
                        "method": args.method, "time_limit": args.time_limit}).encode()
-    proc, url = start_server(args.workers, args.max_concurrent or args.clients)
+    t_start = time.perf_counter()
+    proc, url = start_server(args.workers, args.max_concurrent or args.clients, Path(args.repo))
+    startup = time.perf_counter() - t_start  # until the server says it listens
+    with httpx.Client(base_url=url, timeout=120) as h:  # one request alone first: a fresh process's cost
+        t0 = time.perf_counter()
+        first = h.post("/v1/solve", content=body, headers={"content-type": "application/json"})
+        first_s = time.perf_counter() - t0
     latencies: list[float] = []
     codes: Counter = Counter()
     solve_status: Counter = Counter()
@@ -123,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {
         "clients": args.clients, "requests_per_client": args.requests, "total": total,
         "method": args.method, "workers": args.workers,
+        "startup_s": round(startup, 2), "first_request_ms": round(1000 * first_s, 1), "first_status": first.status_code,
         "replies": len(latencies), "lost": len(lost), "status_codes": dict(sorted(codes.items())),
         "solve_status": dict(solve_status), "wall_s": round(wall, 3), "throughput_rps": round(len(latencies) / wall, 1),
         "p50_ms": round(1000 * percentile(latencies, 50), 1), "p99_ms": round(1000 * percentile(latencies, 99), 1),
