@@ -401,6 +401,8 @@ class Run:
     t0: float = field(default_factory=time.monotonic)
     notes: list[str] = field(default_factory=list)
     _hint: tuple = field(default=(), repr=False)  # hint_plan's answer, once asked: (plan or None,)
+    floor: float = 0.0  # a bound of the metric known without a model (network: ``network.count_bound``)
+    floor_from: str = "the metric's floor 0"
 
     @property
     def backend(self) -> str:
@@ -450,10 +452,11 @@ class Run:
         the configuration model's column generation and leaves the compact model too little
         time), or when a stopped MILP's dual bound is still below it, the floor of the problem's
         metric: network and traffic minimise costs that are never negative, so 0 is a valid
-        bound (gap 1). Named in details ``bound_from``."""
-        if self.problem in ("network", "traffic") and (bound is None or bound < 0.0):
-            details["bound_from"] = "the metric's floor 0 (no model reached a higher bound before the time limit)"
-            return 0.0
+        bound (gap 1), or ``floor`` when the solve knows a higher one without a model (network:
+        ``network.count_bound``, since session 24). Named in details ``bound_from``."""
+        if self.problem in ("network", "traffic") and (bound is None or bound < max(0.0, self.floor)):
+            details["bound_from"] = f"{self.floor_from} (no model reached a higher bound before the time limit)"
+            return max(0.0, self.floor)
         return bound
 
     def configuration_plan_kept(self, plan: Plan, bound: float | None, details: dict, compact: dict,
@@ -591,6 +594,18 @@ def explain_infeasible(run: Run, pm: PlacementModel) -> str:
     return _culprit_families(pm)
 
 
+def node_kinds(pm: PlacementModel) -> list[list[int]]:
+    """The nodes in groups alike in every limit a cap reads (CPU, memory, resources, site,
+    having slots; each node its own when any component is pinned to nodes): one cap per group
+    and kind instead of per node (80 identical nodes in Storm's largeCluster03)."""
+    pinned = any(g.comp.nodes is not None for g in pm.groups)
+    kinds: dict[Any, list[int]] = {}
+    for ni, n in enumerate(pm.nodes):
+        key = (n.cpu, n.memory_mb, tuple(sorted(n.resources.items())), n.site, bool(n.slots), n.id if pinned else None)
+        kinds.setdefault(key, []).append(ni)
+    return list(kinds.values())
+
+
 def count_reasons(run: Run, pm: PlacementModel) -> list[str]:
     """The reasons no plan can exist that counting alone shows (each is a necessary condition
     of a plan that fails): a group no node can hold one executor of, a total demand above the
@@ -599,14 +614,7 @@ def count_reasons(run: Run, pm: PlacementModel) -> list[str]:
     model: ``Run.quick_infeasible`` asks before building any."""
     G = pm.groups
     reasons: list[str] = []
-    # nodes alike in every limit a cap reads share their caps (80 identical nodes in Storm's
-    # largeCluster03: one cap per group instead of 80); a pin list makes each node its own
-    pinned = any(g.comp.nodes is not None for g in G)
-    kinds: dict[Any, list[int]] = {}
-    for ni, n in enumerate(pm.nodes):
-        key = (n.cpu, n.memory_mb, tuple(sorted(n.resources.items())), n.site, bool(n.slots), n.id if pinned else None)
-        kinds.setdefault(key, []).append(ni)
-    reps = [(nis[0], len(nis), sum(len(pm.nodes[ni].slots) for ni in nis)) for nis in kinds.values()]
+    reps = [(nis[0], len(nis), sum(len(pm.nodes[ni].slots) for ni in nis)) for nis in node_kinds(pm)]
     ncaps = [[pm.node_cap(g, ni) for ni, _, _ in reps] for g in G]
     wcaps = [[pm.worker_cap(g, ni) for ni, _, _ in reps] for g in G]
     for k, g in enumerate(G):

@@ -55,7 +55,8 @@ def test_exact_solves_of_largecluster03_keep_their_time_limit(shared):
     assert wall < 2 * limit + 5, wall  # 216 s at a 60 s limit before
     assert r.status == Status.FEASIBLE, r.message
     assert r.metrics["feasible"] and r.metrics["executors_placed"] == 1414
-    assert r.bound is not None and 0.0 <= r.bound <= r.objective + 1e-9
+    # the counting bound (network.count_bound, 188.5): column generation reaches none here
+    assert r.bound is not None and 150.0 <= r.bound <= r.objective + 1e-9, (r.bound, r.details.get("bound_from"))
 
     t0 = time.monotonic()
     f = solve(inst, "feasibility", "exact.cpsat", time_limit=limit)
