@@ -1149,16 +1149,11 @@ def build_network(pm, deadline, threads, tables: bool = True) -> tuple[PatternMo
     from ._nodetable import RackTable, TablePricer, node_table
 
     G = pm.groups
-    index = {(g.ti, g.comp.id): k for k, g in enumerate(G)}
     edges: dict[tuple[int, int], float] = defaultdict(float)
     const = 0.0
-    for ti, t in pm.topos:
-        e_t = float(t.executor_count)
-        for u, downs in rates.downstream(t).items():
-            for d in downs:
-                ku, kd = index[(ti, u)], index[(ti, d)]
-                edges[(min(ku, kd), max(ku, kd))] += 1.0 / e_t
-                const += 3.0 * G[ku].size * G[kd].size / e_t
+    for ku, kd, e_t in pm.stream_pairs():
+        edges[(min(ku, kd), max(ku, kd))] += 1.0 / e_t
+        const += 3.0 * G[ku].size * G[kd].size / e_t
     racks = sorted({pm.node_rack[ni] for ni in range(len(pm.nodes)) if pm.nodes[ni].slots})
     multi_rack = len(racks) > 1
     rows: dict[Any, float] = {}

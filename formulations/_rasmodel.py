@@ -172,6 +172,16 @@ class PlacementModel:
             cap = min(cap, c.max_per_node)
         return max(cap, 0)
 
+    def stream_pairs(self):
+        """(ku, kd, E_t) for every stream u -> d (distinct downstream pair) of every topology,
+        by group index (network: one group per component)."""
+        index = {(g.ti, g.comp.id): k for k, g in enumerate(self.groups)}
+        for ti, t in self.topos:
+            e_t = float(t.executor_count)
+            for u, downs in rates.downstream(t).items():
+                for d in downs:
+                    yield index[(ti, u)], index[(ti, d)], e_t
+
     def worker_cap(self, g: Group, ni: int) -> int:
         cap = self.node_cap(g, ni)
         c = g.comp

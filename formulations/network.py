@@ -222,7 +222,6 @@ def count_bound(pm: PlacementModel) -> float:
     stream fits in one worker; it is what a big cluster gets when column generation reaches no
     bound (Storm's largeCluster03: 188.5, against storm.ras's 228.9)."""
     G = pm.groups
-    index = {(g.ti, g.comp.id): k for k, g in enumerate(G)}
     kinds = [nis for nis in node_kinds(pm) if pm.nodes[nis[0]].slots]
     if not kinds:
         return 0.0
@@ -262,16 +261,12 @@ def count_bound(pm: PlacementModel) -> float:
         return max(sum(ncap[k][j] for j in js) for js in racks.values())
 
     total = 0.0
-    for ti, t in pm.topos:
-        e_t = float(t.executor_count)
-        for u, downs in rates.downstream(t).items():
-            for d in downs:
-                ku, kd = index[(ti, u)], index[(ti, d)]
-                nu, nd = G[ku].size, G[kd].size
-                w = min(nu * nd, nu * beside(ku, kd, "W"), nd * beside(kd, ku, "W"))
-                n = min(nu * nd, nu * beside(ku, kd, "N"), nd * beside(kd, ku, "N"))
-                r = nu * nd if len(racks) == 1 else min(nu * nd, nu * rack_most(kd), nd * rack_most(ku))
-                total += (3.0 * nu * nd - w - n - r) / e_t
+    for ku, kd, e_t in pm.stream_pairs():
+        nu, nd = G[ku].size, G[kd].size
+        w = min(nu * nd, nu * beside(ku, kd, "W"), nd * beside(kd, ku, "W"))
+        n = min(nu * nd, nu * beside(ku, kd, "N"), nd * beside(kd, ku, "N"))
+        r = nu * nd if len(racks) == 1 else min(nu * nd, nu * rack_most(kd), nd * rack_most(ku))
+        total += (3.0 * nu * nd - w - n - r) / e_t
     return max(0.0, total * (1.0 - 1e-12))
 
 
