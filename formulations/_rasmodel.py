@@ -502,6 +502,14 @@ class Run:
                       message="; ".join(self.notes + [why + ", and no plan was found before"]),
                       details={"backend": self.backend, **details})
 
+    def configuration_infeasible(self, details: dict) -> Result:
+        """Infeasible, proven by the configuration model's LP (phase 1), when the compact model
+        that would explain it is too large to build in the time left."""
+        return Result(problem=self.problem, method=self.method, status=Status.INFEASIBLE,
+                      details={"backend": self.backend, **details},
+                      message="; ".join(self.notes + ["proven infeasible by the configuration model's LP; the compact "
+                                                      "model, which would explain it, is too large to build in the time left"]))
+
     def merge_bound(self, res: Result, bound: float | None, source: str = "configuration model") -> Result:
         """A feasible result keeps the better (higher, minimisation) of its bound and ``bound``
         (from ``source``, then named in details ``bound_from``)."""

@@ -117,6 +117,7 @@ def solve_network(run: Run) -> Result:
     why = "model=compact" if run.pattern_off else patterns.applicable(base, "network")
     incumbent = None
     pat_bound = None
+    cfg_infeasible = False
     det: dict = {}
     if why is None:
         pat, info, const = patterns.build_network(base, run.deadline(0.75), run.threads)
@@ -144,13 +145,16 @@ def solve_network(run: Run) -> Result:
         if out["status"] == "optimal":
             return run.pattern_result(out, plan, bound=pat_bound, details=det)
         incumbent = plan
-        if out["status"] != "infeasible":  # infeasible: the compact model proves and explains it
-            run.notes.append("configuration model did not finish its proof; compact model")
-            if not run.compact_affordable(base, sum(len(d) for _, t in base.topos for d in rates.downstream(t).values())):
-                return run.pattern_result(out, plan, bound=pat_bound, details=det)
+        cfg_infeasible = out["status"] == "infeasible"  # proven by its LP; the compact model explains it
+        if not cfg_infeasible:
+            run.notes.append("configuration model did not finish its proof")
     hint = incumbent or run.hint_plan()
-    if not run.compact_affordable(base, sum(len(d) for _, t in base.topos for d in rates.downstream(t).values())):
+    if not run.compact_affordable(base, sum(1 for _ in base.stream_pairs())):
+        if cfg_infeasible:
+            return run.configuration_infeasible(det)
         return run.compact_unaffordable(incumbent or hint, pat_bound, det, None if incumbent else f"the hint's plan ({run.hint})")
+    if why is None and not cfg_infeasible:
+        run.notes.append("compact model")
     pm = PlacementModel(run.instance, run.problem, groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
     network_objective(pm)
     res = run.merge_bound(run.result(pm, run.solve(pm)), pat_bound)

@@ -274,6 +274,7 @@ def solve_traffic(run: Run) -> Result:
     hint = None
     pat_bound = None
     hint_fallback = None
+    cfg_infeasible = unproven = False
     if why is None:
         bpo = _branch_and_price(run, base, pairs)
         if bpo is not None and bpo[0]["chosen"] is None and not run.expired():
@@ -297,8 +298,10 @@ def solve_traffic(run: Run) -> Result:
                 primary_value = const - out["value"]
         elif run.expired():
             return run.pattern_result(out, None, bound=None, details=details)
+        cfg_infeasible = out["status"] == "infeasible"  # proven by its LP; the compact model explains it
         if out["status"] not in ("optimal", "infeasible"):
-            run.notes.append("configuration model did not finish its proof; compact model")
+            run.notes.append("configuration model did not finish its proof")
+            unproven = True
             if out.get("bound") is not None:
                 pat_bound = const - out["bound"]
             hint_fallback = plan if out["chosen"] is not None else None
@@ -379,12 +382,18 @@ def solve_traffic(run: Run) -> Result:
         # stopped by the clock: 6 s at 100x12x10 on a slow machine): a traffic-aware heuristic
         # (about 20 ms there) starts the compact model and is kept if that finds none either
         hint = kept = run.heuristic_plan("tstorm")
+        kept_from = "the tstorm plan"
+    if not run.compact_affordable(base, len(pairs)):
+        # Storm's largeCluster03: 918,046 variables, built for 30 s past a 20 s limit (session 24)
+        if cfg_infeasible:
+            return run.configuration_infeasible(details)
+        return run.compact_unaffordable(kept, pat_bound, details, kept_from)
+    if unproven:
+        run.notes.append("compact model")
+    if kept_from == "the tstorm plan":
         kept_from = "the tstorm plan that started it"
         if hint is not None:
             run.notes.append("the configuration model found no plan; the compact model starts from tstorm's")
-    if not run.compact_affordable(base, len(pairs)):
-        # Storm's largeCluster03: 918,046 variables, built for 30 s past a 20 s limit (session 24)
-        return run.compact_unaffordable(kept, pat_bound, details, kept_from)
     pm = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, hint_plan=hint)
     m = pm.m
     m.objective, m.obj_const = _level_expr(pm, pairs, "node")
