@@ -18,13 +18,14 @@ _child = Child("formulations._highs_worker:main")
 _lock = threading.Lock()
 
 
-def solve_in_worker(model, time_limit, threads, use_hint):
-    """Solve ``model`` with HiGHS in the worker process; returns a Solution."""
+def solve_in_worker(model, time_limit, threads, use_hint, deadline=None):
+    """Solve ``model`` with HiGHS in the worker process; returns a Solution. ``deadline`` is a
+    ``time.monotonic()`` instant: the child reads the same system-wide clock."""
     from ._linmodel import Solution
 
     with _lock:
         try:
-            return _child.call((model, time_limit, threads, use_hint))
+            return _child.call((model, time_limit, threads, use_hint, deadline))
         except (EOFError, BrokenPipeError, OSError) as e:
             return Solution("error", message=f"HiGHS worker failed: {e}")
 
@@ -32,9 +33,9 @@ def solve_in_worker(model, time_limit, threads, use_hint):
 def _handle(request):
     from formulations._linmodel import Solution, _solve_pulp
 
-    model, time_limit, threads, use_hint = request
+    model, time_limit, threads, use_hint, deadline = request
     try:
-        return _solve_pulp(model, "highs", time_limit, threads, use_hint)
+        return _solve_pulp(model, "highs", time_limit, threads, use_hint, deadline)
     except Exception as e:  # noqa: BLE001 - reported to the caller as an error status
         return Solution("error", message=f"HiGHS: {type(e).__name__}: {e}")
 

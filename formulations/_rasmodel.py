@@ -108,6 +108,20 @@ def traffic_groups(ti: int, t: Topology) -> tuple[list[Group], dict[tuple[int, i
     return groups, pair
 
 
+class _BuildStopped(Exception):
+    """PlacementModel._build reached its deadline."""
+
+
+def _clashes(t: Topology) -> set[tuple[str, str]]:
+    """The component pairs (c, d), c <= d, that a worker of ``t`` may not hold together, either
+    side naming the other incompatible; (c, c) for a component incompatible with itself."""
+    out: set[tuple[str, str]] = set()
+    for c in t.components:
+        for d in c.incompatible:
+            out.add((min(c.id, d), max(c.id, d)))
+    return out
+
+
 class PlacementModel:
     """Counts x[g,w] of group g on worker w, with the problem's hard limits.
 
@@ -119,7 +133,8 @@ class PlacementModel:
     """
 
     def __init__(self, instance: Instance, problem: str, groups: list[Group], *, sense: str = "min",
-                 symmetry: bool = True, hint_plan: Plan | None = None, build: bool = True):
+                 symmetry: bool = True, hint_plan: Plan | None = None, build: bool = True,
+                 deadline: float | None = None):
         self.inst = instance
         self.problem = problem
         self.groups = groups
@@ -145,8 +160,13 @@ class PlacementModel:
         self.z: dict[tuple[int, int], int] = {}
         self.a: dict[int, int] = {}
         self.o: dict[tuple[int, int], int] = {}
+        self.deadline = deadline  # a time.monotonic() instant: building stops there (``stopped``)
+        self.stopped = False
         if build:  # build=False: only the sets and capacities (the pattern models use them)
-            self._build()
+            try:
+                self._build()
+            except _BuildStopped:
+                self.stopped = True  # the model is incomplete: Run.solve will not hand it over
 
     # --- capacities ------------------------------------------------------------------------
     def node_cap(self, g: Group, ni: int) -> int:
@@ -239,23 +259,35 @@ class PlacementModel:
         hx = self.hx
         optional = self.problem == "admission"
         need_owner = len(self.topos) > 1 or self.problem == "traffic"
+        # indices by topology and by worker: Storm's largeCluster03 (792 groups, 50 topologies,
+        # 960 workers) spent most of 53 s scanning every group for each worker and topology
+        topo_groups: dict[int, list[int]] = defaultdict(list)
+        for k, g in enumerate(G):
+            topo_groups[g.ti].append(k)
+        hint_owner: set[tuple[int, int]] = set()
+        if hx is not None:
+            hint_owner = {(G[k].ti, wi) for (k, wi), v in hx.items() if v}
         for ti, t in self.topos:
             if optional:
-                placed = None if hx is None else int(any(hx.get((k, w), 0) for k, g in enumerate(G) if g.ti == ti for w in range(len(W))))
+                placed = None if hx is None else int(any(o[0] == ti for o in hint_owner))
                 self.a[ti] = m.var(f"a[{t.id}]", 0, 1, placed)
             if need_owner:
                 for wi in range(len(W)):
-                    own = None if hx is None else int(any(hx.get((k, wi), 0) for k, g in enumerate(G) if g.ti == ti))
+                    own = None if hx is None else int((ti, wi) in hint_owner)
                     self.o[(ti, wi)] = m.var(f"o[{t.id},{wi}]", 0, 1, own)
         # x, y, z and "every executor placed"
+        self.worker_groups: list[list[int]] = [[] for _ in W]  # groups k with a variable x[k,w]
         for k, g in enumerate(G):
+            self._check_clock()
+            caps = [self.worker_cap(g, ni) for ni in range(len(self.nodes))]
             for wi, (ni, _) in enumerate(W):
-                ub = self.worker_cap(g, ni)
+                ub = caps[ni]
                 if ub > 0:
                     self.x[(k, wi)] = m.var(f"x[{g.label},{wi}]", 0, ub, None if hx is None else hx.get((k, wi), 0))
+                    self.worker_groups[wi].append(k)
             for ni in range(len(self.nodes)):
                 ws = [self.x[(k, wi)] for wi in self.node_workers[ni] if (k, wi) in self.x]
-                ub = min(self.node_cap(g, ni), sum(m.vars[v].ub for v in ws))
+                ub = min(self.node_cap(g, ni), caps[ni] * len(ws))
                 if ub > 0:
                     hv = None if hx is None else sum(hx.get((k, wi), 0) for wi in self.node_workers[ni])
                     self.y[(k, ni)] = v = m.var(f"y[{g.label},{self.nodes[ni].id}]", 0, ub, hv)
@@ -294,9 +326,12 @@ class PlacementModel:
                 if lim is not None and len(kk) > 1:
                     m.add({self.y[(k, ni)]: 1.0 for k in kk}, hi=float(lim), family="placement")
         # workers: heap, ownership, incompatibility, traffic structure
+        clashes = {ti: _clashes(t) for ti, t in self.topos}
         for wi, (ni, _) in enumerate(W):
+            self._check_clock()
+            here = set(self.worker_groups[wi])
             for ti, t in self.topos:
-                ks = [k for k in range(len(G)) if G[k].ti == ti and (k, wi) in self.x]
+                ks = [k for k in topo_groups[ti] if k in here]
                 if not ks:
                     if (ti, wi) in self.o:
                         m.add({self.o[(ti, wi)]: 1.0}, hi=0.0, family="definition")
@@ -312,7 +347,8 @@ class PlacementModel:
                         tot = {self.x[(k, wi)]: 1.0 for k in ks}
                         m.add({**tot, ov: -1.0}, lo=0.0, family="definition")
                         m.add({**tot, ov: -float(self.M[ti])}, hi=0.0, family="max_per_worker")
-                self._incompatible(ti, t, wi, ks)
+                if clashes[ti]:
+                    self._incompatible(t, wi, ks, clashes[ti])
             owners = [self.o[(ti, wi)] for ti, _ in self.topos if (ti, wi) in self.o]
             if len(owners) > 1:
                 m.add({v: 1.0 for v in owners}, hi=1.0, family="slots")
@@ -322,7 +358,13 @@ class PlacementModel:
         if self.symmetry:
             self._break_symmetry()
 
-    def _incompatible(self, ti: int, t: Topology, wi: int, ks: list[int]) -> None:
+    def _check_clock(self) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise _BuildStopped
+
+    def _incompatible(self, t: Topology, wi: int, ks: list[int], clashes: set[tuple[str, str]]) -> None:
+        """Rows keeping apart, on worker wi, the components of ``t`` that ``clashes`` names
+        (pairs (c, d) with c <= d; (c, c): at most one executor of c)."""
         m, G = self.m, self.groups
         by_comp: dict[str, list[int]] = defaultdict(list)
         for k in ks:
@@ -341,15 +383,14 @@ class PlacementModel:
             return used[cid]
 
         for i, c in enumerate(comps):
-            comp = t.component(c)
-            if c in comp.incompatible and len(by_comp[c]) > 1:
+            if (c, c) in clashes and len(by_comp[c]) > 1:
                 m.add({self.x[(k, wi)]: 1.0 for k in by_comp[c]}, hi=1.0, family="placement")
             for d in comps[i + 1:]:
-                if d in comp.incompatible or c in t.component(d).incompatible:
+                if (c, d) in clashes:
                     m.add({used_var(c): 1.0, used_var(d): 1.0}, hi=1.0, family="placement")
 
     def worker_total(self, wi: int) -> dict[int, float]:
-        return {self.x[(k, wi)]: 1.0 for k in range(len(self.groups)) if (k, wi) in self.x}
+        return {self.x[(k, wi)]: 1.0 for k in self.worker_groups[wi]}
 
     def _break_symmetry(self) -> None:
         """Slots of a node are interchangeable: executor totals do not increase along the
@@ -575,9 +616,10 @@ class Run:
                       details={"backend": self.backend, "proof": "counting"})
 
     def solve(self, pm: PlacementModel) -> Solution:
-        if self.expired():  # building used the whole budget: do not start the solver
+        if pm.stopped or self.expired():  # building used the whole budget: do not start the solver
             return Solution("unknown", message="time limit reached while building the model")
-        return solve_model(pm.m, self.backend, self.remaining(), self.threads, use_hint=True, seed=self.seed)
+        return solve_model(pm.m, self.backend, self.remaining(), self.threads, use_hint=True, seed=self.seed,
+                           deadline=self.deadline())
 
     def result(self, pm: PlacementModel, sol: Solution, plan: Plan | None = None, details: dict | None = None) -> Result:
         """A Result in the problem's units; infeasible models get an explanation."""

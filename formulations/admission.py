@@ -47,7 +47,7 @@ def solve_feasibility_admission(run: Run) -> Result:
                       message="; ".join(run.notes + [f"{source} gave no plan to start from", why]),
                       details={"backend": run.backend})
     pm = PlacementModel(run.instance, run.problem, groups, sense="max" if adm else "min", symmetry=run.symmetry,
-                        hint_plan=hint)
+                        hint_plan=hint, deadline=run.deadline())
     if adm:
         pm.m.objective = {pm.a[ti]: w for ti, w in weight.items()}
     sol = run.solve(pm)

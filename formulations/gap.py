@@ -307,6 +307,12 @@ CBC_RERUN = CBC_CRASHED + " with the start solution; run again without it"
 # root bound), and there is then no time to run it again
 CBC_WARM_MIN_S = 2.0
 CBC_COLD = "planner: no start solution for CBC under a limit below CBC_WARM_MIN_S"
+# the line ``run_cbc`` adds to the log when it stopped a CBC process that ran past its time limit
+# by more than CBC_GRACE_S + CBC_GRACE_SHARE x the limit: CBC 2.10 does not look at its clock
+# while it reads and presolves a large model (largeCluster03's feasibility model with ackers,
+# 873,264 columns and 876,214 rows: still running after 16 minutes at -sec 1.7, session 25)
+CBC_OVERRAN = "planner: CBC ran past its time limit and was stopped"
+CBC_GRACE_S, CBC_GRACE_SHARE = 2.0, 0.1
 # the CBC runs that died inside the current ``cbc_watch`` (None outside one)
 _CBC_DEATHS: contextvars.ContextVar[list | None] = contextvars.ContextVar("cbc_deaths", default=None)
 
@@ -383,16 +389,21 @@ def run_cbc(prob, time_limit: float | None, warm: bool = False, **options: Any) 
     def once(limit, extra, start: bool):
         with tempfile.TemporaryDirectory() as d:
             log = Path(d) / "cbc.log"
+            cmd = _watched_cbc_cmd(msg=False, timeLimit=limit, warmStart=start, logPath=str(log), options=extra, **options)
+            dog = _CbcWatchdog(cmd, limit)
             try:
-                prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=limit, warmStart=start, logPath=str(log),
-                                             options=extra, **options))
+                prob.solve(cmd)
             except pulp.PulpSolverError as e:
                 if "Error while trying to execute" not in str(e):
                     raise  # not a run that died (no CBC binary, ...): an error
+                if dog.stop():
+                    return (log.read_text() if log.exists() else "") + f"\n{CBC_OVERRAN}\n"
                 deaths = _CBC_DEATHS.get()
                 if deaths is not None:
                     deaths.append(start)  # (only their number is read)
                 return (log.read_text() if log.exists() else "") + f"\n{CBC_CRASHED}\n"
+            finally:
+                dog.stop()
             return log.read_text() if log.exists() else ""
 
     cold = warm and time_limit is not None and time_limit < CBC_WARM_MIN_S
@@ -404,6 +415,86 @@ def run_cbc(prob, time_limit: float | None, warm: bool = False, **options: Any) 
     if CBC_EMPTIED in text:
         text = once(left(1.0), ["preprocess off"], warm)
     return text, time.perf_counter() - t0
+
+
+def _watched_cbc_cmd(**kw):
+    """PuLP's CBC command (``pulp.PULP_CBC_CMD(**kw)``) that remembers the names of its temporary
+    files (``watch_files``), so that ``_CbcWatchdog`` can tell its CBC process from any other."""
+    import pulp
+
+    cmd = pulp.PULP_CBC_CMD(**kw)
+    cmd.watch_files = ()
+    create = cmd.create_tmp_files
+
+    def create_tmp_files(name, *args):
+        files = tuple(create(name, *args))  # PuLP returns a generator
+        cmd.watch_files = tuple(str(f) for f in files)
+        return files
+
+    cmd.create_tmp_files = create_tmp_files
+    return cmd
+
+
+class _CbcWatchdog:
+    """Kills the CBC process of ``cmd`` once it runs CBC_GRACE_S + CBC_GRACE_SHARE x ``limit``
+    seconds past ``limit`` (counted from now, so PuLP's writing of the model counts too). The
+    process is found in /proc as a child of this one whose command line names ``cmd``'s model
+    file; without /proc (not Linux) nothing is watched."""
+
+    def __init__(self, cmd, limit: float | None):
+        import threading
+
+        self.cmd, self.killed = cmd, False
+        self._done = threading.Event()
+        if limit is None or not os.path.isdir("/proc"):
+            return
+        self._until = time.monotonic() + limit + CBC_GRACE_S + CBC_GRACE_SHARE * limit
+        threading.Thread(target=self._watch, daemon=True, name="cbc-watchdog").start()
+
+    def _watch(self) -> None:
+        import signal
+
+        if self._done.wait(max(self._until - time.monotonic(), 0.0)):
+            return
+        # PuLP may still be writing the model (60 s for largeCluster03's): look again until CBC
+        # has started and is stopped, or the run ends
+        while not self._done.is_set():
+            names = [f for f in self.cmd.watch_files if f.endswith(".mps")]
+            for pid in _children():
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        args = f.read().decode(errors="replace").split("\0")
+                except OSError:
+                    continue
+                if names and names[0] in args:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+                        self.killed = True
+                        return
+            self._done.wait(0.25)
+
+    def stop(self) -> bool:
+        """End the watch; whether the watchdog killed the process."""
+        self._done.set()
+        return self.killed
+
+
+def _children() -> list[int]:
+    """The pids of this process's children (from /proc)."""
+    me, out = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses, so split after the last ')'
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 1 and fields[1] == str(me):
+            out.append(int(entry))
+    return out
 
 
 def run_pulp(prob, solver: str, time_limit: float | None, warm: bool = False) -> Outcome:
