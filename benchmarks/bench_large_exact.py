@@ -1,4 +1,4 @@
-"""Exact solves on Storm's largeCluster03 against their time limit (session 24).
+"""Exact solves on Storm's largeCluster03 against their time limit (sessions 24, 25).
 
 Each solve runs in a fresh interpreter (as `planner solve` would), on the instance that Storm's
 TestLargeCluster schedules (`load_cluster_dir(..., ackers="none")`: 50 topologies, 1,414
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -60,17 +61,23 @@ def main(argv=None) -> int:
     for case in a.cases:
         problem, method = case.split(":")
         t0 = time.monotonic()
+        # a session of its own, so that a kill takes the solver processes it started (CBC, the
+        # HiGHS worker) with it: an orphaned CBC would run on beside the next cases
+        p = subprocess.Popen([sys.executable, "-c", CHILD, str(folder), a.ackers, problem, method, str(a.limit)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=a.repo,
+                             start_new_session=True)
         try:
-            p = subprocess.run([sys.executable, "-c", CHILD, str(folder), a.ackers, problem, method, str(a.limit)],
-                               capture_output=True, text=True, env=env, timeout=a.kill, cwd=a.repo)
+            out, err = p.communicate(timeout=a.kill)
         except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
             print(f"| {case} | killed at {a.kill:g} | | | | |", flush=True)
             continue
         wall = time.monotonic() - t0
-        if p.returncode != 0 or not p.stdout.strip():
-            print(f"| {case} | {wall:.1f} | | error: {p.stderr.strip().splitlines()[-1:]} | | |", flush=True)
+        if p.returncode != 0 or not out.strip():
+            print(f"| {case} | {wall:.1f} | | error: {err.strip().splitlines()[-1:]} | | |", flush=True)
             continue
-        r = json.loads(p.stdout.strip().splitlines()[-1])
+        r = json.loads(out.strip().splitlines()[-1])
         fmt = lambda v: "" if v is None else f"{v:.6g}"  # noqa: E731
         print(f"| {case} | {wall:.1f} | {r['solve_s']:.1f} | {r['status']} | {fmt(r['objective'])} | {fmt(r['bound'])} |",
               flush=True)

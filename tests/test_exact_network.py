@@ -14,6 +14,7 @@ import pytest
 
 import planner
 from formulations._gen import layered, small_random
+from formulations._rasmodel import Run
 from helpers import REPO
 from planner.model import InstanceError, parse_instance
 
@@ -161,6 +162,33 @@ def test_counting_proof_names_the_limit_before_any_model():
         assert "'gpu.count' 1 > the most any node has, 0" in r.message
     r = planner.solve(d, "admission", "exact.cpsat")  # admission: admitting no topology is a plan
     assert r.status.value == "optimal" and r.metrics["feasible"]
+
+
+def _memory_pairs():
+    """Three executors of 60 MB on two nodes of 100 MB: each node holds one, so no plan exists,
+    though every count holds (total 180 <= 200 MB; each group fits on some node): counting
+    proves nothing, the configuration model's LP does (three one-executor nodes needed)."""
+    d = _chain(par=(2, 1), nodes=2, slots=2)
+    for c in d["topologies"][0]["components"]:
+        c["memory_onheap_mb"], c["memory_offheap_mb"] = 60.0, 0.0
+    for n in d["cluster"]["racks"][0]["nodes"]:
+        n["memory_mb"] = 100.0
+    return d
+
+
+@pytest.mark.parametrize("method", EXACT)
+def test_configuration_lp_proves_infeasibility_without_the_compact_model(method, monkeypatch):
+    d = _memory_pairs()
+    r = planner.solve(d, "network", method)  # the compact model explains it
+    assert r.status.value == "infeasible" and "node memory" in r.message, r.message
+    assert r.details["configuration"]["model"] == "configuration"
+    # no time to build the compact model: the configuration LP's proof stands alone
+    monkeypatch.setattr(Run, "compact_affordable", lambda self, pm, streams: False)
+    r = planner.solve(d, "network", method)
+    assert r.status.value == "infeasible", r.message
+    assert "proven infeasible by the configuration model's LP" in r.message
+    assert "proof" not in r.details  # not the counting proof
+    assert r.details["model"] == "configuration"
 
 
 def test_infeasible_family_explanation():
