@@ -191,19 +191,22 @@ def _validate(model: type[BaseModel], data: Any) -> Any:
 def raw_size(data: Any) -> tuple[int, int]:
     """(executors, nodes) counted from an instance's raw JSON, ignoring malformed parts
     (validation reports those); used to refuse huge instances before validating them."""
+    def items(x: Any) -> list:
+        return x if isinstance(x, list) else []  # a number or an object where a list belongs: validation says so
+
     executors = nodes = 0
     if not isinstance(data, dict):
         return 0, 0
-    for t in data.get("topologies") or []:
+    for t in items(data.get("topologies")):
         if isinstance(t, dict):
-            for c in t.get("components") or []:
+            for c in items(t.get("components")):
                 if isinstance(c, dict):
                     p = c.get("parallelism", 1)
                     if isinstance(p, (int, float)) and not isinstance(p, bool) and math.isfinite(p) and p > 0:
                         executors += int(p)
     cluster = data.get("cluster")
     if isinstance(cluster, dict):
-        for r in cluster.get("racks") or []:
+        for r in items(cluster.get("racks")):
             if isinstance(r, dict) and isinstance(r.get("nodes"), list):
                 nodes += len(r["nodes"])
     return executors, nodes
@@ -376,7 +379,8 @@ def _ui_size(topology: dict[str, Any] | list[dict[str, Any]], supervisors: Any) 
     executors = 0
     for topo in topology if isinstance(topology, list) else [topology]:
         for key in ("spouts", "bolts"):
-            for c in topo.get(key) or []:
+            comps = topo.get(key) if isinstance(topo, dict) else None
+            for c in comps if isinstance(comps, list) else []:  # not a list: the adapter says so
                 if isinstance(c, dict):
                     n = c.get("executors")
                     if isinstance(n, int) and not isinstance(n, bool) and n > 0:
