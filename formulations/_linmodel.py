@@ -193,9 +193,13 @@ CPSAT_SETUP_S = 3e-6
 
 
 def handing_stopped(backend: str, rows: int, total: int) -> Solution:
-    """The Solution of a translation stopped at its deadline."""
-    return Solution("unknown", message=f"time limit reached while handing the model to {backend} "
-                                       f"({rows:,} of {total:,} rows)", details={"handed_rows": rows})
+    """The Solution of a translation stopped at its deadline (``rows`` of ``total`` handed over;
+    all of them when the deadline came after the hand-over, before the solver could start)."""
+    if rows >= total:
+        msg = f"time limit reached after handing the model to {backend} ({total:,} rows), before it could start"
+    else:
+        msg = f"time limit reached while handing the model to {backend} ({rows:,} of {total:,} rows)"
+    return Solution("unknown", message=msg, details={"handed_rows": rows})
 
 
 def time_left(time_limit: float | None, deadline: float | None) -> float | None:
@@ -442,25 +446,31 @@ def _solve_pulp(m: LinModel, backend: str, time_limit, threads, use_hint, deadli
         return Solution("error", message="MILP reported unbounded (a modelling bug)", details=details)
     if CBC_OVERRAN in text:
         why = "CBC ran past its time limit and was stopped"
-        vals = hint_solution(m) if warm else None
-        if vals is not None:
-            return Solution("feasible", vals, _objective_value(m, vals), bound, message=why + "; the start solution is kept",
-                            details=details)
-        return Solution("unknown", message=why + " before giving a plan", details=details)
+        kept = _start_kept(m, warm, bound, why + "; the start solution is kept", details)
+        return kept or Solution("unknown", message=why + " before giving a plan", details=details)
     if CBC_COLD in text and warm:
         # CBC ran without the start solution (a short limit, ``gap.CBC_WARM_MIN_S``) and found
         # nothing: the start solution, when it is a whole plan, is what a warm run would have kept
         details["cbc_start"] = "not given: limit below CBC_WARM_MIN_S"
-        vals = hint_solution(m)
-        if vals is not None:
-            died = "the CBC process died (a CBC fault); the start solution is kept" if CBC_CRASHED in text else ""
-            return Solution("feasible", vals, _objective_value(m, vals), bound, message=died, details=details)
+        died = "the CBC process died (a CBC fault); the start solution is kept" if CBC_CRASHED in text else ""
+        kept = _start_kept(m, warm, bound, died, details)
+        if kept is not None:
+            return kept
     if CBC_CRASHED in text:
         return Solution("unknown", message="the CBC process died (a CBC fault) before giving a plan", details=details)
     # no plan, but the bound the solver reached (its root LP at least) is still a valid one: the
     # callers that keep a plan of their own report it (network, traffic)
     return Solution("unknown", bound=bound, message=f"{backend} stopped (time limit) before finding a plan",
                     details=details)
+
+
+def _start_kept(m: LinModel, warm: bool, bound: float | None, message: str, details: dict) -> Solution | None:
+    """The start solution as a ``feasible`` Solution when CBC gave no plan of its own (it died, or
+    was stopped past its limit) and the start solution is a whole plan (``hint_solution``)."""
+    vals = hint_solution(m) if warm else None
+    if vals is None:
+        return None
+    return Solution("feasible", vals, _objective_value(m, vals), bound, message=message, details=details)
 
 
 def _make_highs_warm():

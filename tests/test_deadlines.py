@@ -52,6 +52,19 @@ def test_a_model_past_its_deadline_is_not_handed_over(backend):
     assert time.monotonic() - t < 10
 
 
+def test_a_deadline_reached_after_the_hand_over_is_named_so(monkeypatch):
+    """Every row handed over, but CP-SAT's own setup (``CPSAT_SETUP_S``, made huge here) would
+    use more than is left: the message says the hand-over ended, not that it was cut short."""
+    from formulations import _linmodel
+
+    monkeypatch.setattr(_linmodel, "CPSAT_SETUP_S", 100.0)
+    m = _hard_model(rows=100)
+    sol = solve_model(m, "cpsat", time_limit=60, deadline=time.monotonic() + 30.0)
+    assert sol.status == "unknown" and sol.values is None
+    assert sol.message == f"time limit reached after handing the model to CP-SAT ({len(m.rows):,} rows), before it could start"
+    assert sol.details["handed_rows"] == len(m.rows)
+
+
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
 def test_the_solver_gets_what_is_left_before_the_deadline(backend):
     """A 60 s limit but a deadline 2 s away: the solver stops with the deadline, not the limit."""
