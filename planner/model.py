@@ -29,6 +29,13 @@ DEFAULT_CPU = 10.0  # topology.component.cpu.pcore.percent
 DEFAULT_ONHEAP_MB = 128.0  # topology.component.resources.onheap.memory.mb
 DEFAULT_OFFHEAP_MB = 0.0  # topology.component.resources.offheap.memory.mb
 DEFAULT_MAX_HEAP_MB = 768.0  # topology.worker.max.heap.size.mb
+# Sizes past any Storm cluster (Storm's largest published production clusters have about 2,000
+# executors): an instance beyond them is a typo, and expanding it (a slot list, an executor list)
+# would take the machine's memory before any method could say so. HTTP servers cap lower (--max-size).
+MAX_EXECUTORS = 1_000_000  # executors in one instance, all topologies together
+MAX_SLOTS = 1_000_000  # worker slots in one cluster
+FIRST_PORT = 6700  # a slot count n stands for ports 6700 .. 6700 + n - 1, Storm's default numbering
+MAX_SLOT_COUNT = 65536 - FIRST_PORT  # the ports up to 65535
 DEFAULT_NODE_CPU = 400.0  # supervisor.cpu.capacity
 DEFAULT_NODE_MEMORY_MB = 4096.0  # supervisor.memory.capacity.mb
 DEFAULT_PORTS = (6700, 6701, 6702, 6703)  # supervisor.slots.ports
@@ -76,7 +83,7 @@ class Component(_Base):
 
     id: str = Field(min_length=1)
     kind: Literal["spout", "bolt"] = "bolt"
-    parallelism: int = Field(default=1, ge=1, description="executors (threads)")
+    parallelism: int = Field(default=1, ge=1, le=MAX_EXECUTORS, description="executors (threads)")
     cpu: float = Field(default=DEFAULT_CPU, ge=0, description="CPU points per executor")
     memory_onheap_mb: float = Field(default=DEFAULT_ONHEAP_MB, ge=0)
     memory_offheap_mb: float = Field(default=DEFAULT_OFFHEAP_MB, ge=0)
@@ -178,7 +185,10 @@ class Node(_Base):
         if isinstance(v, int):
             if v < 0:
                 raise ValueError(f"slot count must be >= 0, got {v}")
-            return list(range(6700, 6700 + v))
+            if v > MAX_SLOT_COUNT:
+                raise ValueError(f"slot count {v} is more than the ports {FIRST_PORT}-65535 can number "
+                                 f"(at most {MAX_SLOT_COUNT}); give a port list for other ports")
+            return list(range(FIRST_PORT, FIRST_PORT + v))
         return v
 
     @field_validator("slots")
@@ -348,6 +358,12 @@ def check_references(inst: Instance) -> None:
         problems.append((node_paths[i], f"duplicate node id {node_ids[i]!r}"))
     if not node_ids:
         problems.append(("cluster.racks", "the cluster has no nodes"))
+    slots = sum(len(n.slots) for n in inst.cluster.nodes)
+    if slots > MAX_SLOTS:
+        problems.append(("cluster.racks", f"the cluster has {slots:,} worker slots; the planner takes at most {MAX_SLOTS:,}"))
+    executors = sum(t.executor_count for t in inst.topologies)
+    if executors > MAX_EXECUTORS:
+        problems.append(("topologies", f"the instance has {executors:,} executors; the planner takes at most {MAX_EXECUTORS:,}"))
     node_set = set(node_ids)
     sites = {n.site for n in inst.cluster.nodes if n.site}
     for i in _dupes([m.name for m in inst.perf_models]):

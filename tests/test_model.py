@@ -68,6 +68,16 @@ def test_valid_instance_gets_storm_defaults():
      "perf_models[0].points", "duplicate thread counts"),
     (lambda d: d["topologies"][0].update(owner="nobody") or d.update(users=[{"id": "alice"}]),
      "topologies[0].owner", "unknown user"),
+    # sizes past any Storm cluster: refused before anything is expanded (a slot count of 10^15
+    # was a list of 10^15 ports, and took the machine's memory; found by fuzzing, session 26)
+    (lambda d: d["cluster"]["racks"][0]["nodes"][0].update(slots=10 ** 15),
+     "cluster.racks[0].nodes[0].slots", "more than the ports 6700-65535"),
+    (lambda d: d["topologies"][0]["components"][0].update(parallelism=10 ** 15),
+     "topologies[0].components[0].parallelism", "less than or equal to 1000000"),
+    (lambda d: [c.update(parallelism=400_000) for c in d["topologies"][0]["components"]],
+     "topologies", "1,200,000 executors; the planner takes at most 1,000,000"),
+    (lambda d: d["cluster"]["racks"].extend({"id": f"x{i}", "nodes": [{"id": f"x{i}", "slots": 58836}]} for i in range(17)),
+     "cluster.racks", "1,000,220 worker slots; the planner takes at most 1,000,000"),
 ])
 def test_bad_input_names_path_and_reason(mutate, path, words):
     d = tiny()
