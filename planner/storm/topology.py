@@ -31,8 +31,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..model import (
-    DEFAULT_CPU, DEFAULT_MAX_HEAP_MB, DEFAULT_OFFHEAP_MB, DEFAULT_ONHEAP_MB, Component, InstanceError, Stream,
-    Topology,
+    DEFAULT_CPU, DEFAULT_MAX_HEAP_MB, DEFAULT_OFFHEAP_MB, DEFAULT_ONHEAP_MB, MAX_EXECUTORS, Component, InstanceError,
+    Stream, Topology,
 )
 from . import thrift as T
 
@@ -285,8 +285,8 @@ def parse_topology(code: dict[int, tuple[int, Any]], conf: dict[str, Any], topol
             common = _field(ctx, spec, 2, T.STRUCT, cw + ".common", required=True)
             hint = _field(ctx, common, 3, T.I32, cw + ".common.parallelism_hint", default=None)
             par = 1 if hint is None else hint
-            if par < 1:
-                raise ctx.fail(cw + ".common.parallelism_hint", f"must be >= 1, got {par}")
+            if par < 1 or par > MAX_EXECUTORS:
+                raise ctx.fail(cw + ".common.parallelism_hint", f"must be 1 .. {MAX_EXECUTORS:,}, got {par}")
             jraw = _field(ctx, common, 4, T.STRING, cw + ".common.json_conf", default=None)
             jconf: dict[str, Any] = {}
             if jraw is not None:
@@ -361,6 +361,8 @@ def parse_topology(code: dict[int, tuple[int, Any]], conf: dict[str, Any], topol
     if ackers == "conf":
         user_heap = sum(c.parallelism * c.memory_onheap_mb for c in comps)
         n, why = acker_count(conf, user_heap, max_heap, ctx)
+        if n > MAX_EXECUTORS:
+            raise ctx.fail("topology.acker.executors", f"{n:,} ackers ({why}): more than the planner takes, {MAX_EXECUTORS:,}")
         info["ackers"] = {"count": n, "source": why}
         if n > 0:
             cpu, on, off, generic = component_resources(ctx, {}, conf, ACKER_ID, ACKER_ID)

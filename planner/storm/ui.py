@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..model import Component, Instance, InstanceError, Stream, Topology, parse_instance
+from ..model import MAX_EXECUTORS, Component, Instance, InstanceError, Stream, Topology, parse_instance
 from .cluster import supervisors_from_ui
 from .topology import (
     ACKER_ID, K_MAX_HEAP, K_PRIORITY, K_WORKER_HEAP, K_WORKERS, STORM_DEFAULT_PRIORITY, _Ctx, _break_cycles, _int, _number,
@@ -123,8 +123,8 @@ def topology_from_ui(topology_json: Any, visualization_json: Any = None) -> tupl
                 raise InstanceError(f"{name}: {w}", f"needs a {idkey!r}")
             cid = c[idkey]
             execs = _int(ctx, c.get("executors", 1), f"{w}.executors")
-            if execs is None or execs < 1:
-                raise InstanceError(f"{name}: {w}.executors", f"must be >= 1, got {c.get('executors')!r}")
+            if execs is None or execs < 1 or execs > MAX_EXECUTORS:
+                raise InstanceError(f"{name}: {w}.executors", f"must be 1 .. {MAX_EXECUTORS:,}, got {c.get('executors')!r}")
             if cid == ACKER_ID:
                 ackers = execs
                 continue
