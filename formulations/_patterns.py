@@ -334,6 +334,8 @@ class PatternModel:
             # round only when neither finds an improving column
             for quick in ("heuristic", 0.5):
                 for fi in range(len(self.families)):
+                    if self.left() <= 0:  # a family's first pricing can take a second (largeCluster01: 48 of them)
+                        break
                     if quick == "heuristic":
                         h = self.families[fi].heuristic
                         cols = h(duals) if h is not None else []
@@ -350,6 +352,8 @@ class PatternModel:
             if added:
                 self.stats["columns_generated"] += added
                 continue
+            if self.left() <= 0:  # the quick rounds were cut short: no exact round
+                return (None, None, None) if best is None else (best_ub, *best)
             maxrc: list[float] = []
             exact = True
             for fi in range(len(self.families)):
@@ -781,11 +785,23 @@ class NodeHeuristic:
         import numpy as np
 
         self.np = np
-        G = pm.groups
-        ni = nodes[0]
-        self.n = pm.nodes[ni]
+        self.n = pm.nodes[nodes[0]]
         self.nw = len(self.n.slots)
         self.fi, self.conv, self.rowkey = fi, conv, rowkey
+        self._args = (pm, nodes, edges, ybound)  # the arrays are made at the first call (``_prepare``)
+
+    def _prepare(self) -> None:
+        """The worker contents and their arrays, made when the heuristic is first asked: a
+        model's build makes one per node class, and listing every class's contents took 24 s
+        of Storm's largeCluster01 (32 classes) before column generation could look at its clock
+        (session 26)."""
+        if self._args is None:
+            return
+        pm, nodes, edges, ybound = self._args
+        self._args = None
+        np = self.np
+        G = pm.groups
+        ni = nodes[0]
         K = len(G)
         pats = []
         for ti, _ in pm.topos:
@@ -828,6 +844,7 @@ class NodeHeuristic:
 
     def __call__(self, duals: dict) -> list["Column"]:
         np = self.np
+        self._prepare()
         if self.cross is None or not len(self.pats):
             return []
         pi = np.array([duals.get(self.rowkey(k), 0.0) for k in range(self.P.shape[1])])
@@ -1201,7 +1218,7 @@ def build_network(pm, deadline, threads, tables: bool = True) -> tuple[PatternMo
             fam = Family(f"rack{ri}", 1, conv, build)
             # about 2e6 contents a second to build (shared 2-core machine): within 30 % of the time left
             left = math.inf if deadline is None else deadline - time.monotonic()
-            rt = RackTable(pm, ri, edges, len(fams), conv) if tables and _rack_box(pm, ri) / 2e6 <= 0.3 * left else None
+            rt = RackTable(pm, ri, edges, len(fams), conv) if tables and _rack_box(pm, ri) <= 2e6 * 0.3 * left else None
             if rt is not None and rt.ok:
                 fam.table = rt
             else:  # the CP-SAT rack pricer is slow to prove: a fast heuristic, then a solver-free exact one
@@ -1839,7 +1856,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
     # (load 6): used when 80 % of the time left covers it and its box is at most box_limit
     left = math.inf if model.deadline is None else model.deadline - time.monotonic()
     box_limit = TWO_RACK_TABLE_LIMIT  # read at call time (tests lower it)
-    use_table = all(_rack_box(pm, ri) <= box_limit and (isinstance(rt, RackTable) or _rack_box(pm, ri) / 2e6 <= 0.8 * left)
+    use_table = all(_rack_box(pm, ri) <= box_limit and (isinstance(rt, RackTable) or _rack_box(pm, ri) <= 2e6 * 0.8 * left)
                     for ri, rt in zip(racks, rts))
     got = None
     if not (use_table and all(isinstance(rt, RackTable) for rt in rts)):
@@ -1853,7 +1870,7 @@ def _two_rack_search(pm, model, ub, duals, maxrc, rack_f, racks, sig, z_best, be
             # build still fits the time now left (the search may have used what was measured)
             left = math.inf if model.deadline is None else model.deadline - time.monotonic()
             if not use_table or got.startswith("time") or not all(
-                    isinstance(rt, RackTable) or _rack_box(pm, ri) / 2e6 <= 0.8 * left for ri, rt in zip(racks, rts)):
+                    isinstance(rt, RackTable) or _rack_box(pm, ri) <= 2e6 * 0.8 * left for ri, rt in zip(racks, rts)):
                 return None
             got = None
     if got is None:

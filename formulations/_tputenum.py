@@ -345,7 +345,8 @@ def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | 
     if classless(d.C, caps):
         return rate, n, True
     order = sorted(range(d.C), key=lambda c: len(ks[c])) if order is None else order
-    stats["range"] = float(math.prod(len(v) for v in ks.values()))
+    prod = math.prod(len(v) for v in ks.values())
+    stats["range"] = float(prod) if prod < 10 ** 300 else math.inf  # many components: past float range
     if max_range is not None and stats["range"] > max_range:
         stats["skipped"] = True
         return rate, n, False
