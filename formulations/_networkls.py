@@ -35,6 +35,13 @@ import numpy as np
 from ._patterns import stream_matrix
 
 TOL = 1e-9
+# Sizes past which the search does not run. A descent step scores every worker and group against
+# every group (workers x groups^2 multiply-adds, also in ``value``), and its move array holds
+# occupied x active workers x groups entries. Storm's largeCluster03 (960 workers, 743 groups:
+# 5.3e8 and, from storm.ras's plan, 9.7e7) is searched in about 8 s; largeCluster01 (65,600
+# workers, 389 groups: 9.9e9, and a 32 GB array) ran out of memory (session 26).
+SEARCH_WORK_MAX = 2e9
+MOVE_ENTRIES_MAX = 3e8
 
 
 class WorkerSearch:
@@ -176,11 +183,12 @@ class WorkerSearch:
         Z = self.rack_sums(Y)
         return X @ A + (Y @ A)[self.wnode] + (Z @ A)[self.wrack]
 
-    def _diff_levels(self) -> np.ndarray:
-        if not hasattr(self, "_dl"):
-            self._dl = (1 + (self.wnode[:, None] != self.wnode[None, :]).astype(float)
-                        + (self.wrack[:, None] != self.wrack[None, :]).astype(float))
-        return self._dl
+    def _diff_levels(self, occ: np.ndarray) -> np.ndarray:
+        """dl[i, j]: 1, 2 or 3 as workers occ[i] and occ[j] share a node, a rack, or neither
+        (over the occupied workers only: every worker pair of Storm's largeCluster01, 65,600
+        workers, would be 32 GB)."""
+        n, r = self.wnode[occ], self.wrack[occ]
+        return 1 + (n[:, None] != n[None, :]).astype(float) + (r[:, None] != r[None, :]).astype(float)
 
     def _apply(self, X: np.ndarray, Y: np.ndarray, w1: int, w2: int, g: int) -> None:
         X[w1, g] -= 1
@@ -193,10 +201,11 @@ class WorkerSearch:
         X = X.copy()
         Y = self.node_sums(X)
         A = self.A
-        dl = self._diff_levels()
         while time.monotonic() < deadline:
             S = self._scores(X, Y)
             occ, act = self._active(X)
+            if len(occ) * len(act) * self.K > MOVE_ENTRIES_MAX:  # the arrays below would not fit
+                return X
             # D[i, j, g]: moving g from occ[i] to act[j]; over every worker pair, the first
             # maximum in (w1, w2, g) order is this one (an empty worker past its node's first
             # ties with that first one)
@@ -207,11 +216,11 @@ class WorkerSearch:
             if D[i, j, g] > TOL:
                 self._apply(X, Y, int(occ[i]), int(act[j]), int(g))
                 continue
-            if not self._swap(X, Y, S, occ, A, dl):
+            if not self._swap(X, Y, S, occ, A):
                 return X
         return X
 
-    def _swap(self, X, Y, S, occ, A, dl, tries: int = 64) -> bool:
+    def _swap(self, X, Y, S, occ, A, tries: int = 64) -> bool:
         """The best improving feasible swap (among the ``tries`` best by gain, ties by worker
         and group order); applied in place. Only occupied workers (``occ``) take part. None are
         tried past 5e6 (worker, worker, group, group) entries: the arrays below would take
@@ -224,7 +233,7 @@ class WorkerSearch:
         Dm = So[None, :, :] - So[:, None, :]
         # gain[i1, i2, g, h] = Dm[i1, i2, g] + Dm[i2, i1, h] - 2 A[g, h] dl[w1, w2]
         gain = Dm[:, :, :, None] + np.transpose(Dm, (1, 0, 2))[:, :, None, :] \
-            - 2.0 * A[None, None, :, :] * dl[np.ix_(occ, occ)][:, :, None, None]
+            - 2.0 * A[None, None, :, :] * self._diff_levels(occ)[:, :, None, None]
         valid = on[:, None, :, None] & on[None, :, None, :]
         valid &= ~np.eye(self.K, dtype=bool)[None, None, :, :]
         valid &= ~np.eye(W, dtype=bool)[:, :, None, None]
@@ -321,9 +330,12 @@ class WorkerSearch:
             X[w, k] += 1
         return X if self.feasible(X) else None
 
-    def greedy(self, rng: random.Random | None = None) -> np.ndarray | None:
+    def greedy(self, rng: random.Random | None = None, deadline: float | None = None) -> np.ndarray | None:
         """Executors one by one (most stream weight first) into the feasible worker where they
-        gain most (``rng``: shuffled order and noisy gains, for other starts); None if stuck."""
+        gain most (``rng``: shuffled order and noisy gains, for other starts); None if stuck or
+        past ``deadline`` (each executor costs a product over every worker and group: Storm's
+        largeCluster01, 24,403 executors on 65,600 workers, ran past 300 s under a 60 s limit
+        before the deadline, session 26)."""
         X = np.zeros((self.Wn, self.K), dtype=np.int64)
         Y = np.zeros((self.N, self.K), dtype=np.int64)
         Z = np.zeros((self.R, self.K), dtype=np.int64)
@@ -343,6 +355,8 @@ class WorkerSearch:
             a = self.A[:, g]
             t = self.topo[g]
             for _ in range(int(self.size[g])):
+                if deadline is not None and time.monotonic() > deadline:
+                    return None
                 gain = X @ a + (Y @ a)[self.wnode] + (Z @ a)[self.wrack] + 1e-6 * (X.sum(axis=1) > 0)  # ties: used workers
                 if rng is not None:
                     gain = gain * (1.0 + 0.3 * np.array([rng.random() for _ in range(self.Wn)]))
@@ -388,6 +402,11 @@ class WorkerSearch:
         return deal_workers(self.pm, nodes)
 
 
+def too_large(pm) -> bool:
+    """Whether ``pm``'s workers x groups^2 is past ``SEARCH_WORK_MAX`` (the search is not run)."""
+    return len(pm.workers) * len(pm.groups) ** 2 > SEARCH_WORK_MAX
+
+
 def search_network(pm, edges, starts_plans: list, budget: float, seed: int = 0, target: float = math.inf,
                    value_const: float = 0.0, kicks: int | None = None):
     """Iterated local search from the given plans (those that fit) and three greedy fills:
@@ -395,8 +414,11 @@ def search_network(pm, edges, starts_plans: list, budget: float, seed: int = 0, 
     bound on that value in the same terms: network passes the one of metric 0). ``kicks``: a
     budget of work (the three fills, then that many kicks), with ``budget`` seconds as a cap
     only; without it the fills after the first start only within half the budget, and the
-    kicks until the budget. No optimality claim."""
+    kicks until the budget. None also when workers x groups^2 is past ``SEARCH_WORK_MAX``. No
+    optimality claim."""
     t0 = time.monotonic()
+    if too_large(pm):
+        return None
     ws = WorkerSearch(pm, edges)
     if ws.Wn == 0:
         return None
@@ -409,7 +431,8 @@ def search_network(pm, edges, starts_plans: list, budget: float, seed: int = 0, 
             break
         if kicks is None and starts and time.monotonic() - t0 >= budget / 2:
             break
-        X = ws.greedy(None if i == 0 else rng)
+        # the first fill, when it is the only start, runs to its end (as before deadlines)
+        X = ws.greedy(None if i == 0 else rng, deadline=None if i == 0 and not starts else t0 + budget)
         if X is not None:
             starts.append(X)
     if not starts:

@@ -147,9 +147,10 @@ class NodeSearch:
             Y = arg
         return Y
 
-    def greedy(self, rng: random.Random | None = None) -> np.ndarray | None:
+    def greedy(self, rng: random.Random | None = None, deadline: float | None = None) -> np.ndarray | None:
         """Executors one by one (heaviest traffic first) onto the node where they gain most
-        (ties: the least loaded; ``rng`` adds noise for other starts); None if stuck."""
+        (ties: the least loaded; ``rng`` adds noise for other starts); None if stuck or past
+        ``deadline``."""
         Y = np.zeros((self.N, self.K), dtype=np.int64)
         load = np.zeros(self.N)
         weight = self.A.sum(axis=1)
@@ -158,6 +159,8 @@ class NodeSearch:
             rng.shuffle(order)
         for k in order:
             for _ in range(int(self.size[k])):
+                if deadline is not None and time.monotonic() > deadline:
+                    return None
                 gain = Y @ self.A[:, k] - 1e-6 * load
                 if rng is not None:
                     gain = gain * np.array([1.0 + 0.2 * rng.random() for _ in range(self.N)])
@@ -289,13 +292,15 @@ def seed_traffic(pm, model, pairs, starts_plans: list, chosen, budget: float, se
             starts.append(Y)
     starts += plan_starts(ns, starts_plans)
     rng = random.Random(seed)
+    t0 = time.monotonic()
     for i in range(3):
-        Y = ns.greedy(None if i == 0 else rng)
+        # the first fill, when it is the only start, runs to its end (as before deadlines)
+        Y = ns.greedy(None if i == 0 else rng, deadline=None if i == 0 and not starts else t0 + budget)
         if Y is not None:
             starts.append(Y)
     if not starts:
         return None
-    best = ns.run(starts, budget, seed, target - model.value_const, kicks=kicks)
+    best = ns.run(starts, max(0.0, budget - (time.monotonic() - t0)), seed, target - model.value_const, kicks=kicks)
     if best is None:
         return None
     cols = ns.columns(model, best[1])
@@ -327,7 +332,7 @@ def phase2_free_search(pm, model, pairs, total: float, z1: float, deadline: floa
     for _ in range(tries):
         if deadline is not None and time.monotonic() >= deadline:
             return None
-        starts = [Y for Y in (ns.greedy(rng) for _ in range(2)) if Y is not None]
+        starts = [Y for Y in (ns.greedy(rng, deadline) for _ in range(2)) if Y is not None]
         if not starts:
             return None
         budget = 30.0 if deadline is None else deadline - time.monotonic()
