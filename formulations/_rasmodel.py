@@ -68,7 +68,10 @@ def traffic_groups(ti: int, t: Topology) -> tuple[list[Group], dict[tuple[int, i
     matrix usually makes executors distinct (one group each). A component with traffic to
     itself is split into single executors.
     """
-    tr = rates.executor_traffic(t)
+    # derived traffic: executors 0 and 1 of each component stand for all (``executor_traffic``'s
+    # ``first``); executor 1's group then takes 1 .. p-1. Measured traffic: every executor.
+    alike = not t.traffic
+    tr = rates.executor_traffic(t, first=2 if alike else None)
     row: dict[tuple[str, int], dict] = defaultdict(dict)
     col: dict[tuple[str, int], dict] = defaultdict(dict)
     selfish: set[str] = set()
@@ -81,18 +84,21 @@ def traffic_groups(ti: int, t: Topology) -> tuple[list[Group], dict[tuple[int, i
         col[b][a] = col[b].get(a, 0.0) + r
     groups: list[Group] = []
     for c in sorted(t.components, key=lambda c: c.id):
+        p = min(c.parallelism, 2) if alike else c.parallelism
         if c.id in selfish:
-            keys = {i: i for i in range(c.parallelism)}
+            keys = {i: i for i in range(p)}
         else:
             keys = {
                 i: (tuple(sorted((k, round(v, 12)) for k, v in row[(c.id, i)].items())),
                     tuple(sorted((k, round(v, 12)) for k, v in col[(c.id, i)].items())))
-                for i in range(c.parallelism)
+                for i in range(p)
             }
         by_key: dict[Any, list[int]] = {}
-        for i in range(c.parallelism):
+        for i in range(p):
             by_key.setdefault(keys[i], []).append(i)
         for members in by_key.values():
+            if alike and members[-1] == 1:
+                members = members + list(range(2, c.parallelism))
             groups.append(Group(ti, t, c, members))
     where = {(g.comp.id, i): k for k, g in enumerate(groups) for i in g.members}
     pair: dict[tuple[int, int], float] = {}

@@ -118,9 +118,14 @@ def executor_rates(topology: Topology, input_rate: float | None = None, counts: 
 
 
 def executor_traffic(
-    topology: Topology, input_rate: float | None = None, counts: dict[str, int] | None = None
+    topology: Topology, input_rate: float | None = None, counts: dict[str, int] | None = None,
+    first: int | None = None,
 ) -> dict[tuple[Executor, Executor], float]:
-    """Tuples/s from executor to executor (directed). Measured traffic wins when present."""
+    """Tuples/s from executor to executor (directed). Measured traffic wins when present.
+    ``first``: derived traffic only between executors of index below it (their rates are the
+    whole topology's): executors 1 .. p-1 of a component are alike (only a ``global`` stream
+    singles out executor 0), so ``first=2`` holds every distinct rate without the pu x pv pairs
+    (6.1 million in one topology of Storm's largeCluster01)."""
     if topology.traffic:
         out: dict[tuple[Executor, Executor], float] = defaultdict(float)
         for e in topology.traffic:
@@ -131,17 +136,18 @@ def executor_traffic(
     out = defaultdict(float)
     for s in topology.streams:
         pu, pv = par[s.source], par[s.target]
-        for i in range(pu):
+        nv = pv if first is None else min(pv, first)
+        for i in range(pu if first is None else min(pu, first)):
             emit = ex[(s.source, i)] * s.selectivity
             if emit == 0:
                 continue
             if s.grouping == "all":
-                for j in range(pv):
+                for j in range(nv):
                     out[((s.source, i), (s.target, j))] += emit
             elif s.grouping == "global":
                 out[((s.source, i), (s.target, 0))] += emit
             else:
-                for j in range(pv):
+                for j in range(nv):
                     out[((s.source, i), (s.target, j))] += emit / pv
     return dict(out)
 

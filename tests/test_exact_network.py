@@ -16,7 +16,7 @@ import planner
 from formulations._gen import layered, small_random
 from formulations._rasmodel import Run
 from helpers import REPO
-from planner.model import InstanceError, parse_instance
+from planner.model import InstanceError, TrafficEntry, parse_instance
 
 EXACT = ["exact.cpsat", "exact.milp-cbc", "exact.milp-highs"]
 PROBLEMS = ["network", "traffic", "feasibility", "admission"]
@@ -791,7 +791,7 @@ def test_worker_search_gains_are_exact():
     X = ws.greedy()
     assert X is not None and ws.feasible(X)
     rng = random.Random(1)
-    dl = ws._diff_levels()
+    dl = ws._diff_levels(np.arange(ws.Wn))  # every worker: dl[w1, w2]
     checked = 0
     for _ in range(400):
         Y = ws.node_sums(X)
@@ -860,6 +860,37 @@ def test_worker_search_respects_every_limit(seed):
     assert m["feasible"], m["violations"]
     assert m["network_metric"] == pytest.approx(const - found[0], abs=1e-9)
     assert ref.status.value == "optimal" and m["network_metric"] >= ref.objective - TOL
+
+
+def test_worker_search_fills_stop_at_the_deadline_and_big_clusters_are_not_searched(monkeypatch):
+    """A greedy fill past its deadline gives up (Storm's largeCluster01, 24,403 executors on
+    65,600 workers, spent minutes in one under a 60 s limit); the search is not run past
+    SEARCH_WORK_MAX workers x groups^2, and the network solve says so and keeps its plan."""
+    import time
+
+    from formulations import _networkls as NL
+    from formulations._trafficls import NodeSearch
+
+    inst = parse_instance(layered(30, 6, 4, 0))
+    pm = _network_pm(inst)
+    edges, _ = _edges_const(pm)
+    ws = NL.WorkerSearch(pm, edges)
+    assert ws.greedy(deadline=time.monotonic() - 1.0) is None
+    X = ws.greedy(deadline=time.monotonic() + 60.0)
+    assert X is not None and ws.feasible(X)
+    pairs = {(a, b): w for (a, b), w in edges.items()}
+    ns = NodeSearch(pm, pairs)
+    assert ns.greedy(deadline=time.monotonic() - 1.0) is None and ns.greedy() is not None
+
+    size = len(pm.workers) * len(pm.groups) ** 2
+    monkeypatch.setattr(NL, "SEARCH_WORK_MAX", size - 1)
+    assert NL.too_large(pm) and NL.search_network(pm, edges, [], 5.0) is None
+    r = planner.solve(inst, "network", "exact.cpsat", time_limit=30)
+    assert r.ok and r.metrics["feasible"], r.message
+    det = r.details.get("configuration", r.details)  # the configuration model's details
+    assert det["local_search"].startswith("not run: "), r.details
+    monkeypatch.setattr(NL, "SEARCH_WORK_MAX", size)
+    assert not NL.too_large(pm) and NL.search_network(pm, edges, [], 5.0) is not None
 
 
 def test_worker_search_budget_of_kicks_does_not_depend_on_the_clock(monkeypatch):
@@ -2144,3 +2175,34 @@ def test_worker_search_moves_on_a_big_cluster_are_the_feasible_ones():
             first = next(w for w in act if ws.wnode[w] == ws.wnode[w2] and not X[w].any())
             assert (full[:, w2, :] == full[:, first, :]).all() and (S[w2] == S[first]).all()
         assert ws.feasible(X)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_traffic_groups_from_two_executors_equal_those_from_every_pair(seed):
+    """traffic_groups reads derived traffic between executors 0 and 1 of each component only
+    (``executor_traffic(first=2)``; every pair of Storm's largeCluster01 took 32 s). The groups
+    and the per-pair rates equal those from every executor pair, the same traffic given as a
+    measured matrix (which reads every pair), on random traffic instances with global, all,
+    fields and shuffle streams and parallelism up to 6."""
+    import random
+
+    from formulations._rasmodel import traffic_groups
+    from planner import rates
+
+    d = small_random("traffic", 7000 + seed)
+    rng = random.Random(seed)
+    for t in d["topologies"]:
+        t.pop("traffic", None)  # derived traffic here; a measured matrix is the reference below
+        for c in t["components"]:
+            c["parallelism"] = rng.randint(1, 6)
+    inst = parse_instance(d)
+    for ti, t in enumerate(inst.topologies):
+        full = rates.executor_traffic(t)
+        measured = t.model_copy(update={"traffic": [
+            TrafficEntry(source=a[0], source_index=a[1], target=b[0], target_index=b[1], rate=r)
+            for (a, b), r in full.items()]})
+        fast_groups, fast_pairs = traffic_groups(ti, t)
+        ref_groups, ref_pairs = traffic_groups(ti, measured)
+        assert [(g.comp.id, g.members) for g in fast_groups] == [(g.comp.id, g.members) for g in ref_groups]
+        assert list(fast_pairs) == list(ref_pairs)  # the same pairs, in the same order
+        assert fast_pairs == pytest.approx(ref_pairs, rel=1e-12)
