@@ -1,15 +1,17 @@
-"""Exact solves on Storm's largeCluster03 against their time limit (sessions 24, 25).
+"""Exact solves on Storm's large clusters against their time limit (sessions 24-26).
 
 Each solve runs in a fresh interpreter (as `planner solve` would), on the instance that Storm's
 TestLargeCluster schedules (`load_cluster_dir(..., ackers="none")`: 50 topologies, 1,414
 executors, 743 groups, 80 nodes, 960 slots) or, with --ackers conf, with Nimbus's ackers (2,174
-executors, 792 groups). It prints the wall time, the status, the objective and the bound. A
-solve still running at --kill seconds is killed and reported so.
+executors, 792 groups). --cluster largeCluster01 or largeCluster02 takes another of the three
+(24,403 and 36,150 executors on 65,600 and 70,128 slots). It prints the wall time, the status,
+the objective and the bound. A solve still running at --kill seconds is killed and reported so.
 
 --repo runs another checkout's code (e.g. a worktree of an older commit) in the same run, so
 the two can be compared as ratios on one machine.
 
 Usage: python benchmarks/bench_large_exact.py [--limit 20] [--repo PATH] [--ackers none|conf]
+           [--cluster largeCluster01|largeCluster02|largeCluster03]
            [--cases network:exact.cpsat traffic:exact.cpsat ...]
 """
 
@@ -46,15 +48,16 @@ def main(argv=None) -> int:
     ap.add_argument("--kill", type=float, default=300.0, help="kill a solve still running after this many s (300)")
     ap.add_argument("--repo", default=str(HERE), help="the checkout whose code runs (default: this one)")
     ap.add_argument("--ackers", choices=["none", "conf"], default="none")
+    ap.add_argument("--cluster", choices=["largeCluster01", "largeCluster02", "largeCluster03"], default="largeCluster03")
     ap.add_argument("--cases", nargs="*", default=CASES, help="problem:method pairs")
     ap.add_argument("--shared", default=os.environ.get("PLANNER_SHARED", str(HERE.parent / "shared")))
     a = ap.parse_args(argv)
-    folder = Path(a.shared) / "data" / "storm-largecluster" / "largeCluster03"
+    folder = Path(a.shared) / "data" / "storm-largecluster" / a.cluster
     if not folder.is_dir():
         print(f"no {folder}: give --shared (the folder holding data/storm-largecluster)", file=sys.stderr)
         return 2
     env = {**os.environ, "PYTHONPATH": str(Path(a.repo).resolve())}
-    print(f"code: {a.repo}; largeCluster03, ackers={a.ackers}; limit {a.limit:g} s")
+    print(f"code: {a.repo}; {a.cluster}, ackers={a.ackers}; limit {a.limit:g} s")
     print("| case | wall s | solve s | status | objective | bound |")
     print("|---|---|---|---|---|---|")
     notes = []
