@@ -189,10 +189,18 @@ class Outcome:
     values: dict[str, float] = field(default_factory=dict)
 
 
-def run_cpsat(model, time_limit: float | None, seed: int = 0, workers: int = CPSAT_WORKERS):
-    """Solve a CP-SAT model; return (Outcome, solver). ``optimal`` only when proven."""
+def run_cpsat(model, time_limit: float | None, seed: int = 0, workers: int = CPSAT_WORKERS,
+              deadline: float | None = None):
+    """Solve a CP-SAT model; return (Outcome, solver). ``optimal`` only when proven.
+    ``deadline``: as for ``run_pulp`` (the limit cut to what is left; ``unknown`` and no
+    solver when nothing is)."""
     from ortools.sat.python import cp_model
 
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return Outcome("unknown", seconds=0.0), None
+        time_limit = left if time_limit is None else min(time_limit, left)
     solver = cpsat_solver()
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = float(time_limit)
@@ -234,7 +242,7 @@ def _quiet_stdout():
         os.close(saved)
 
 
-def _pulp_to_scipy_milp(prob, time_limit: float | None):
+def _pulp_to_scipy_milp(prob, time_limit: float | None, deadline: float | None = None):
     """Solve a PuLP problem with HiGHS as bundled in SciPy (``scipy.optimize.milp``).
 
     Why not ``pulp.HiGHS``: it goes through ``highspy``, whose ``libhighs.so.1`` clashes with the
@@ -269,6 +277,9 @@ def _pulp_to_scipy_milp(prob, time_limit: float | None):
         A = coo_matrix((vals, (rows, cols)), shape=(len(prob.constraints), len(vs))).tocsr()
         cons = [LinearConstraint(A, np.array(lo), np.array(hi))]
     opts: dict[str, Any] = {"disp": False, "mip_rel_gap": MIP_REL_GAP}
+    if deadline is not None:  # the arrays above took their time (seconds for throughput's 20 x 30)
+        left = max(deadline - time.monotonic(), 0.01)
+        time_limit = left if time_limit is None else min(time_limit, left)
     if time_limit is not None:
         opts["time_limit"] = float(time_limit)
     with _quiet_stdout():  # HiGHS prints a debug line from C++ now and then
@@ -497,14 +508,22 @@ def _children() -> list[int]:
     return out
 
 
-def run_pulp(prob, solver: str, time_limit: float | None, warm: bool = False) -> Outcome:
+def run_pulp(prob, solver: str, time_limit: float | None, warm: bool = False,
+             deadline: float | None = None) -> Outcome:
     """Solve a PuLP problem with ``cbc`` or ``highs``. The status says ``optimal`` only when the
     solver proved it (PuLP's ``LpStatus`` says Optimal for CBC stopped by its time limit with a
-    solution; ``sol_status`` tells which)."""
+    solution; ``sol_status`` tells which). ``deadline`` (``time.monotonic()``): the limit is cut
+    to what is left of it, measured when the solver starts, so the time the caller spent
+    building ``prob`` counts; ``unknown`` at once when nothing is left."""
     import pulp
 
     maximise = prob.sense == pulp.LpMaximize
     t0 = time.perf_counter()
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return Outcome("unknown", seconds=0.0)
+        time_limit = left if time_limit is None else min(time_limit, left)
     if solver == "cbc":
         text, sec = run_cbc(prob, time_limit, warm, gapRel=MIP_REL_GAP)  # serial CBC (run_cbc)
         bound = None
@@ -532,7 +551,7 @@ def run_pulp(prob, solver: str, time_limit: float | None, warm: bool = False) ->
     if solver == "highs":
         # HiGHS takes no start solution through SciPy: a warm start is passed as an objective
         # cutoff by the callers (see formulations.throughput), not here.
-        res, sign = _pulp_to_scipy_milp(prob, time_limit)
+        res, sign = _pulp_to_scipy_milp(prob, time_limit, deadline)
         sec = time.perf_counter() - t0
         bound = getattr(res, "mip_dual_bound", None)
         bound = sign * bound if bound is not None and math.isfinite(bound) else None
