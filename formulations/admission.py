@@ -28,19 +28,25 @@ def solve_feasibility_admission(run: Run) -> Result:
     hint = run.start_plan("storm.ras")
     adm = run.problem == "admission"
     source = run.hint or "storm.ras"
-    if hint is not None and not run.pattern_off and (not adm or {p.topology for p in hint.placements} >= {t.id for t in run.instance.topologies}):
-        # a plan the evaluator passed is the certificate: every feasible plan is optimal for
-        # feasibility, and one that admits every topology is for admission (Storm's
-        # largeCluster03: 0.1 s, where building the model took longer than a 20 s limit);
-        # option model="compact" solves the model all the same
+    # a plan the evaluator passed is the certificate: every feasible plan is optimal for
+    # feasibility, and one that admits every topology is for admission (Storm's largeCluster03:
+    # 0.1 s, where building the model took longer than a 20 s limit)
+    whole = hint is not None and (not adm or {p.topology for p in hint.placements} >= {t.id for t in run.instance.topologies})
+
+    def certificate(*why: str) -> Result:
         what = "places every executor" if not adm else "admits every topology"
         return Result(problem=run.problem, method=run.method, status=Status.OPTIMAL, plan=hint,
-                      message="; ".join(run.notes + [f"the start plan of {source} {what}: optimal"]),
+                      message="; ".join(run.notes + [w for w in why if w] + [f"the start plan of {source} {what}: optimal"]),
                       details={"backend": run.backend, "plan_from": source})
+
+    if whole and not run.pattern_off:  # option model="compact" solves the model all the same
+        return certificate()
     maxp = max((t.priority for t in run.instance.topologies), default=0)
     weight = {ti: float(admission_weight(t.priority, maxp)) for ti, t in base.topos}
     if not run.compact_affordable(base, 0):
         why = "the model is too large to build in the time left"
+        if whole:  # model="compact" asked for a model that cannot be built: the plan still proves it
+            return certificate(why)
         if adm and hint is not None:
             return _hint_kept(run, hint, source, sum(weight.values()), why + "; optimality not proven")
         return Result(problem=run.problem, method=run.method, status=Status.UNKNOWN,
@@ -53,6 +59,8 @@ def solve_feasibility_admission(run: Run) -> Result:
     sol = run.solve(pm)
     details = {"admitted": pm.admitted(sol.values)} if adm and sol.values is not None else {}
     res = run.result(pm, sol, details=details)
+    if whole and res.status == Status.UNKNOWN:  # the model stopped without a plan; the start plan proves it
+        return certificate(res.message)
     if adm and hint is not None and res.status == Status.UNKNOWN:
         return _hint_kept(run, hint, source, sum(weight.values()) if res.bound is None else res.bound,
                           "; ".join(x for x in (res.message, "time limit reached: best plan so far, optimality not proven") if x))

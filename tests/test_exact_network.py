@@ -132,6 +132,32 @@ def test_start_plan_certifies_feasibility(method):
     assert seen >= 4
 
 
+def test_model_compact_that_cannot_finish_still_has_the_start_plans_proof(monkeypatch):
+    """model="compact" asks for the model even when the start plan proves the answer. When that
+    model is too large to build, or stops without a plan, the start plan is still the proof:
+    optimal, not unknown with "storm.ras gave no plan to start from" (which it had given;
+    largeCluster03 at 60 s, session 26)."""
+    from formulations import _rasmodel
+    from formulations._linmodel import Solution
+
+    for seed in range(12):
+        inst = parse_instance(small_random("feasibility", seed))
+        if planner.solve(inst, "feasibility", "exact.cpsat").details.get("plan_from") == "storm.ras":
+            break
+    else:
+        pytest.fail("no instance whose storm.ras plan certifies feasibility")
+    with monkeypatch.context() as mp:
+        mp.setattr(_rasmodel.Run, "compact_affordable", lambda self, pm, streams: False)
+        r = planner.solve(inst, "feasibility", "exact.cpsat", model="compact")
+    assert r.status.value == "optimal" and r.metrics["feasible"] and r.details["plan_from"] == "storm.ras"
+    assert r.message.startswith("the model is too large to build in the time left; the start plan of storm.ras")
+    with monkeypatch.context() as mp:
+        mp.setattr(_rasmodel.Run, "solve", lambda self, pm: Solution("unknown", message="time limit reached while building the model"))
+        r = planner.solve(inst, "feasibility", "exact.milp-cbc", model="compact")
+    assert r.status.value == "optimal" and r.metrics["feasible"] and r.details["plan_from"] == "storm.ras"
+    assert "time limit reached while building the model" in r.message
+
+
 def test_count_bound_never_exceeds_the_optimum():
     """network.count_bound (the bound a stopped solve reports when no model reached one) is at
     most the proven optimum on random instances with heap, pins and incompatibilities, and
