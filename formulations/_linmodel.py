@@ -466,11 +466,16 @@ def _solve_pulp(m: LinModel, backend: str, time_limit, threads, use_hint, deadli
 
 def _start_kept(m: LinModel, warm: bool, bound: float | None, message: str, details: dict) -> Solution | None:
     """The start solution as a ``feasible`` Solution when CBC gave no plan of its own (it died, or
-    was stopped past its limit) and the start solution is a whole plan (``hint_solution``)."""
+    was stopped past its limit) and the start solution is a whole plan (``hint_solution``);
+    ``optimal`` when the model has no objective (every plan is optimal then, as for a plan CBC
+    returns)."""
     vals = hint_solution(m) if warm else None
     if vals is None:
         return None
-    return Solution("feasible", vals, _objective_value(m, vals), bound, message=message, details=details)
+    obj = _objective_value(m, vals)
+    if not m.objective:
+        return Solution("optimal", vals, obj, obj, message=message, details=details)
+    return Solution("feasible", vals, obj, bound, message=message, details=details)
 
 
 def _make_highs_warm():

@@ -137,3 +137,15 @@ def test_a_cbc_that_overruns_its_limit_is_stopped_and_the_start_plan_kept(slow_s
     assert "CBC ran past its time limit and was stopped" in r.message
     assert r.status.value == "feasible" and r.plan is not None
     assert evaluate(inst, r.plan, "network")["feasible"]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="the watchdog reads /proc")
+def test_a_stopped_cbc_keeps_the_start_plan_as_optimal_where_there_is_no_objective(slow_starting_cbc):
+    """Feasibility has no objective, so the start plan CBC was given is optimal as it stands:
+    kept as such when CBC is stopped (largeCluster03's compact feasibility model at 120 s came
+    back feasible, 'optimality not proven', before session 26)."""
+    inst = parse_instance(layered(8, 4, 2, 0))
+    r = planner.solve(inst, "feasibility", "exact.milp-cbc", time_limit=4, model="compact")
+    assert r.details.get("cbc_overran") is True, r.details
+    assert r.status.value == "optimal" and r.plan is not None, (r.status, r.message)
+    assert evaluate(inst, r.plan, "feasibility")["feasible"]
