@@ -11,7 +11,7 @@ the objective and the bound. A solve still running at --kill seconds is killed a
 the two can be compared as ratios on one machine.
 
 Usage: python benchmarks/bench_large_exact.py [--limit 20] [--repo PATH] [--ackers none|conf]
-           [--cluster largeCluster01|largeCluster02|largeCluster03]
+           [--cluster largeCluster01|largeCluster02|largeCluster03] [--model auto|compact]
            [--cases network:exact.cpsat traffic:exact.cpsat ...]
 """
 
@@ -31,10 +31,10 @@ CHILD = r"""
 import json, sys, time
 from planner.storm import load_cluster_dir
 from planner.api import solve
-folder, ackers, problem, method, limit = sys.argv[1:6]
+folder, ackers, problem, method, limit, model = sys.argv[1:7]
 inst = load_cluster_dir(folder, ackers=ackers)
 t0 = time.monotonic()
-r = solve(inst, problem, method, time_limit=float(limit))
+r = solve(inst, problem, method, time_limit=float(limit), **({} if model == "auto" else {"model": model}))
 print(json.dumps({"solve_s": time.monotonic() - t0, "status": r.status.value, "objective": r.objective,
                   "bound": r.bound, "message": (r.message or "")[:160]}))
 """
@@ -50,6 +50,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ackers", choices=["none", "conf"], default="none")
     ap.add_argument("--cluster", choices=["largeCluster01", "largeCluster02", "largeCluster03"], default="largeCluster03")
     ap.add_argument("--cases", nargs="*", default=CASES, help="problem:method pairs")
+    ap.add_argument("--model", choices=["auto", "compact"], default="auto",
+                    help="the exact methods' option model (compact: always the compact model)")
     ap.add_argument("--shared", default=os.environ.get("PLANNER_SHARED", str(HERE.parent / "shared")))
     a = ap.parse_args(argv)
     folder = Path(a.shared) / "data" / "storm-largecluster" / a.cluster
@@ -57,7 +59,7 @@ def main(argv=None) -> int:
         print(f"no {folder}: give --shared (the folder holding data/storm-largecluster)", file=sys.stderr)
         return 2
     env = {**os.environ, "PYTHONPATH": str(Path(a.repo).resolve())}
-    print(f"code: {a.repo}; {a.cluster}, ackers={a.ackers}; limit {a.limit:g} s")
+    print(f"code: {a.repo}; {a.cluster}, ackers={a.ackers}; limit {a.limit:g} s; model={a.model}")
     print("| case | wall s | solve s | status | objective | bound |")
     print("|---|---|---|---|---|---|")
     notes = []
@@ -66,7 +68,7 @@ def main(argv=None) -> int:
         t0 = time.monotonic()
         # a session of its own, so that a kill takes the solver processes it started (CBC, the
         # HiGHS worker) with it: an orphaned CBC would run on beside the next cases
-        p = subprocess.Popen([sys.executable, "-c", CHILD, str(folder), a.ackers, problem, method, str(a.limit)],
+        p = subprocess.Popen([sys.executable, "-c", CHILD, str(folder), a.ackers, problem, method, str(a.limit), a.model],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=a.repo,
                              start_new_session=True)
         try:
