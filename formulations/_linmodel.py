@@ -32,7 +32,7 @@ from fractions import Fraction
 from typing import Any
 
 from formulations.gap import (CBC_COLD, CBC_CRASHED, CBC_OVERRAN, CBC_RERUN, cbc_infeasible_is_proof, cpsat_solver,
-                             run_cbc)
+                             run_cbc, time_left)
 
 Expr = dict[int, float]  # variable index -> coefficient
 
@@ -200,14 +200,6 @@ def handing_stopped(backend: str, rows: int, total: int) -> Solution:
     else:
         msg = f"time limit reached while handing the model to {backend} ({rows:,} of {total:,} rows)"
     return Solution("unknown", message=msg, details={"handed_rows": rows})
-
-
-def time_left(time_limit: float | None, deadline: float | None) -> float | None:
-    """The solver's own limit: ``time_limit``, cut to what is left before ``deadline``."""
-    if deadline is None:
-        return time_limit
-    left = deadline - time.monotonic()
-    return left if time_limit is None else min(time_limit, left)
 
 
 @functools.lru_cache(maxsize=1 << 16)

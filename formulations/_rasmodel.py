@@ -624,7 +624,7 @@ class Run:
     def solve(self, pm: PlacementModel) -> Solution:
         if pm.stopped or self.expired():  # building used the whole budget: do not start the solver
             return Solution("unknown", message="time limit reached while building the model")
-        # the deadline cuts the limit to what is left (``_linmodel.time_left``)
+        # the deadline cuts the limit to what is left (``gap.time_left``)
         return solve_model(pm.m, self.backend, self.time_limit, self.threads, use_hint=True, seed=self.seed,
                            deadline=self.deadline())
 

@@ -189,6 +189,15 @@ class Outcome:
     values: dict[str, float] = field(default_factory=dict)
 
 
+def time_left(time_limit: float | None, deadline: float | None) -> float | None:
+    """A solver's own limit: ``time_limit``, cut to what is left before ``deadline`` (a
+    ``time.monotonic()`` instant; None: no deadline). May be zero or negative: nothing is left."""
+    if deadline is None:
+        return time_limit
+    left = deadline - time.monotonic()
+    return left if time_limit is None else min(time_limit, left)
+
+
 def run_cpsat(model, time_limit: float | None, seed: int = 0, workers: int = CPSAT_WORKERS,
               deadline: float | None = None):
     """Solve a CP-SAT model; return (Outcome, solver). ``optimal`` only when proven.
@@ -196,11 +205,9 @@ def run_cpsat(model, time_limit: float | None, seed: int = 0, workers: int = CPS
     solver when nothing is)."""
     from ortools.sat.python import cp_model
 
-    if deadline is not None:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return Outcome("unknown", seconds=0.0), None
-        time_limit = left if time_limit is None else min(time_limit, left)
+    time_limit = time_left(time_limit, deadline)
+    if deadline is not None and time_limit <= 0:
+        return Outcome("unknown", seconds=0.0), None
     solver = cpsat_solver()
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = float(time_limit)
@@ -278,9 +285,7 @@ def _pulp_to_scipy_milp(prob, time_limit: float | None, deadline: float | None =
         cons = [LinearConstraint(A, np.array(lo), np.array(hi))]
     opts: dict[str, Any] = {"disp": False, "mip_rel_gap": MIP_REL_GAP}
     if deadline is not None:  # the arrays above took their time (seconds for throughput's 20 x 30)
-        left = max(deadline - time.monotonic(), 0.01)
-        time_limit = left if time_limit is None else min(time_limit, left)
-    if time_limit is not None:
+        time_limit = max(time_left(time_limit, deadline), 0.01)
         opts["time_limit"] = float(time_limit)
     with _quiet_stdout():  # HiGHS prints a debug line from C++ now and then
         res = milp(c, constraints=cons, integrality=integrality, bounds=Bounds(lb, ub), options=opts)
@@ -519,11 +524,9 @@ def run_pulp(prob, solver: str, time_limit: float | None, warm: bool = False,
 
     maximise = prob.sense == pulp.LpMaximize
     t0 = time.perf_counter()
-    if deadline is not None:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return Outcome("unknown", seconds=0.0)
-        time_limit = left if time_limit is None else min(time_limit, left)
+    time_limit = time_left(time_limit, deadline)
+    if deadline is not None and time_limit <= 0:
+        return Outcome("unknown", seconds=0.0)
     if solver == "cbc":
         text, sec = run_cbc(prob, time_limit, warm, gapRel=MIP_REL_GAP)  # serial CBC (run_cbc)
         bound = None

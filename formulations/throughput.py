@@ -667,8 +667,9 @@ def _weighted_cpsat(d: TPData, R: float, hint, time_limit, seed):
     row sum_j x_cj = g_c R becomes sum_j t_cj q_cj >= L_c with q_cj = L_c / (a_cj g_c R S_j)
     rounded up and L_c chosen so that every q_cj >= 1e6. Rounding t up (capacity gets + C
     units) and q up keeps every real solution feasible: an infeasible answer is a proof."""
-    deadline = _limit_deadline(time_limit)
     from ortools.sat.python import cp_model
+
+    deadline = _limit_deadline(time_limit)
 
     m = cp_model.CpModel()
     b = [[m.NewIntVar(0, 1 if d.allowed(c, j) else 0, f"b[{c},{j}]") for j in range(d.J)] for c in range(d.C)]

@@ -38,7 +38,7 @@ FIRST_PORT = 6700  # a slot count n stands for ports 6700 .. 6700 + n - 1, Storm
 MAX_SLOT_COUNT = 65536 - FIRST_PORT  # the ports up to 65535
 DEFAULT_NODE_CPU = 400.0  # supervisor.cpu.capacity
 DEFAULT_NODE_MEMORY_MB = 4096.0  # supervisor.memory.capacity.mb
-DEFAULT_PORTS = (6700, 6701, 6702, 6703)  # supervisor.slots.ports
+DEFAULT_PORTS = tuple(range(FIRST_PORT, FIRST_PORT + 4))  # supervisor.slots.ports: 6700-6703
 DEFAULT_RACK = "default-rack"
 
 Grouping = Literal["shuffle", "local_or_shuffle", "fields", "all", "global", "direct", "none", "custom"]
