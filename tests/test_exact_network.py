@@ -190,6 +190,25 @@ def test_counting_proof_names_the_limit_before_any_model():
     assert r.status.value == "optimal" and r.metrics["feasible"]
 
 
+def test_traffic_counting_proof_a_topology_on_too_few_workers():
+    """traffic: a topology asking one worker runs on one node, so its 70 CPU points cannot fit
+    nodes of 60, though the cluster holds 120 in total. Every exact method says infeasible by
+    counting at once, and brute force, which tries every plan, agrees; with two workers asked
+    every method finds a plan the evaluator passes."""
+    d = _chain(cpu=60.0)
+    d["topologies"][0]["workers"] = 1
+    for method in EXACT:
+        r = planner.solve(d, "traffic", method)
+        assert r.status.value == "infeasible" and r.details["proof"] == "counting", (method, r.message)
+        assert "topology t runs on exactly min(W, E) = 1 worker(s), so on at most 1 node(s), whose CPU is at most 60; " \
+               "its executors ask 70" in r.message, r.message
+    assert planner.solve(d, "traffic", "exact.bruteforce").status.value == "infeasible"
+    d["topologies"][0]["workers"] = 2
+    for method in EXACT + ["exact.bruteforce"]:
+        r = planner.solve(d, "traffic", method)
+        assert r.status.value == "optimal" and r.metrics["feasible"], (method, r.message)
+
+
 def _memory_pairs():
     """Three executors of 60 MB on two nodes of 100 MB: each node holds one, so no plan exists,
     though every count holds (total 180 <= 200 MB; each group fits on some node): counting
