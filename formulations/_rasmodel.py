@@ -621,6 +621,17 @@ class Run:
                       message="; ".join(self.notes + ["proven infeasible (by counting, before any model): " + "; ".join(reasons)]),
                       details={"backend": self.backend, "proof": "counting"})
 
+    def compact_model(self, groups: list[Group], sense: str, hint: Plan | None,
+                      objective: Callable[[PlacementModel], None] | None = None) -> PlacementModel:
+        """The compact model of this run's problem, built until the run's deadline and seeded
+        with ``hint``; ``objective`` then sets its objective (and any rows that go with it),
+        unless the clock stopped the build: a stopped model is not solved (``solve``)."""
+        pm = PlacementModel(self.instance, self.problem, groups, sense=sense, symmetry=self.symmetry, hint_plan=hint,
+                            deadline=self.deadline())
+        if objective is not None and not pm.stopped:
+            objective(pm)
+        return pm
+
     def solve(self, pm: PlacementModel) -> Solution:
         if pm.stopped or self.expired():  # building used the whole budget: do not start the solver
             return Solution("unknown", message="time limit reached while building the model")

@@ -52,10 +52,10 @@ def solve_feasibility_admission(run: Run) -> Result:
         return Result(problem=run.problem, method=run.method, status=Status.UNKNOWN,
                       message="; ".join(run.notes + [f"{source} gave no plan to start from", why]),
                       details={"backend": run.backend})
-    pm = PlacementModel(run.instance, run.problem, groups, sense="max" if adm else "min", symmetry=run.symmetry,
-                        hint_plan=hint, deadline=run.deadline())
-    if adm:
+    def objective(pm: PlacementModel) -> None:
         pm.m.objective = {pm.a[ti]: w for ti, w in weight.items()}
+
+    pm = run.compact_model(groups, "max" if adm else "min", hint, objective if adm else None)
     sol = run.solve(pm)
     details = {"admitted": pm.admitted(sol.values)} if adm and sol.values is not None else {}
     res = run.result(pm, sol, details=details)

@@ -157,10 +157,7 @@ def solve_network(run: Run) -> Result:
         return run.compact_unaffordable(incumbent or hint, pat_bound, det, None if incumbent else f"the hint's plan ({run.hint})")
     if why is None and not cfg_infeasible:
         run.notes.append("compact model")
-    pm = PlacementModel(run.instance, run.problem, groups, sense="min", symmetry=run.symmetry, hint_plan=hint,
-                        deadline=run.deadline())
-    if not pm.stopped:  # a model stopped by the clock is not solved (Run.solve)
-        network_objective(pm)
+    pm = run.compact_model(groups, "min", hint, network_objective)
     res = run.merge_bound(run.result(pm, run.solve(pm)), pat_bound)
     if det:
         res.details["configuration"] = det

@@ -358,13 +358,13 @@ def solve_traffic(run: Run) -> Result:
             _lexicographic(run, details, p2["proven"])
             return run.pattern_result({**out, "status": "optimal" if p2["proven"] else "feasible"}, p2["plan"],
                                       bound=primary_value, details=details)
-        pm = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, hint_plan=hint,
-                            deadline=run.deadline())
-        m = pm.m
-        if not pm.stopped:  # a model stopped by the clock is not solved (Run.solve)
+
+        def phase2_objective(pm: PlacementModel) -> None:  # inter-node traffic held at its optimum
             primary, pconst = _level_expr(pm, pairs, "node")
-            m.add(primary, hi=primary_value - pconst + 1e-9 * max(1.0, abs(primary_value)), family="lexicographic")
-            m.objective, m.obj_const = _level_expr(pm, pairs, "worker")
+            pm.m.add(primary, hi=primary_value - pconst + 1e-9 * max(1.0, abs(primary_value)), family="lexicographic")
+            pm.m.objective, pm.m.obj_const = _level_expr(pm, pairs, "worker")
+
+        pm = run.compact_model(groups, "min", hint, phase2_objective)
         sol2 = run.solve(pm)
         details["phase2"] = sol2.status
         best = hint
@@ -396,11 +396,11 @@ def solve_traffic(run: Run) -> Result:
         kept_from = "the tstorm plan that started it"
         if hint is not None:
             run.notes.append("the configuration model found no plan; the compact model starts from tstorm's")
-    pm = PlacementModel(run.instance, "traffic", groups, sense="min", symmetry=run.symmetry, hint_plan=hint,
-                        deadline=run.deadline())
+    def phase1_objective(pm: PlacementModel) -> None:
+        pm.m.objective, pm.m.obj_const = _level_expr(pm, pairs, "node")
+
+    pm = run.compact_model(groups, "min", hint, phase1_objective)
     m = pm.m
-    if not pm.stopped:  # a model stopped by the clock is not solved (Run.solve)
-        m.objective, m.obj_const = _level_expr(pm, pairs, "node")
     sol = run.solve(pm)
     if sol.status == "optimal" and sol.values is not None and pairs:
         details["phase1_seconds"] = round(time.monotonic() - run.t0, 3)
