@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from formulations.gap import (CBC_COLD, CBC_CRASHED, CBC_OVERRAN, CBC_RERUN, cbc_infeasible_is_proof, cpsat_solver,
-                             run_cbc, time_left)
+from formulations.gap import (CBC_COLD, CBC_CRASHED, CBC_OVERRAN, CBC_RERUN, PULP_HANDING_S, cbc_infeasible_is_proof,
+                             cpsat_solver, run_cbc, time_left)
 
 Expr = dict[int, float]  # variable index -> coefficient
 
@@ -183,10 +183,6 @@ def solve_model(m: LinModel, backend: str, time_limit: float | None = None, thre
 
 # how many rows are handed to a solver between two looks at the clock
 CLOCK_EVERY = 4096
-# seconds per nonzero that PuLP and the solver spend after the rows are made, outside the solver's
-# clock, on largeCluster03's feasibility model with ackers (5,584,096 nonzeros, session 25): CBC's
-# MPS file 44.3 s; HiGHS's addRow calls 81.0 s and 5.2 s past a 1 s limit
-PULP_HANDING_S = {"cbc": 8e-6, "highs": 1.55e-5}
 # seconds CP-SAT spends outside its time limit per variable and row, kept back from the solver's
 # limit when a deadline is given (measured: about 5 s for 1.75 million, see _solve_cpsat)
 CPSAT_SETUP_S = 3e-6

@@ -251,6 +251,28 @@ def test_bounds_and_starts_are_valid(seed):
         assert sum(w[c] * canon[c][j1] for c in range(d.C)) >= sum(w[c] * canon[c][j2] for c in range(d.C))
 
 
+def test_lp_filter_stopped_past_its_range_keeps_only_proven_drops():
+    """lp_filter with max_range stops once the components it has tested leave more vectors than
+    that (the count-vector search would skip anyway): what it returns is the classes left after
+    those components, a superset of the full filter's, and the product of the ranges it reports
+    for them passes max_range."""
+    from formulations import throughput as T
+    from planner.generate import gen_hetero
+
+    inst = next(gen_hetero(1, 1, scenarios=["medium"], components=8, machines=10, types=3))
+    d = T.prepare(inst)
+    R = 9586.0  # 0.99 x its weighted bound 9683.0: 733 classes, 315 left by the full filter
+    caps = T.class_caps(d, R)
+    full = T.lp_filter(d, R, caps)
+    assert len(full) < len(caps)  # the filter drops classes at this rate
+    part = T.lp_filter(d, R, caps, max_range=1e4)
+    assert set(full) <= set(part) <= set(caps)
+    assert len(part) > len(full)  # it stopped early
+    sizes = [sum(1 for (c, _) in part if c == cc) for cc in range(d.C)]
+    tested = next(i for i in range(d.C) if math.prod(sizes[:i + 1]) > 1e4)
+    assert all(sizes[c] == sum(1 for (cc, _) in full if cc == c) for c in range(tested + 1))
+
+
 def test_class_caps_prune_at_high_rate():
     """At a rate close to the upper bound, single instances of heavy components no longer fit a
     machine: classes disappear, and above the bound none is left for some component."""
@@ -908,3 +930,26 @@ def test_a_large_even_routing_instance_keeps_its_time_limit():
     assert wall < 7.5, wall
     assert r.status == Status.FEASIBLE and r.metrics["feasible"], r.message
     assert r.bound is not None and r.bound >= r.objective * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("builder", ["direct", "bisection", "cpsat"])
+def test_back_end_models_stop_building_at_their_deadline(builder):
+    """The even-routing models of hetero 20 x 30 (about 6,000 count classes) took 3-4 s to build,
+    outside any clock, so a solve whose start and polish left little time ran 3.5 s past its
+    limit (session 27). Given no time, each builder now stops at its first look at the clock
+    (BuildStopped) instead of building the whole model."""
+    import time
+
+    from formulations import throughput as T
+    from planner.generate import gen_hetero
+
+    inst = next(gen_hetero(1, 1, scenarios=["medium"], components=20, machines=30, types=3))
+    d = T.prepare(inst)
+    r = T.even_rate(d, T._greedy_start(d))
+    call = {"direct": lambda lim: T._even_milp_direct(d, r, r * 1.2, None, lim, "highs"),
+            "bisection": lambda lim: T._even_milp(d, r, None, lim, "highs"),
+            "cpsat": lambda lim: T._even_cpsat(d, r, None, lim, 0)}[builder]
+    t0 = time.monotonic()
+    with pytest.raises(T.BuildStopped):
+        call(0.0)
+    assert time.monotonic() - t0 < 1.0  # the whole build: 3-4 s
