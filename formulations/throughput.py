@@ -461,9 +461,7 @@ def _even_cpsat(d: TPData, R: float, hint: list[list[int]] | None, time_limit: f
     capacity = [math.ceil(d.cap[j] * S[j]) for j in range(d.J)]
     _check_clock(deadline)
     z = core.cpsat_assignment(m, weights, capacity, demand, upper, prefix="z")
-    of_comp: list[list[int]] = [[] for _ in range(d.C)]
-    for k, (c, _) in enumerate(classes):
-        of_comp[c].append(k)
+    of_comp = _classes_of(d, classes)
     for c in range(d.C):
         _check_clock(deadline)
         for j in range(d.J):
@@ -645,15 +643,22 @@ def _even_milp_direct(d: TPData, r_lo: float, r_ub: float, hint, time_limit, sol
     return out, None
 
 
-def _link_counts(p, d: TPData, n, z, classes, deadline: float | None) -> list[list[int]]:
-    """n_cj = sum_k z_cjk for every component and machine; returns each component's class
-    indices (listed once: scanning every class for each (c, j) cost seconds on hetero 20 x 30's
-    6,000 classes, session 27). Raises BuildStopped past ``deadline``."""
-    import pulp
-
+def _classes_of(d: TPData, classes) -> list[list[int]]:
+    """Each component's indices in ``classes`` (the (c, k) list of the builders), listed once:
+    scanning every class for each (c, j) cost seconds on hetero 20 x 30's 6,000 classes
+    (session 27)."""
     of_comp: list[list[int]] = [[] for _ in range(d.C)]
     for kk, (c, _) in enumerate(classes):
         of_comp[c].append(kk)
+    return of_comp
+
+
+def _link_counts(p, d: TPData, n, z, classes, deadline: float | None) -> list[list[int]]:
+    """n_cj = sum_k z_cjk for every component and machine (PuLP); returns ``_classes_of``.
+    Raises BuildStopped past ``deadline``."""
+    import pulp
+
+    of_comp = _classes_of(d, classes)
     for c in range(d.C):
         _check_clock(deadline)
         for j in range(d.J):
@@ -1204,14 +1209,10 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
                     search.hi = min(search.hi, out.bound)
         elif d.routing == "even" and backend != "cpsat":
             if search.best_n is None or search.best_rate <= 0:
-                left = None if deadline is None else deadline - time.monotonic()
-                st, n = _even_milp(d, 0.0, None, left, backend)
-                if st == "infeasible":
-                    return _infeasible(method, "the instances' fixed overheads (MET) or caps leave no placement, even at rate 0")
-                if n is None:
-                    return Result(problem="throughput", method=method, status=Status.UNKNOWN,
-                                  message=core.none_found_message("placement"), details=details)
-                search.best_rate, search.best_n = rate_of(d, n), n
+                first = _first_placement(d, lambda R, h, left: _even_milp(d, R, h, left, backend), deadline, search,
+                                         method, details)
+                if first is not None:
+                    return first
             if search.best_rate <= 0:
                 finished = _bisect(d, lambda R, h, left: _even_milp(d, R, h, left, backend), hint_n, deadline, search)
             else:
@@ -1255,14 +1256,9 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
                 def check(R, h, left):
                     return _weighted_cpsat(d, R, h, left, seed)
             if search.best_n is None:
-                left = None if deadline is None else deadline - time.monotonic()
-                st, n = check(0.0, None, left)
-                if st == "infeasible":
-                    return _infeasible(method, "the instances' fixed overheads (MET) or caps leave no placement, even at rate 0")
-                if n is None:
-                    return Result(problem="throughput", method=method, status=Status.UNKNOWN,
-                                  message=core.none_found_message("placement"), details=details)
-                search.best_rate, search.best_n = rate_of(d, n), n
+                first = _first_placement(d, check, deadline, search, method, details)
+                if first is not None:
+                    return first
             finished = _bisect(d, check, hint_n, deadline, search, gallop_first=d.routing == "even")
     except BuildStopped:  # the back end's model build reached the deadline: nothing to solve
         finished = False
@@ -1282,6 +1278,21 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
                              core.stop_message("best placement so far, with the proven upper bound on the rate"))
     return Result(problem="throughput", method=method, status=status, plan=make_plan(d, search.best_n, search.best_rate),
                   bound=bound, message=msg, details=details)
+
+
+def _first_placement(d: TPData, check, deadline: float | None, search: Search, method: str, details: dict) -> Result | None:
+    """A first placement from the back end's feasibility model at rate 0 (``check``, as for
+    ``_bisect``), when no start gave one: None when one is found (it becomes the incumbent),
+    else the Result to return: infeasible (proven by the model) or unknown."""
+    left = None if deadline is None else deadline - time.monotonic()
+    st, n = check(0.0, None, left)
+    if st == "infeasible":
+        return _infeasible(method, "the instances' fixed overheads (MET) or caps leave no placement, even at rate 0")
+    if n is None:
+        return Result(problem="throughput", method=method, status=Status.UNKNOWN,
+                      message=core.none_found_message("placement"), details=details)
+    search.best_rate, search.best_n = rate_of(d, n), n
+    return None
 
 
 def _weighted_cuts_search(d: TPData, search: Search, hint_n, deadline: float | None, seed: int, details: dict):
