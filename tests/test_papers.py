@@ -370,6 +370,45 @@ def test_heron_rcrr_restarts_with_one_more_container():
     assert r.status == Status.INFEASIBLE and "does not fit" in r.message
 
 
+def test_heron_state_rollback_restores_every_value_exactly():
+    """heron.rcrr's trial packings are undone by a journal (peers._State.begin/rollback), not by
+    copying the whole state: after a trial of puts over several topologies' worth of slots, a
+    rollback leaves every value as it was, the same floats (0.1 + 0.2 - 0.2 is not 0.1), and a
+    commit keeps the puts."""
+    from heuristics.peers import _State
+
+    inst = parse_instance({
+        "topologies": [{"id": "t", "max_heap_mb": 900, "components": [
+            {"id": "a", "kind": "spout", "parallelism": 3, "cpu": 0.1, "memory_onheap_mb": 0.2, "resources": {"gpu": 0.3}},
+            {"id": "b", "parallelism": 2, "cpu": 0.2, "max_per_node": 2}], "streams": [{"source": "a", "target": "b"}]}],
+        "cluster": {"racks": [{"id": "r", "nodes": [{"id": "n1", "slots": 2, "cpu": 0.3, "resources": {"gpu": 1.0}},
+                                                     {"id": "n2", "slots": 2, "resources": {"gpu": 1.0}}]}]},
+    })
+    t = inst.topologies[0]
+    st = _State(inst)
+    st.put(t, t.component("a"), 0, ("n1", 6700))  # before the trial: kept
+
+    def snapshot():
+        return (dict(st.owner), dict(st.cpu), dict(st.mem), {k: dict(v) for k, v in st.res.items()},
+                {k: v for k, v in st.heap.items() if v}, {k: +v for k, v in st.comps.items() if +v}, dict(st.count),
+                +st.per_node, dict(st.assign))
+
+    before = snapshot()
+    st.begin()
+    for i, (cid, slot) in enumerate([("a", ("n1", 6700)), ("b", ("n2", 6701)), ("a", ("n2", 6700)), ("b", ("n1", 6701))]):
+        assert st.why_not(t, t.component(cid), slot) is None or cid == "b"
+        st.put(t, t.component(cid), 1 + i, slot)
+    assert snapshot() != before
+    st.rollback()
+    assert snapshot() == before
+    assert st.cpu["n1"] == 0.3 - 0.1  # the float as the first put left it, not re-added
+    st.begin()
+    st.put(t, t.component("b"), 0, ("n2", 6700))
+    st.commit()
+    st.rollback()  # nothing recorded after the commit: the put stays
+    assert st.assign[("t", "b", 0)] == ("n2", 6700)
+
+
 # --- every shipped instance, every method of its problems ---------------------------------------
 
 METHODS = {
