@@ -1,4 +1,6 @@
-"""Exact solves on Storm's large clusters against their time limit (sessions 24-26).
+"""Exact solves on Storm's large clusters against their time limit (sessions 24-26); any
+method runs the same way (session 27 timed the heuristics: --cases traffic:aniello.online
+network:heron.ffd network:heron.rcrr).
 
 Each solve runs in a fresh interpreter (as `planner solve` would), on the instance that Storm's
 TestLargeCluster schedules (`load_cluster_dir(..., ackers="none")`: 50 topologies, 1,414
