@@ -26,7 +26,7 @@ from planner.model import Instance, InstanceError, Topology
 from planner.plan import Plan, Result, Status
 from planner.registry import register
 
-from .common import all_slots, no_plan, topology_order
+from .common import all_slots, no_plan, topology_order, weight_scale
 
 Exec = tuple[str, int]
 SOURCE = "Aniello, Baldoni, Querzoni, Adaptive Online Scheduling in Storm, DEBS 2013"
@@ -288,11 +288,7 @@ class _Cuts:
 
     def __init__(self, adj: dict[Any, dict[Any, float]], bins: int):
         self.adj, self.bins = adj, bins
-        den = 1
-        for nb in adj.values():
-            for w in nb.values():
-                den = max(den, w.as_integer_ratio()[1])
-        self.den = den
+        self.den = weight_scale(adj)
         self.to_bin: dict[Any, list[int]] = {}  # item -> its traffic to each bin's placed items
         self.placed: dict[Any, int] = {}  # item -> its traffic to all placed items
 

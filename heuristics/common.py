@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -22,6 +22,17 @@ def topology_order(instance: Instance) -> list[Topology]:
 def all_slots(instance: Instance) -> list[tuple[str, int]]:
     """Every (node, port), nodes by id, ports ascending."""
     return [(n.id, p) for n in sorted(instance.cluster.nodes, key=lambda n: n.id) for p in n.slots]
+
+
+def weight_scale(adj: dict[Any, dict[Any, float]]) -> int:
+    """The largest denominator among the float weights of ``adj`` (each float is a whole multiple
+    of a power of two): every weight times it is an exact integer, so sums of weights compare
+    exactly, whatever the order of their terms (ties stay ties)."""
+    den = 1
+    for nb in adj.values():
+        for w in nb.values():
+            den = max(den, w.as_integer_ratio()[1])
+    return den
 
 
 def plan_result(problem: str, method: str, placements: list[Placement], status: Status = Status.FEASIBLE,
