@@ -561,7 +561,6 @@ def _even_milp(d: TPData, R: float, hint, time_limit, solver: str):
     weights = [[piece_weight(d, R, c, k, j) if d.allowed(c, j) else 0.0 for j in range(d.J)]
                for (c, k) in classes]
     z = core.pulp_assignment(p, weights, list(d.cap), demand, upper, prefix="z")
-    _check_clock(deadline)
     _link_counts(p, d, n, z, classes, deadline)
     _class_vub_pulp(p, classes, upper, yv, z)
     _structure_pulp(p, d, n)
@@ -594,7 +593,6 @@ def _even_milp_direct(d: TPData, r_lo: float, r_ub: float, hint, time_limit, sol
     n, classes, demand, upper, yv = _pulp_counts(p, d, r_lo * (1 - 1e-6), use_lp=True, deadline=deadline)
     # the core with zero weights and no capacity rows: the rows below carry the loads
     z = core.pulp_assignment(p, [[0.0] * d.J for _ in classes], [0.0] * d.J, demand, upper, prefix="z")
-    _check_clock(deadline)
     of_comp = _link_counts(p, d, n, z, classes, deadline)
     bits = {}
     for j in range(d.J):

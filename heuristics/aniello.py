@@ -314,18 +314,18 @@ class _Cuts:
             else:
                 row[new] += iw
 
-    def cut(self, x: Any, k: int, other: Any, other_bin: int | None) -> int:
-        """The traffic x would exchange with placed items outside bin k, ``other`` (placed in
-        ``other_bin``, or not placed: None) left out."""
+    def cut(self, x: Any, k: int, other_bin: int | None, mutual: int) -> int:
+        """The traffic x would exchange with placed items outside bin k, leaving out the other item
+        of its pair (placed in ``other_bin``, or not placed: None), with which it exchanges
+        ``mutual`` (the adjacency is symmetric: one weight serves both items)."""
         row = self.to_bin.get(x)
         if row is None:
             return 0
         total, inside = self.placed[x], row[k]
         if other_bin is not None:
-            w = self.weight(x, other)
-            total -= w
+            total -= mutual
             if other_bin == k:
-                inside -= w
+                inside -= mutual
         return total - inside
 
 
@@ -394,14 +394,14 @@ def _greedy_pairs(pairs: list[tuple[Any, Any, float]], items: list[Any], load: d
         for ka in cand:
             if not bins.can(ka, 1, load[a]):
                 continue
-            cut_a = cuts.cut(a, ka, b, old.get(b))
+            cut_a = cuts.cut(a, ka, old.get(b), mutual)
             for kb in cand:
                 if ka == kb:
                     if not bins.can(ka, 2, load[a] + load[b]):
                         continue
                 elif not bins.can(kb, 1, load[b]):
                     continue
-                cost = cut_a + cuts.cut(b, kb, a, old.get(a)) + (mutual if ka != kb else 0)
+                cost = cut_a + cuts.cut(b, kb, old.get(a), mutual) + (mutual if ka != kb else 0)
                 if best is None or best[0] - cost > tie:
                     best = (cost, ka, kb)
         if best is None:

@@ -222,7 +222,8 @@ def tstorm(instance: Instance, problem: str, *, time_limit=None, seed=0, gamma=1
         # slots) only when its key would win: Storm's largeCluster01 summed every neighbour for
         # each of 1,312 nodes and scanned their 50 ports for each executor (session 27)
         den = weight_scale(adj)
-        free_count = {nid: sum(1 for p in st.nodes[nid].slots if (nid, p) not in st.owner) for nid in node_ids}
+        if problem == "traffic":  # workers are chosen after the nodes (_split_workers): the counts hold meanwhile
+            free_count = {nid: sum(1 for p in st.nodes[nid].slots if (nid, p) not in st.owner) for nid in node_ids}
         for x in order:
             c = t.component(x[0])
             to_node: Counter = Counter()
