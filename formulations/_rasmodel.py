@@ -118,6 +118,12 @@ class _BuildStopped(Exception):
     """PlacementModel._build reached its deadline."""
 
 
+def _places_all(instance: Instance, plan: Plan) -> bool:
+    """Whether ``plan`` places every executor of every topology (each once)."""
+    placed = {(p.topology, p.component, p.executor) for p in plan.placements}
+    return len(placed) == sum(c.parallelism for t in instance.topologies for c in t.components)
+
+
 def _clashes(t: Topology) -> set[tuple[str, str]]:
     """The component pairs (c, d), c <= d, that a worker of ``t`` may not hold together, either
     side naming the other incompatible; (c, c) for a component incompatible with itself."""
@@ -460,6 +466,7 @@ class Run:
     _hint: tuple = field(default=(), repr=False)  # hint_plan's answer, once asked: (plan or None,)
     floor: float = 0.0  # a bound of the metric known without a model (network: ``network.count_bound``)
     floor_from: str = "the metric's floor 0"
+    start_source: str = ""  # the method whose plan start_plan returned
 
     @property
     def backend(self) -> str:
@@ -579,8 +586,34 @@ class Run:
 
     def start_plan(self, default: str) -> Plan | None:
         """The start plan of a solve: the hint's (``hint_plan``, half the time left) when a hint
-        is given, else the quick plan of heuristic ``default``; None when it has none."""
-        return self.hint_plan() if self.hint else self.heuristic_plan(default)
+        is given, else the quick plan of heuristic ``default``; when that plan does not place
+        every executor (none, or admission's partial one), the alignment packing's
+        (``_alignpack``), if it does and passes the evaluator. None when neither has one;
+        ``start_source`` names where the plan came from."""
+        plan = self.hint_plan() if self.hint else self.heuristic_plan(default)
+        self.start_source = self.hint or default
+        if plan is not None and _places_all(self.instance, plan):
+            return plan
+        packed = self.packed_plan()
+        if packed is None:
+            return plan
+        self.notes.append(f"start plan by alignment packing ({self.start_source} placed "
+                          + ("nothing" if plan is None else "only part") + ")")
+        self.start_source = "alignment packing"
+        return packed
+
+    def packed_plan(self) -> Plan | None:
+        """``alignment_pack``'s plan (within a tenth of the time left) when the evaluator passes
+        it for this problem; None otherwise."""
+        from planner.evaluate import evaluate
+
+        from ._alignpack import alignment_pack
+
+        lim = self.remaining()
+        plan, _ = alignment_pack(self.instance, None if lim is None else time.monotonic() + lim / 10)
+        if plan is None or not evaluate(self.instance, plan, self.problem)["feasible"]:
+            return None
+        return plan
 
     def hint_plan(self, share: float = 0.5) -> Plan | None:
         """The plan of method ``hint`` for the same problem, when it passes the evaluator.

@@ -24,10 +24,11 @@ def solve_feasibility_admission(run: Run) -> Result:
     if quick is not None:
         return quick
     # without a user hint, Storm's RAS plan seeds the model: the answer is never worse than RAS
-    # (stopped early, CBC and HiGHS had returned weaker plans than RAS's, HiGHS even an empty one)
+    # (stopped early, CBC and HiGHS had returned weaker plans than RAS's, HiGHS even an empty one);
+    # when it leaves executors out, the alignment packing's plan if that places them all
     hint = run.start_plan("storm.ras")
     adm = run.problem == "admission"
-    source = run.hint or "storm.ras"
+    source = run.start_source
     # a plan the evaluator passed is the certificate: every feasible plan is optimal for
     # feasibility, and one that admits every topology is for admission (Storm's largeCluster03:
     # 0.1 s, where building the model took longer than a 20 s limit)

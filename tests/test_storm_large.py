@@ -105,3 +105,27 @@ def _traffic_counted(r, first: str) -> None:
     any model and names the first such topology."""
     assert r.status == Status.INFEASIBLE and r.details["proof"] == "counting", (r.status, r.message)
     assert f"worker count: topology {first} runs on exactly min(W, E) = " in r.message, r.message
+
+
+def test_largecluster03_with_its_ackers_is_feasible(shared):
+    """largeCluster03 with Nimbus's ackers (2,174 executors): every Storm strategy fails on
+    TopologyName00047 (135 executors of 12,288 MB each, placed after the other topologies have
+    spread), and the exact models are too large to find a plan (CP-SAT unknown after 900 s,
+    session 27). The alignment packing, every executor of every topology at once, large ones
+    first, places them all: feasibility and admission are proven at once, network gets a plan."""
+    import time
+
+    from planner.storm import load_cluster_dir
+
+    inst = load_cluster_dir(shared / "data" / "storm-largecluster" / "largeCluster03", ackers="conf")
+    assert inst.size["executors"] == 2174
+    assert not solve(inst, "feasibility", "storm.ras").ok
+    for problem in ("feasibility", "admission"):
+        t0 = time.monotonic()
+        r = solve(inst, problem, "exact.cpsat", time_limit=20)
+        assert time.monotonic() - t0 < 10, time.monotonic() - t0
+        assert r.status == Status.OPTIMAL and r.details["plan_from"] == "alignment packing", r.message
+        assert r.metrics["feasible"] and r.metrics["executors_placed"] == 2174
+    n = solve(inst, "network", "exact.cpsat", time_limit=8)
+    assert n.status == Status.FEASIBLE and n.metrics["feasible"], n.message
+    assert n.bound is not None and 0 < n.bound <= n.objective + 1e-9

@@ -1,0 +1,135 @@
+"""Alignment packing: a start plan for the RAS problems when Storm's RAS finds none.
+
+The exact methods of ``network``, ``feasibility`` and ``admission`` start from storm.ras's plan
+(a plan that places everything proves feasibility at once). Storm's strategies place one
+topology at a time; on Storm's largeCluster03 with its ackers every one of them fails on
+TopologyName00047, whose 135 Bolt-0 executors ask for 12,288 MB each (a fifth of a node) once
+the other topologies have spread over the nodes, and the exact models are too large to find a
+plan in their time. Packing every executor of every topology at once, large ones first, each on
+the node whose free resources it matches best, places all 2,174 executors.
+
+The rule (ours; the matching score is the alignment score of multi-resource packing, Grandl et
+al., "Multi-resource packing for cluster schedulers", SIGCOMM 2014, and the dot-product
+heuristics of Panigrahy et al., "Heuristics for vector bin packing", Microsoft Research 2011):
+
+* executors in decreasing order of size, size = cpu / mean node cpu + memory / mean node
+  memory (on + off heap; topologies in instance order, components by id, executors by index on
+  ties);
+* each goes to the node, among those it fits, with the largest score
+  sum_d (demand_d / capacity_d) x (free_d / capacity_d) over CPU, memory and the generic
+  resources it asks for (capacity and free of that node; ties: the first node in rack order);
+* on that node it joins a worker of its topology that has the on-heap room and no
+  incompatible component (the one with least room left), else it takes the node's lowest free
+  port.
+
+It fits when the node has the CPU, memory, generic resources, pins and max-per-node room, and a
+worker as above. No backtracking: an executor that fits nowhere ends the packing (None).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from heuristics.common import FIT_EPS, ClusterState
+from planner.model import Instance
+from planner.plan import Placement, Plan
+
+
+def alignment_pack(instance: Instance, deadline: float | None = None) -> tuple[Plan | None, str]:
+    """Every executor of every topology placed by the rule above: (plan, "") or (None, why).
+
+    ``deadline`` (a ``time.monotonic()`` instant) stops the packing with no plan."""
+    st = ClusterState(instance)
+    N = st.N
+    if N == 0:
+        return None, "the cluster has no nodes"
+    cap_cpu = np.array([n.cpu for n in st.nodes], dtype=float)
+    cap_mem = np.array([n.memory_mb for n in st.nodes], dtype=float)
+    cap_res = st.res.copy()
+    has_ports = np.array([len(p) > 0 for p in st.ports])
+    inv_cpu = np.divide(1.0, cap_cpu, out=np.zeros(N), where=cap_cpu > 0)
+    inv_mem = np.divide(1.0, cap_mem, out=np.zeros(N), where=cap_mem > 0)
+    inv_res = np.divide(1.0, cap_res, out=np.zeros_like(cap_res), where=cap_res > 0)
+    mean_cpu = max(float(cap_cpu.mean()), FIT_EPS)
+    mean_mem = max(float(cap_mem.mean()), FIT_EPS)
+
+    items = []  # (size, order, topology, req, executor index)
+    for t in instance.topologies:
+        reqs = st.reqs(t)
+        for c in sorted(t.components, key=lambda c: c.id):
+            r = reqs[c.id]
+            if r.onheap > t.max_heap_mb + FIT_EPS:
+                return None, (f"{t.id}/{c.id}: an executor needs {r.onheap:g} MB on-heap, more than the "
+                              f"topology's worker max heap {t.max_heap_mb:g} MB")
+            for i in range(c.parallelism):
+                items.append((r.cpu / mean_cpu + r.mem / mean_mem, len(items), t, r, i))
+    items.sort(key=lambda it: (-it[0], it[1]))
+
+    allowed: dict[tuple[str, str], np.ndarray] = {}  # pins and site, per component
+    per_node: dict[tuple[str, str], np.ndarray] = {}  # executors of a component on each node
+    workers: dict[tuple[str, int], list[int]] = {}  # (topology, node) -> its ports there
+    room: dict[str, np.ndarray] = {}  # per topology: the most on-heap room of its workers per node
+    placements: list[Placement] = []
+    for k, (_, _, t, r, idx) in enumerate(items):
+        if deadline is not None and k % 256 == 0 and time.monotonic() > deadline:
+            return None, f"stopped by the time limit after {k} of {len(items)} executors"
+        key = (t.id, r.id)
+        ok = allowed.get(key)
+        if ok is None:
+            ok = has_ports.copy()
+            if r.site is not None:
+                ok &= np.array([s == r.site for s in st.site])
+            if r.nodes is not None:
+                pin = np.zeros(N, dtype=bool)
+                pin[list(r.nodes)] = True
+                ok &= pin
+            allowed[key] = ok
+            per_node[key] = np.zeros(N, dtype=np.int64)
+            room.setdefault(t.id, np.full(N, -1.0))
+        fit = ok & (st.cpu >= r.cpu - FIT_EPS) & (st.mem >= r.mem - FIT_EPS)
+        fit &= (st.free_slots > 0) | (room[t.id] >= r.onheap - FIT_EPS)
+        if r.max_per_node is not None:
+            fit &= per_node[key] < r.max_per_node
+        if r.res is not None:
+            fit &= np.all(st.res >= r.res - FIT_EPS, axis=1)
+        cand = np.flatnonzero(fit)
+        if cand.size == 0:
+            return None, f"no node has room for {t.id}/{r.id}[{idx}] (placed {k} of {len(items)} executors)"
+        score = r.cpu * inv_cpu[cand] * st.cpu[cand] * inv_cpu[cand] + r.mem * inv_mem[cand] * st.mem[cand] * inv_mem[cand]
+        if r.res is not None:
+            score = score + ((r.res * inv_res[cand]) * (st.res[cand] * inv_res[cand])).sum(axis=1)
+        # stable: equal scores keep rack order; a node whose workers all refuse (incompatible)
+        # gives way to the next
+        for i in cand[np.argsort(-score, kind="stable")]:
+            i = int(i)
+            port = _worker(st, t.id, r, i, t.max_heap_mb, workers)
+            if port is not None:
+                break
+        else:
+            return None, f"no worker can take {t.id}/{r.id}[{idx}] (placed {k} of {len(items)} executors)"
+        st.assign(t.id, r, idx, i, port)
+        per_node[key][i] += 1
+        ports = workers.setdefault((t.id, i), [])
+        if port not in ports:
+            ports.append(port)
+        room[t.id][i] = max(t.max_heap_mb - st.heap[(i, p)] for p in ports)
+        placements.append(Placement(topology=t.id, component=r.id, executor=idx, node=st.node_ids[i], slot=port))
+    return Plan(placements=placements), ""
+
+
+def _worker(st: ClusterState, tid: str, r, i: int, max_heap: float, workers: dict) -> int | None:
+    """The port on node i for one executor: the topology's worker there with the least on-heap
+    room that still takes it, else the lowest free port; None when neither exists."""
+    best = None
+    for p in workers.get((tid, i), ()):
+        if st.slot_fits(tid, r, i, p, max_heap):
+            left = max_heap - st.heap[(i, p)]
+            if best is None or left < best[0]:
+                best = (left, p)
+    if best is not None:
+        return best[1]
+    if st.free_slots[i] > 0:
+        return min(p for p in st.ports[i] if (i, p) not in st.owner)
+    return None
