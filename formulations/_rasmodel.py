@@ -603,17 +603,22 @@ class Run:
         return packed
 
     def packed_plan(self) -> Plan | None:
-        """``alignment_pack``'s plan (within a tenth of the time left) when the evaluator passes
-        it for this problem; None otherwise."""
+        """``alignment_pack``'s plan (within a tenth of the time left), with the locality rule
+        first and without it when that fails, when the evaluator passes it for this problem;
+        None otherwise."""
         from planner.evaluate import evaluate
 
         from ._alignpack import alignment_pack
 
         lim = self.remaining()
-        plan, _ = alignment_pack(self.instance, None if lim is None else time.monotonic() + lim / 10)
-        if plan is None or not evaluate(self.instance, plan, self.problem)["feasible"]:
-            return None
-        return plan
+        deadline = None if lim is None else time.monotonic() + lim / 10
+        for locality in (True, False):
+            plan, _ = alignment_pack(self.instance, deadline, locality)
+            if plan is not None and evaluate(self.instance, plan, self.problem)["feasible"]:
+                return plan
+            if deadline is not None and time.monotonic() > deadline:
+                break
+        return None
 
     def hint_plan(self, share: float = 0.5) -> Plan | None:
         """The plan of method ``hint`` for the same problem, when it passes the evaluator.

@@ -93,7 +93,7 @@ def test_every_packing_passes_the_evaluator_and_none_where_brute_force_finds_non
     packed = refused = infeasible = 0
     for seed in range(300):
         inst = parse_instance(_constrained(random.Random(seed)))
-        plan, why = alignment_pack(inst)
+        plan, why = alignment_pack(inst, locality=seed % 2 == 0)
         if plan is None:
             assert why, seed
             refused += 1
@@ -105,6 +105,37 @@ def test_every_packing_passes_the_evaluator_and_none_where_brute_force_finds_non
         packed += 1
     # both outcomes occur, and some refusals are instances with no plan at all
     assert packed > 100 and refused > 30 and infeasible > 5, (packed, refused, infeasible)
+
+
+def test_the_second_pass_without_locality_is_tried():
+    """Seed 23 of the family above: with the locality rule, t1's workers fill up so that the
+    site-pinned c2 finds no room; without it the packing places all 10 executors; storm.ras
+    places only part. The exact feasibility solve must take the second pass's plan."""
+    inst = parse_instance(_constrained(random.Random(23)))
+    assert alignment_pack(inst, locality=True)[0] is None
+    plan, _ = alignment_pack(inst, locality=False)
+    assert plan is not None and evaluate(inst, plan, "feasibility")["feasible"]
+    assert not solve(inst, "feasibility", "storm.ras").ok
+    r = solve(inst, "feasibility", "exact.cpsat", time_limit=20)
+    assert r.status.value == "optimal" and r.details["plan_from"] == "alignment packing", r.message
+    assert r.plan.assignment() == plan.assignment()
+
+
+def test_locality_puts_a_topology_in_fewer_workers():
+    """Without a worker to join, both rules agree; with one, the first prefers it: on the
+    family above the first pass's plans use no more workers in total than the second's."""
+    fewer = more = 0
+    for seed in range(200):
+        inst = parse_instance(_constrained(random.Random(seed)))
+        a, _ = alignment_pack(inst, locality=True)
+        b, _ = alignment_pack(inst, locality=False)
+        if a is None or b is None:
+            continue
+        wa = len({(p.node, p.slot) for p in a.placements})
+        wb = len({(p.node, p.slot) for p in b.placements})
+        fewer += wa < wb
+        more += wa > wb
+    assert fewer > 20 and fewer > 5 * more, (fewer, more)
 
 
 def test_packing_respects_its_deadline():
