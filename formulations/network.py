@@ -170,6 +170,11 @@ def solve_network(run: Run) -> Result:
 # LS_KICKS_MIN..LS_KICKS_MAX (a count, so a slower machine runs the same search to the same plan)
 LS_KICKS_PER = 0.3
 LS_KICKS_MIN, LS_KICKS_MAX = 20, 600
+# independent searches (seeds seed, seed + 1, ...: their own random fills and kicks), each with
+# that budget of kicks, the best kept. One search's end depends on its random starts: seed 1's
+# 100x9x10 ended at 33.37 with seed 0 and 32.01 with seed 1 (optimum 31.88), and at 33.37 its
+# two-rack search gave up (session 28)
+LS_RESTARTS = 2
 # and its seconds, a cap only: LS_CAP_PER s per executor x node within 0.1-10 s, at most 1/10 of
 # the time limit
 LS_CAP_PER = 0.01
@@ -177,8 +182,9 @@ LS_CAP_PER = 0.01
 
 def _local_search(run: Run, base: PlacementModel, pat, info: dict, seed: Plan | None, start, det: dict):
     """The start incumbent (value, plan) improved by the worker-level local search
-    (``_networkls``), started from ``seed`` and greedy fills. Its budget is work, not time:
-    LS_KICKS_PER x executors x nodes kicks, within LS_KICKS_MIN..LS_KICKS_MAX, with a cap in
+    (``_networkls``), started from ``seed`` and greedy fills, LS_RESTARTS times with seeds
+    run.seed, run.seed + 1, ... (the best kept). Its budget is work, not time:
+    LS_KICKS_PER x executors x nodes kicks each, within LS_KICKS_MIN..LS_KICKS_MAX, with a cap in
     seconds (LS_CAP_PER x executors x nodes, within 0.1-10 s, at most 1/10 of the time limit)
     that a machine of the speed measured in docs/benchmarks.md does not reach. Its plan is used
     only when the evaluator finds it feasible with the metric the search computed; it adds its
@@ -196,10 +202,17 @@ def _local_search(run: Run, base: PlacementModel, pat, info: dict, seed: Plan | 
     size = sum(g.size for g in base.groups) * len(base.nodes)
     kicks, budget = work_budget(size, run.time_limit, LS_KICKS_PER, (LS_KICKS_MIN, LS_KICKS_MAX), LS_CAP_PER, (0.1, 10.0))
     t0 = time.monotonic()
-    # target: the metric is never below 0, so a plan at 0 ends the search (small instances
-    # often have one; without the target they paid the whole budget)
-    found = _networkls.search_network(base, info["edges"], [seed], budget, seed=run.seed, target=info["const"],
-                                      kicks=kicks)
+    found = None
+    for r in range(LS_RESTARTS):
+        left = budget - (time.monotonic() - t0)
+        if r > 0 and (left <= 0 or found is not None and found[0] >= info["const"] - 1e-9):
+            break
+        # target: the metric is never below 0, so a plan at 0 ends the search (small instances
+        # often have one; without the target they paid the whole budget)
+        got = _networkls.search_network(base, info["edges"], [seed], left, seed=run.seed + r, target=info["const"],
+                                        kicks=kicks)
+        if got is not None and (found is None or got[0] > found[0] + 1e-9):
+            found = got
     det["local_search_s"] = round(time.monotonic() - t0, 2)
     det["local_search_kick_budget"] = kicks
     if found is None:
