@@ -39,6 +39,7 @@ import time
 import numpy as np
 
 from heuristics.common import FIT_EPS, ClusterState
+from heuristics.storm import could_fit_mask
 from planner.model import Instance
 from planner.plan import Placement, Plan
 
@@ -56,7 +57,6 @@ def alignment_pack(instance: Instance, deadline: float | None = None, locality: 
     cap_cpu = np.array([n.cpu for n in st.nodes], dtype=float)
     cap_mem = np.array([n.memory_mb for n in st.nodes], dtype=float)
     cap_res = st.res.copy()
-    has_ports = np.array([len(p) > 0 for p in st.ports])
     inv_cpu = np.divide(1.0, cap_cpu, out=np.zeros(N), where=cap_cpu > 0)
     inv_mem = np.divide(1.0, cap_mem, out=np.zeros(N), where=cap_mem > 0)
     inv_res = np.divide(1.0, cap_res, out=np.zeros_like(cap_res), where=cap_res > 0)
@@ -75,33 +75,23 @@ def alignment_pack(instance: Instance, deadline: float | None = None, locality: 
                 items.append((r.cpu / mean_cpu + r.mem / mean_mem, len(items), t, r, i))
     items.sort(key=lambda it: (-it[0], it[1]))
 
-    allowed: dict[tuple[str, str], np.ndarray] = {}  # pins and site, per component
-    per_node: dict[tuple[str, str], np.ndarray] = {}  # executors of a component on each node
-    workers: dict[tuple[str, int], list[int]] = {}  # (topology, node) -> its ports there
+    pinned: dict[tuple[str, str], np.ndarray] = {}  # site and node pins, per pinned component
     room: dict[str, np.ndarray] = {}  # per topology: the most on-heap room of its workers per node
     placements: list[Placement] = []
     for k, (_, _, t, r, idx) in enumerate(items):
         if deadline is not None and k % 256 == 0 and time.monotonic() > deadline:
             return None, f"stopped by the time limit after {k} of {len(items)} executors"
-        key = (t.id, r.id)
-        ok = allowed.get(key)
-        if ok is None:
-            ok = has_ports.copy()
-            if r.site is not None:
-                ok &= np.array([s == r.site for s in st.site])
-            if r.nodes is not None:
-                pin = np.zeros(N, dtype=bool)
-                pin[list(r.nodes)] = True
-                ok &= pin
-            allowed[key] = ok
-            per_node[key] = np.zeros(N, dtype=np.int64)
-            room.setdefault(t.id, np.full(N, -1.0))
-        fit = ok & (st.cpu >= r.cpu - FIT_EPS) & (st.mem >= r.mem - FIT_EPS)
-        fit &= (st.free_slots > 0) | (room[t.id] >= r.onheap - FIT_EPS)
-        if r.max_per_node is not None:
-            fit &= per_node[key] < r.max_per_node
-        if r.res is not None:
-            fit &= np.all(st.res >= r.res - FIT_EPS, axis=1)
+        if t.id not in room:
+            room[t.id] = np.full(N, -1.0)
+        # a pre-filter (storm.ras's: CPU, memory, resources, a free slot or a worker of the
+        # topology), narrowed by the on-heap room and the pins; node_fits below decides
+        fit = could_fit_mask(st, t.id, r) & ((st.free_slots > 0) | (room[t.id] >= r.onheap - FIT_EPS))
+        if r.site is not None or r.nodes is not None:
+            pin = pinned.get((t.id, r.id))
+            if pin is None:
+                pin = pinned[(t.id, r.id)] = np.array([(r.site is None or st.site[i] == r.site)
+                                                       and (r.nodes is None or i in r.nodes) for i in range(N)])
+            fit &= pin
         cand = np.flatnonzero(fit)
         if cand.size == 0:
             return None, f"no node has room for {t.id}/{r.id}[{idx}] (placed {k} of {len(items)} executors)"
@@ -114,26 +104,27 @@ def alignment_pack(instance: Instance, deadline: float | None = None, locality: 
         keys = (-score, ~(room[t.id][cand] >= r.onheap - FIT_EPS)) if locality else (-score,)
         for i in cand[np.lexsort(keys)]:
             i = int(i)
-            port = _worker(st, t.id, r, i, t.max_heap_mb, workers)
+            port = _worker(st, t.id, r, i, t.max_heap_mb) if st.node_fits(t.id, r, i) else None
             if port is not None:
                 break
         else:
             return None, f"no worker can take {t.id}/{r.id}[{idx}] (placed {k} of {len(items)} executors)"
         st.assign(t.id, r, idx, i, port)
-        per_node[key][i] += 1
-        ports = workers.setdefault((t.id, i), [])
-        if port not in ports:
-            ports.append(port)
-        room[t.id][i] = max(t.max_heap_mb - st.heap[(i, p)] for p in ports)
+        room[t.id][i] = max(t.max_heap_mb - st.heap[(i, p)] for p in _ports(st, t.id, i))
         placements.append(Placement(topology=t.id, component=r.id, executor=idx, node=st.node_ids[i], slot=port))
     return Plan(placements=placements), ""
 
 
-def _worker(st: ClusterState, tid: str, r, i: int, max_heap: float, workers: dict) -> int | None:
+def _ports(st: ClusterState, tid: str, i: int) -> list[int]:
+    """The ports of node i that topology ``tid``'s workers hold."""
+    return [p for p in st.ports[i] if st.owner.get((i, p)) == tid]
+
+
+def _worker(st: ClusterState, tid: str, r, i: int, max_heap: float) -> int | None:
     """The port on node i for one executor: the topology's worker there with the least on-heap
     room that still takes it, else the lowest free port; None when neither exists."""
     best = None
-    for p in workers.get((tid, i), ()):
+    for p in _ports(st, tid, i):
         if st.slot_fits(tid, r, i, p, max_heap):
             left = max_heap - st.heap[(i, p)]
             if best is None or left < best[0]:

@@ -121,7 +121,7 @@ class _BuildStopped(Exception):
 def _places_all(instance: Instance, plan: Plan) -> bool:
     """Whether ``plan`` places every executor of every topology (each once)."""
     placed = {(p.topology, p.component, p.executor) for p in plan.placements}
-    return len(placed) == sum(c.parallelism for t in instance.topologies for c in t.components)
+    return len(placed) == sum(t.executor_count for t in instance.topologies)
 
 
 def _clashes(t: Topology) -> set[tuple[str, str]]:
