@@ -1161,17 +1161,26 @@ def _rack_pricer(pm, ri: int, edges) -> Pricer:
     return pr
 
 
-def build_network(pm, deadline, threads, tables: bool = True) -> tuple[PatternModel, dict, float]:
-    """Network: maximise rack + node + worker co-location (each weighted 1/E_t per stream).
-    ``tables``: price node classes exactly by table (``_nodetable``) where it is small enough."""
-    from ._nodetable import RackTable, TablePricer, node_table
-
+def network_edges(pm) -> tuple[dict[tuple[int, int], float], float]:
+    """The network metric's pair weights between groups, {(a, b) a <= b: sum of 1 / E_t over
+    the streams between them}, and its constant sum 3 n_u n_d / E_t: metric = constant minus
+    the weighted co-location (rack, node and worker pairs)."""
     G = pm.groups
     edges: dict[tuple[int, int], float] = defaultdict(float)
     const = 0.0
     for ku, kd, e_t in pm.stream_pairs():
         edges[(min(ku, kd), max(ku, kd))] += 1.0 / e_t
         const += 3.0 * G[ku].size * G[kd].size / e_t
+    return edges, const
+
+
+def build_network(pm, deadline, threads, tables: bool = True) -> tuple[PatternModel, dict, float]:
+    """Network: maximise rack + node + worker co-location (each weighted 1/E_t per stream).
+    ``tables``: price node classes exactly by table (``_nodetable``) where it is small enough."""
+    from ._nodetable import RackTable, TablePricer, node_table
+
+    G = pm.groups
+    edges, const = network_edges(pm)
     racks = sorted({pm.node_rack[ni] for ni in range(len(pm.nodes)) if pm.nodes[ni].slots})
     multi_rack = len(racks) > 1
     rows: dict[Any, float] = {}

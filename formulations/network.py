@@ -20,7 +20,10 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
+
 from planner import rates
+from planner.evaluate import evaluate
 from planner.plan import Plan, Result
 from planner.registry import register
 
@@ -123,10 +126,25 @@ def solve_network(run: Run) -> Result:
         # the start plan first: it is the answer when the time runs out (at an 8 s limit,
         # Storm's largeCluster01 built its model past the limit, and storm.ras then had 0.1 s)
         seed = run.start_plan("storm.ras")
+        edges, const = patterns.network_edges(base)
+        best = None
+        if seed is not None:
+            m0 = evaluate(run.instance, seed, "network")
+            best = (float(m0["network_metric"]), seed) if m0["feasible"] else None
+        # the searches before the model's build: a plan at the counting bound needs no model
+        best = _local_search(run, base, edges, const, seed, best, det)
+        if best is not None and len(run.instance.topologies) > 1:
+            best = _topology_search(run, base, best, det)
+        if best is not None and best[0] <= run.floor + FLOOR_TOL * max(1.0, run.floor):
+            run.notes.append(f"the start plan meets {run.floor_from}")
+            det = {"model": "none (the start plan meets the bound)", "bound_from": run.floor_from, **det}
+            return run.pattern_result({"status": "optimal"}, best[1], bound=max(0.0, run.floor), details=det)
         pat, info, const = patterns.build_network(base, run.deadline(0.75), run.threads)
-        seed_value = None if seed is None else patterns.seed_network(base, pat, info, seed)
-        start = None if seed_value is None else (seed_value, seed)
-        start = _local_search(run, base, pat, info, seed, start, det)
+        start = None
+        for plan in (seed, None if best is None else best[1]):  # their columns go to the master
+            v = None if plan is None else patterns.seed_network(base, pat, info, plan)
+            if v is not None and (start is None or v > start[0] + 1e-9):
+                start = (v, plan)
         if len(info["racks"]) > 1:
             # once column generation has its bound, only the rack search can close the gap (the
             # compact model's bound is far weaker at these sizes): it may run to 95 % of the limit
@@ -180,17 +198,15 @@ LS_RESTARTS = 2
 LS_CAP_PER = 0.01
 
 
-def _local_search(run: Run, base: PlacementModel, pat, info: dict, seed: Plan | None, start, det: dict):
-    """The start incumbent (value, plan) improved by the worker-level local search
-    (``_networkls``), started from ``seed`` and greedy fills, LS_RESTARTS times with seeds
-    run.seed, run.seed + 1, ... (the best kept). Its budget is work, not time:
+def _local_search(run: Run, base: PlacementModel, edges: dict, const: float, seed: Plan | None, best, det: dict):
+    """The best (metric, plan) so far (``best``, or None) improved by the worker-level local
+    search (``_networkls``), started from ``seed`` and greedy fills, LS_RESTARTS times with
+    seeds run.seed, run.seed + 1, ... (the best kept). Its budget is work, not time:
     LS_KICKS_PER x executors x nodes kicks each, within LS_KICKS_MIN..LS_KICKS_MAX, with a cap in
     seconds (LS_CAP_PER x executors x nodes, within 0.1-10 s, at most 1/10 of the time limit)
     that a machine of the speed measured in docs/benchmarks.md does not reach. Its plan is used
-    only when the evaluator finds it feasible with the metric the search computed; it adds its
-    columns to the master (``seed_network``). No optimality claim from the search."""
-    from planner.evaluate import evaluate
-
+    only when the evaluator finds it feasible with the metric the search computed. No
+    optimality claim from the search."""
     from . import _networkls
 
     from ._trafficls import work_budget
@@ -198,35 +214,209 @@ def _local_search(run: Run, base: PlacementModel, pat, info: dict, seed: Plan | 
     if _networkls.too_large(base):
         det["local_search"] = (f"not run: {len(base.workers):,} workers x {len(base.groups):,} groups is past "
                                f"its size limit (_networkls.SEARCH_WORK_MAX)")
-        return start
+        return best
     size = sum(g.size for g in base.groups) * len(base.nodes)
     kicks, budget = work_budget(size, run.time_limit, LS_KICKS_PER, (LS_KICKS_MIN, LS_KICKS_MAX), LS_CAP_PER, (0.1, 10.0))
     t0 = time.monotonic()
     found = None
     for r in range(LS_RESTARTS):
         left = budget - (time.monotonic() - t0)
-        if r > 0 and (left <= 0 or found is not None and found[0] >= info["const"] - 1e-9):
+        if r > 0 and (left <= 0 or found is not None and found[0] >= const - 1e-9):
             break
         # target: the metric is never below 0, so a plan at 0 ends the search (small instances
         # often have one; without the target they paid the whole budget)
-        got = _networkls.search_network(base, info["edges"], [seed], left, seed=run.seed + r, target=info["const"],
-                                        kicks=kicks)
+        got = _networkls.search_network(base, edges, [seed], left, seed=run.seed + r, target=const, kicks=kicks)
         if got is not None and (found is None or got[0] > found[0] + 1e-9):
             found = got
     det["local_search_s"] = round(time.monotonic() - t0, 2)
     det["local_search_kick_budget"] = kicks
     if found is None:
-        return start
+        return best
     value, plan = found
     metrics = evaluate(run.instance, plan, run.problem)
-    if not metrics.get("feasible") or abs(info["const"] - value - metrics["network_metric"]) > 1e-6 * max(1.0, abs(value)):
+    if not metrics.get("feasible") or abs(const - value - metrics["network_metric"]) > 1e-6 * max(1.0, abs(value)):
         run.notes.append("local search plan rejected by the evaluator")
-        return start
-    det["local_search_objective"] = round(float(metrics["network_metric"]), 9)
-    if start is not None and value <= start[0] + 1e-9:
-        return start
-    v = patterns.seed_network(base, pat, info, plan)
-    return start if v is None else (v, plan)
+        return best
+    metric = float(metrics["network_metric"])
+    det["local_search_objective"] = round(metric, 9)
+    if best is not None and metric >= best[0] - 1e-9:
+        return best
+    return metric, plan
+
+
+def _topology_search(run: Run, base: PlacementModel, best, det: dict):
+    """The best (metric, plan) so far improved topology by topology: each topology whose
+    share of the metric is above its own counting bound is taken out and placed again, alone,
+    on :func:`residual_instance` (the nodes' CPU, memory and resources that the other
+    topologies leave, and the ports none of them holds), starting from its current placement,
+    so a sub-solve can only keep or better it. The topology's executors keep their ids, so the
+    sub-plan replaces its old placement; the merged plan is kept when the evaluator finds it
+    feasible and its metric lower.
+
+    The first pass runs only the local search on each sub-instance (``_local_search``, a
+    fraction of a second each); the passes after it run this method's whole solve
+    (``solve_network``, which returns at once where its start meets the sub-instance's bound),
+    until a pass gains nothing (at most TOPO_PASSES passes in all). Order: the largest excess
+    over the own bound first. Time: TOPO_SHARE of the time left; a whole sub-solve gets its
+    topology's share of what is left by executors (at least TOPO_SOLVE_MIN_S), or TOPO_FREE_S
+    without a time limit. A heuristic: no optimality claim from it; its plan, like the local
+    search's, becomes a column set of the configuration model (``seed_network``)."""
+    inst = run.instance
+    t_start = time.monotonic()
+    end = None if run.time_limit is None else t_start + TOPO_SHARE * run.remaining()
+    own = count_bounds(base)
+    m = evaluate(inst, best[1], "network")
+    if not m["feasible"]:
+        return best
+    resid = Residuals(inst, best[1])
+    stats = {"local_searches": 0, "sub_solves": 0, "improved": 0}
+    by = dict(m["network_metric_by_topology"])
+    for npass in range(TOPO_PASSES):
+        order = sorted(((by[t.id] - own.get(ti, 0.0), ti) for ti, t in enumerate(inst.topologies)), reverse=True)
+        order = [ti for excess, ti in order if excess > FLOOR_TOL * max(1.0, by[inst.topologies[ti].id])]
+        left_exec = sum(inst.topologies[ti].executor_count for ti in order)
+        gained = False
+        for ti in order:
+            t = inst.topologies[ti]
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left < (TOPO_MIN_S if npass == 0 else TOPO_SOLVE_MIN_S):
+                break
+            if npass == 0:
+                lim = left
+            else:
+                lim = TOPO_FREE_S if left is None else max(TOPO_SOLVE_MIN_S, left * t.executor_count / max(1, left_exec))
+            left_exec -= t.executor_count
+            mine = Plan(placements=list(resid.mine.get(t.id, [])))
+            sub_inst = resid.instance_for(t.id, TOPO_NODES)
+            try:
+                sub = _replace_topology(run, sub_inst, mine, by[t.id], npass == 0, lim)
+            except Exception as e:  # a failed sub-solve costs its time, not the solve
+                run.notes.append(f"topology search: {t.id}'s sub-solve failed ({type(e).__name__}: {e})")
+                continue
+            finally:
+                stats["local_searches" if npass == 0 else "sub_solves"] += 1
+            if sub is None:
+                continue
+            # the sub-plan is checked on its residual instance (what the others leave), the
+            # merged plan once at the end
+            got = evaluate(sub_inst, sub, "network")
+            if got["feasible"] and got["network_metric"] < by[t.id] - FLOOR_TOL * max(1.0, by[t.id]):
+                resid.replace(t.id, sub.placements)
+                by[t.id] = float(got["network_metric"])
+                stats["improved"] += 1
+                gained = True
+        if npass > 0 and not gained or end is not None and end - time.monotonic() < TOPO_MIN_S:
+            break
+    det["topology_search_s"] = round(time.monotonic() - t_start, 2)
+    det["topology_search"] = stats
+    if not stats["improved"]:
+        return best
+    plan = resid.plan()
+    m = evaluate(inst, plan, "network")
+    stats["objective"] = round(float(m["network_metric"]), 9)
+    if not m["feasible"] or abs(m["network_metric"] - sum(by.values())) > 1e-6 * max(1.0, m["network_metric"]):
+        run.notes.append("the topology search's plan was rejected by the evaluator")
+        return best
+    return float(m["network_metric"]), plan
+
+
+def _replace_topology(run: Run, sub_inst, mine: Plan, metric: float, quick: bool, lim: float | None) -> Plan | None:
+    """One topology's plan on its residual instance ``sub_inst``, better than its placement
+    ``mine`` (of metric ``metric``), or None: by the local search alone (``quick``) or by the
+    whole solve with ``mine`` as its start, within ``lim`` seconds."""
+    sub_run = Run(sub_inst, "network", run.method, lim, run.threads, "its placement in the whole plan",
+                  run.symmetry, run.seed, run.model)
+    sub_run._hint = (mine,)
+    if quick:
+        groups = component_groups(0, sub_inst.topologies[0])
+        sub_base = PlacementModel(sub_inst, "network", groups, sense="min", symmetry=run.symmetry, build=False)
+        edges, const = patterns.network_edges(sub_base)
+        got = _local_search(sub_run, sub_base, edges, const, mine, (metric, mine), {})
+        return None if got[1] is mine else got[1]
+    res = solve_network(sub_run)
+    if res.plan is None or res.status.value not in ("optimal", "feasible"):
+        return None
+    return res.plan
+
+
+class Residuals:
+    """The residual instances of one plan, topology by topology, from one cluster state that
+    holds the whole plan: a topology's residual instance is that topology alone on what the
+    others leave (each node's free CPU, memory and generic resources, and the ports no other
+    topology's worker holds; racks, sites and ids unchanged, so a sub-plan's placements are
+    the whole plan's). :meth:`replace` swaps a topology's placements."""
+
+    def __init__(self, instance, plan: Plan):
+        from heuristics.common import ClusterState
+
+        self.instance = instance
+        self.st = ClusterState(instance)
+        self.st.apply_placements(plan.placements)
+        self.mine: dict[str, list] = {}
+        for p in plan.placements:
+            self.mine.setdefault(p.topology, []).append(p)
+
+    def instance_for(self, tid: str, max_nodes: int | None = None):
+        """Topology ``tid``'s residual instance; with ``max_nodes``, only the nodes that hold
+        it and, up to that many in all, those with the most free room (the free shares of CPU
+        plus memory, with a free port), racks that keep no node left out."""
+        st = self.st
+        t = self.instance.topology(tid)
+        st.unassign_topology(t)
+        try:
+            keep = None
+            if max_nodes is not None and st.N > max_nodes:
+                own = {st.index[p.node] for p in self.mine.get(tid, [])}
+                cap_cpu = np.array([n.cpu for n in st.nodes]) + 1e-12
+                cap_mem = np.array([n.memory_mb for n in st.nodes]) + 1e-12
+                room = st.cpu / cap_cpu + st.mem / cap_mem
+                free = [i for i in np.argsort(-room, kind="stable") if i not in own and st.free_slots[i] > 0]
+                keep = own | set(int(i) for i in free[:max(0, max_nodes - len(own))])
+            racks = []
+            for r in self.instance.cluster.racks:
+                nodes = []
+                for n in r.nodes:
+                    i = st.index[n.id]
+                    if keep is not None and i not in keep:
+                        continue
+                    res = {k: max(0.0, float(st.res[i][j])) for j, k in enumerate(st.res_names) if k in n.resources}
+                    nodes.append(n.model_copy(update={
+                        "cpu": max(0.0, float(st.cpu[i])), "memory_mb": max(0.0, float(st.mem[i])), "resources": res,
+                        "slots": [p for p in n.slots if (i, p) not in st.owner]}))
+                if nodes or keep is None:
+                    racks.append(r.model_copy(update={"nodes": nodes}))
+        finally:
+            st.apply_placements(self.mine.get(tid, []))
+        cluster = self.instance.cluster.model_copy(update={"racks": racks})
+        return self.instance.model_copy(update={"topologies": [t], "cluster": cluster})
+
+    def replace(self, tid: str, placements: list) -> None:
+        self.st.unassign_topology(self.instance.topology(tid))
+        self.mine[tid] = list(placements)
+        self.st.apply_placements(self.mine[tid])
+
+    def plan(self) -> Plan:
+        return Plan(placements=[p for ps in self.mine.values() for p in ps])
+
+
+def residual_instance(instance, plan: Plan, tid: str):
+    """Topology ``tid`` alone on what ``plan``'s other topologies leave (:class:`Residuals`)."""
+    return Residuals(instance, plan).instance_for(tid)
+
+
+# plans within this relative distance of the counting bound are optimal; gains below it are none
+FLOOR_TOL = 1e-9
+# the topology search: its share of the time left, the least time left for a local search and
+# for a whole sub-solve (sub-solves overrun short limits by up to 2 s on largeCluster03), a
+# sub-solve's time without a time limit, and its passes at most
+TOPO_SHARE = 0.4
+TOPO_MIN_S = 0.3
+TOPO_SOLVE_MIN_S = 1.0
+TOPO_FREE_S = 10.0
+TOPO_PASSES = 3
+# a sub-instance's nodes at most: those of the topology and the freest (Storm's largeCluster01
+# has 1,312 nodes; its sub-instances' local searches took 7 s each and gained nothing)
+TOPO_NODES = 100
 
 
 _make = method_runner(solve_network)
@@ -236,7 +426,13 @@ for _name in ("exact.cpsat", "exact.milp-cbc", "exact.milp-highs"):
 
 
 def count_bound(pm: PlacementModel) -> float:
-    """A lower bound on the network metric without a model, from the formula of the module
+    """The sum of :func:`count_bounds` over the topologies (a lower bound on the metric)."""
+    return sum(count_bounds(pm).values())
+
+
+def count_bounds(pm: PlacementModel) -> dict[int, float]:
+    """{topology index: a lower bound on its share of the metric} (topologies without a stream
+    are left out: their share is 0). A lower bound on the network metric without a model, from the formula of the module
     docstring: for each stream u -> d, sum_w x[u,w] x[d,w] <= n_u * (the most executors of d a
     worker holding one of u can hold beside it; 0 when u and d may not share a worker), and
     likewise per node (its caps, CPU, memory and resources) and per rack (the sum of its nodes'
@@ -246,7 +442,7 @@ def count_bound(pm: PlacementModel) -> float:
     G = pm.groups
     kinds = [nis for nis in node_kinds(pm) if pm.nodes[nis[0]].slots]
     if not kinds:
-        return 0.0
+        return {}
     reps = [pm.nodes[nis[0]] for nis in kinds]
     ncap = [[pm.node_cap(g, nis[0]) for nis in kinds] for g in G]
     wcap = [[pm.worker_cap(g, nis[0]) for nis in kinds] for g in G]
@@ -282,14 +478,15 @@ def count_bound(pm: PlacementModel) -> float:
     def rack_most(k: int) -> int:
         return max(sum(ncap[k][j] for j in js) for js in racks.values())
 
-    total = 0.0
+    total: dict[int, float] = {}
     for ku, kd, e_t in pm.stream_pairs():
         nu, nd = G[ku].size, G[kd].size
         w = min(nu * nd, nu * beside(ku, kd, "W"), nd * beside(kd, ku, "W"))
         n = min(nu * nd, nu * beside(ku, kd, "N"), nd * beside(kd, ku, "N"))
         r = nu * nd if len(racks) == 1 else min(nu * nd, nu * rack_most(kd), nd * rack_most(ku))
-        total += (3.0 * nu * nd - w - n - r) / e_t
-    return max(0.0, total * (1.0 - 1e-12))
+        ti = G[ku].ti
+        total[ti] = total.get(ti, 0.0) + (3.0 * nu * nd - w - n - r) / e_t
+    return {ti: max(0.0, v * (1.0 - 1e-12)) for ti, v in total.items()}
 
 
 EPS_BOUND = 1e-9
