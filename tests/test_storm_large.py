@@ -129,3 +129,6 @@ def test_largecluster03_with_its_ackers_is_feasible(shared):
     n = solve(inst, "network", "exact.cpsat", time_limit=8)
     assert n.status == Status.FEASIBLE and n.metrics["feasible"], n.message
     assert n.bound is not None and 0 < n.bound <= n.objective + 1e-9
+    # the packing's plan has metric 961.63 (959.63 after the local search); the topology search
+    # (session 29) re-places topologies one at a time: 862.5 at this limit on session 29's machine
+    assert n.details["topology_search"]["improved"] >= 1 and n.objective < 940, n.details

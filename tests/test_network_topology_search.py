@@ -1,0 +1,147 @@
+"""network's topology search (formulations/network.py, session 29): each topology placed again,
+alone, on what the others leave (its residual instance), and a start plan at the counting bound
+returned as optimal without a model."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from formulations import network as N
+from formulations._alignpack import alignment_pack
+from formulations._rasmodel import PlacementModel, Run, component_groups
+from planner.api import solve
+from planner.evaluate import evaluate
+from planner.model import parse_instance
+from planner.plan import Placement, Plan
+
+from test_alignpack import _constrained
+
+
+def _two_chains() -> dict:
+    """Two topologies, each a chain of three components (one executor each) that fits in one
+    worker; four nodes with two slots each, room for both on any node."""
+    def chain(tid: str) -> dict:
+        return {"id": tid, "max_heap_mb": 2000, "streams": [{"source": "a", "target": "b"}, {"source": "b", "target": "c"}],
+                "components": [{"id": c, "parallelism": 1, "cpu": 20, "memory_onheap_mb": 100} for c in "abc"]}
+
+    return {"name": "two-chains", "topologies": [chain("t0"), chain("t1")],
+            "cluster": {"racks": [{"id": "r0", "nodes": [
+                {"id": f"n{i}", "slots": 2, "cpu": 100, "memory_mb": 2000} for i in range(4)]}]}}
+
+
+def _spread(inst) -> Plan:
+    """Every executor in its own worker on its own node (t0 on n0-n2 port 6700, t1 on n1-n3
+    port 6701): each chain's metric is (2 + 2) / 3 (other node, same rack)."""
+    pl = []
+    for ti, t in enumerate(inst.topologies):
+        for k, c in enumerate(t.components):
+            pl.append(Placement(topology=t.id, component=c.id, executor=0, node=f"n{k + ti}", slot=6700 + ti))
+    return Plan(placements=pl)
+
+
+def test_the_topology_search_packs_each_topology_on_what_the_others_leave():
+    inst = parse_instance(_two_chains())
+    plan = _spread(inst)
+    m = evaluate(inst, plan, "network")
+    assert m["feasible"] and m["network_metric"] == pytest.approx(8 / 3)
+    run = Run(inst, "network", "exact.cpsat", 20.0, None, None, True, 0)
+    groups = [g for ti, t in enumerate(inst.topologies) for g in component_groups(ti, t)]
+    base = PlacementModel(inst, "network", groups, sense="min", build=False)
+    det: dict = {}
+    metric, new = N._topology_search(run, base, (m["network_metric"], plan), det)
+    got = evaluate(inst, new, "network")
+    assert got["feasible"] and got["network_metric"] == pytest.approx(0.0) and metric == pytest.approx(0.0)
+    assert det["topology_search"]["improved"] == 2 and det["topology_search"]["local_searches"] == 2
+    # a plan already at its own bound is left alone: no sub-solve at all
+    det2: dict = {}
+    assert N._topology_search(run, base, (0.0, new), det2)[1] is new
+    assert det2["topology_search"] == {"local_searches": 0, "sub_solves": 0, "improved": 0}
+
+
+def test_a_start_plan_at_the_counting_bound_is_optimal_without_a_model():
+    inst = parse_instance(_two_chains())
+    for method in ("exact.cpsat", "exact.milp-highs"):
+        r = solve(inst, "network", method, time_limit=20)
+        assert r.status.value == "optimal" and r.objective == pytest.approx(0.0) and r.bound == 0.0, r.message
+        assert r.details["model"] == "none (the start plan meets the bound)"
+        assert r.metrics["feasible"]
+
+
+def _others_usage(inst, plan: Plan, tid: str):
+    cpu, mem, gpu, ports = {}, {}, {}, set()
+    for p in plan.placements:
+        if p.topology == tid:
+            continue
+        c = next(c for c in inst.topology(p.topology).components if c.id == p.component)
+        cpu[p.node] = cpu.get(p.node, 0.0) + c.cpu
+        mem[p.node] = mem.get(p.node, 0.0) + c.memory_onheap_mb + c.memory_offheap_mb
+        gpu[p.node] = gpu.get(p.node, 0.0) + c.resources.get("gpu", 0.0)
+        ports.add((p.node, p.slot))
+    return cpu, mem, gpu, ports
+
+
+def test_residual_instances_leave_what_the_other_topologies_do_not_use():
+    """On random instances with every RAS limit in play (tests/test_alignpack.py's family), a
+    topology's residual instance has each node's capacity less the others' use and only the
+    ports no other topology holds; its current placement is a plan there; and a plan of the
+    residual instance merged with the others' placements passes the evaluator."""
+    checked = merged = moved = 0
+    for seed in range(600):
+        inst = parse_instance(_constrained(random.Random(seed)))
+        if len(inst.topologies) < 2:
+            continue
+        plan, _ = alignment_pack(inst)
+        if plan is None:
+            continue
+        resid = N.Residuals(inst, plan)
+        for t in inst.topologies:
+            sub = resid.instance_for(t.id)
+            cpu, mem, gpu, ports = _others_usage(inst, plan, t.id)
+            for n, s in zip(inst.cluster.nodes, sub.cluster.nodes):
+                assert s.id == n.id
+                assert s.cpu == pytest.approx(n.cpu - cpu.get(n.id, 0.0), abs=1e-9), (seed, t.id, n.id)
+                assert s.memory_mb == pytest.approx(n.memory_mb - mem.get(n.id, 0.0), abs=1e-9), (seed, t.id, n.id)
+                assert s.resources.get("gpu", 0.0) == pytest.approx(n.resources.get("gpu", 0.0) - gpu.get(n.id, 0.0))
+                assert set(s.slots) == {p for p in n.slots if (n.id, p) not in ports}, (seed, t.id, n.id)
+            mine = Plan(placements=[p for p in plan.placements if p.topology == t.id])
+            assert evaluate(sub, mine, "network")["feasible"], (seed, t.id)
+            checked += 1
+            other, _ = alignment_pack(sub, locality=False)
+            if other is None:
+                continue
+            whole = Plan(placements=[p for p in plan.placements if p.topology != t.id] + list(other.placements))
+            ev = evaluate(inst, whole, "feasibility")
+            assert ev["feasible"], (seed, t.id, ev["violations"][:3])
+            merged += 1
+            moved += sorted(map(repr, other.placements)) != sorted(map(repr, mine.placements))
+        # the state that built them still holds the whole plan
+        assert sorted(map(repr, resid.plan().placements)) == sorted(map(repr, plan.placements))
+    # most residual plans differ from the placement they replace
+    assert checked > 150 and merged > 150 and moved > 100, (checked, merged, moved)
+
+
+def test_residual_instances_with_a_node_cap_keep_the_topologys_nodes_and_the_freest():
+    inst = parse_instance({"name": "cap", "topologies": [
+        {"id": "t0", "components": [{"id": "a", "parallelism": 4, "cpu": 20, "memory_onheap_mb": 100}]},
+        {"id": "t1", "components": [{"id": "a", "parallelism": 1, "cpu": 20, "memory_onheap_mb": 100}]}],
+        "cluster": {"racks": [{"id": "r0", "nodes": [{"id": "n0", "slots": 2, "cpu": 100, "memory_mb": 2000},
+                                                     {"id": "n1", "slots": 2, "cpu": 100, "memory_mb": 2000}]},
+                              {"id": "r1", "nodes": [{"id": f"n{i}", "slots": 2, "cpu": 100, "memory_mb": 2000}
+                                                     for i in (2, 3, 4)]}]}})
+    where = ["n1", "n1", "n1", "n2"]
+    plan = Plan(placements=[Placement(topology="t0", component="a", executor=i, node=n, slot=6700)
+                            for i, n in enumerate(where)]
+                + [Placement(topology="t1", component="a", executor=0, node="n0", slot=6700)])
+    resid = N.Residuals(inst, plan)
+    # t1's own n0, then the freest: n3 and n4 (100 points free), not n2 (80) or n1 (40)
+    sub = resid.instance_for("t1", max_nodes=3)
+    assert [n.id for n in sub.cluster.nodes] == ["n0", "n3", "n4"]
+    assert [r.id for r in sub.cluster.racks] == ["r0", "r1"]
+    assert [n.id for n in resid.instance_for("t1", max_nodes=4).cluster.nodes] == ["n0", "n2", "n3", "n4"]
+    # t0's nodes stay even past the cap; a rack left with no node is dropped
+    sub = resid.instance_for("t0", max_nodes=1)
+    assert [n.id for n in sub.cluster.nodes] == ["n1", "n2"] and [r.id for r in sub.cluster.racks] == ["r0", "r1"]
+    assert [n.id for n in resid.instance_for("t0", max_nodes=3).cluster.nodes] == ["n1", "n2", "n3"]
+    assert evaluate(inst, resid.plan(), "network")["feasible"]
