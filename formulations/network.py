@@ -402,6 +402,13 @@ class Residuals:
         finally:
             st.apply_placements(self.mine.get(tid, []))
         cluster = self.instance.cluster.model_copy(update={"racks": racks})
+        if keep is not None and any(c.nodes is not None for c in t.components):
+            # pins name only the nodes kept (the topology's own nodes, where its pinned
+            # executors are, are always kept)
+            kept = {n.id for r in racks for n in r.nodes}
+            t = t.model_copy(update={"components": [
+                c if c.nodes is None else c.model_copy(update={"nodes": [n for n in c.nodes if n in kept]})
+                for c in t.components]})
         return self.instance.model_copy(update={"topologies": [t], "cluster": cluster})
 
     def replace(self, tid: str, placements: list) -> None:

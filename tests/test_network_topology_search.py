@@ -145,3 +145,30 @@ def test_residual_instances_with_a_node_cap_keep_the_topologys_nodes_and_the_fre
     assert [n.id for n in sub.cluster.nodes] == ["n1", "n2"] and [r.id for r in sub.cluster.racks] == ["r0", "r1"]
     assert [n.id for n in resid.instance_for("t0", max_nodes=3).cluster.nodes] == ["n1", "n2", "n3"]
     assert evaluate(inst, resid.plan(), "network")["feasible"]
+
+
+def test_a_cut_residual_instance_keeps_only_pins_to_its_nodes():
+    """With ``max_nodes`` cutting nodes away, a component pinned to nodes names only those kept,
+    so the sub-instance is a valid instance and the current placement a plan of it."""
+    inst = parse_instance({"name": "pins", "topologies": [
+        {"id": "t0", "components": [{"id": "a", "parallelism": 2, "cpu": 20, "memory_onheap_mb": 100,
+                                     "nodes": ["n0", "n3", "n4"]}, {"id": "b", "cpu": 10}],
+         "streams": [{"source": "a", "target": "b"}]},
+        {"id": "t1", "components": [{"id": "a", "parallelism": 1, "cpu": 50, "memory_onheap_mb": 100}]}],
+        "cluster": {"racks": [{"id": "r0", "nodes": [{"id": f"n{i}", "slots": 2, "cpu": 100, "memory_mb": 2000}
+                                                     for i in range(6)]}]}})
+    plan = Plan(placements=[Placement(topology="t0", component="a", executor=0, node="n0", slot=6700),
+                            Placement(topology="t0", component="a", executor=1, node="n3", slot=6700),
+                            Placement(topology="t0", component="b", executor=0, node="n1", slot=6700),
+                            Placement(topology="t1", component="a", executor=0, node="n4", slot=6700)])
+    assert evaluate(inst, plan, "network")["feasible"]
+    sub = N.Residuals(inst, plan).instance_for("t0", max_nodes=4)
+    ids = [n.id for n in sub.cluster.nodes]
+    assert {"n0", "n1", "n3"} <= set(ids) and len(ids) == 4 and "n4" not in ids  # n4 has 50 points left
+    pins = next(c for c in sub.topologies[0].components if c.id == "a").nodes
+    assert pins == ["n0", "n3"]
+    again = parse_instance(sub.model_dump())  # a valid instance: every pin names a node of it
+    mine = Plan(placements=[p for p in plan.placements if p.topology == "t0"])
+    assert evaluate(again, mine, "network")["feasible"]
+    r = solve(again, "network", "exact.cpsat", time_limit=10)
+    assert r.status.value == "optimal" and r.metrics["feasible"], r.message
