@@ -301,8 +301,8 @@ def _topology_search(run: Run, base: PlacementModel, best, det: dict, end: float
                 lim = TOPO_FREE_S if left is None else max(TOPO_SOLVE_MIN_S, left * t.executor_count / max(1, left_exec))
             left_exec -= t.executor_count
             mine = Plan(placements=list(resid.mine.get(t.id, [])))
-            sub_inst = resid.instance_for(t.id, TOPO_NODES)
             try:
+                sub_inst = resid.instance_for(t.id, TOPO_NODES)
                 sub = _replace_topology(run, sub_inst, mine, by[t.id], npass == 0, lim)
             except Exception as e:  # a failed sub-solve costs its time, not the solve
                 run.notes.append(f"topology search: {t.id}'s sub-solve failed ({type(e).__name__}: {e})")
@@ -319,7 +319,7 @@ def _topology_search(run: Run, base: PlacementModel, best, det: dict, end: float
                 by[t.id] = float(got["network_metric"])
                 stats["improved"] += 1
                 gained = True
-        if npass > 0 and not gained or end is not None and end - time.monotonic() < TOPO_MIN_S:
+        if (npass > 0 and not gained) or (end is not None and end - time.monotonic() < TOPO_MIN_S):
             break
     det[key + "_s"] = round(time.monotonic() - t_start, 2)
     det[key] = stats
