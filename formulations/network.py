@@ -293,12 +293,18 @@ def _topology_search(run: Run, base: PlacementModel, best, det: dict, end: float
         for ti in order:
             t = inst.topologies[ti]
             left = None if end is None else end - time.monotonic()
-            if left is not None and left < (TOPO_MIN_S if npass == 0 else TOPO_SOLVE_MIN_S):
-                break
             if npass == 0:
                 lim = left
+                if left is not None and left < TOPO_MIN_S:
+                    break
+            elif left is None:
+                lim = TOPO_FREE_S
             else:
-                lim = TOPO_FREE_S if left is None else max(TOPO_SOLVE_MIN_S, left * t.executor_count / max(1, left_exec))
+                # a whole sub-solve may overrun a short limit (2 s on largeCluster03): it ends
+                # TOPO_SOLVE_MIN_S before the search's end, and is not started with less than that
+                lim = min(max(TOPO_SOLVE_MIN_S, left * t.executor_count / max(1, left_exec)), left - TOPO_SOLVE_MIN_S)
+                if lim < TOPO_SOLVE_MIN_S:
+                    break
             left_exec -= t.executor_count
             mine = Plan(placements=list(resid.mine.get(t.id, [])))
             try:
