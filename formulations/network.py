@@ -178,7 +178,7 @@ def solve_network(run: Run) -> Result:
             m = evaluate(run.instance, incumbent, "network")
             if m["feasible"]:
                 got = _topology_search(run, base, (float(m["network_metric"]), incumbent), det,
-                                       end=run.deadline(TOPO_LATE_END), first_pass=1, key="topology_search_late")
+                                       whole=True, end=run.deadline(TOPO_LATE_END), key="topology_search_late")
                 incumbent = got[1]
         return run.compact_unaffordable(incumbent or hint, pat_bound, det, None if incumbent else f"the hint's plan ({run.hint})")
     if why is None and not cfg_infeasible:
@@ -252,28 +252,28 @@ def _local_search(run: Run, base: PlacementModel, edges: dict, const: float, see
     return metric, plan
 
 
-def _topology_search(run: Run, base: PlacementModel, best, det: dict, end: float | None = None, first_pass: int = 0,
+def _topology_search(run: Run, base: PlacementModel, best, det: dict, whole: bool = False, end: float | None = None,
                      key: str = "topology_search"):
     """The best (metric, plan) so far improved topology by topology: each topology whose
     share of the metric is above its own counting bound is taken out and placed again, alone,
-    on :func:`residual_instance` (the nodes' CPU, memory and resources that the other
-    topologies leave, and the ports none of them holds), starting from its current placement,
-    so a sub-solve can only keep or better it. The topology's executors keep their ids, so the
-    sub-plan replaces its old placement; the merged plan is kept when the evaluator finds it
-    feasible and its metric lower.
+    on its residual instance (:class:`Residuals`: the nodes' CPU, memory and resources that
+    the other topologies leave, and the ports none of them holds), starting from its current
+    placement, so a sub-solve can only keep or better it. The topology's executors keep their
+    ids, so the sub-plan replaces its old placement; the merged plan is kept when the
+    evaluator finds it feasible and its metric lower.
 
-    The first pass runs only the local search on each sub-instance (``_local_search``, a
-    fraction of a second each); the passes after it run this method's whole solve
-    (``solve_network``, which returns at once where its start meets the sub-instance's bound),
-    until a pass gains nothing (at most TOPO_PASSES passes in all). Order: the largest excess
-    over the own bound first. Time: TOPO_SHARE of the time left; a whole sub-solve gets its
-    topology's share of what is left by executors (at least TOPO_SOLVE_MIN_S), or TOPO_FREE_S
-    without a time limit. A heuristic: no optimality claim from it; its plan, like the local
-    search's, becomes a column set of the configuration model (``seed_network``).
-
-    ``end`` (a monotonic instant) replaces that share; ``first_pass`` = 1 skips the local
-    searches (the second call, on the configuration model's plan, when the compact model is
-    too large for the time left); ``key`` names its details."""
+    Without ``whole``, one pass of the local search on each sub-instance (``_local_search``,
+    a fraction of a second each), within TOPO_SHARE of the time left (or until ``end``, a
+    monotonic instant). With ``whole``, passes of this method's whole solve on each
+    sub-instance (``solve_network``, which returns at once where its start meets the
+    sub-instance's bound) until a pass gains nothing, at most TOPO_WHOLE_PASSES, each sub-solve
+    its topology's share by executors of the time left before ``end`` (at least
+    TOPO_SOLVE_MIN_S), or TOPO_FREE_S without a time limit: the late call, on the
+    configuration model's plan, when the compact model is too large for the time left (whole
+    sub-solves earlier took the configuration model's time on mid-sized instances and weakened
+    its bounds). Order: the largest excess over the own bound first. A heuristic: no
+    optimality claim from it; the early call's plan, like the local search's, becomes a column
+    set of the configuration model (``seed_network``). ``key`` names its details."""
     inst = run.instance
     t_start = time.monotonic()
     if end is None and run.time_limit is not None:
@@ -285,7 +285,7 @@ def _topology_search(run: Run, base: PlacementModel, best, det: dict, end: float
     resid = Residuals(inst, best[1])
     stats = {"local_searches": 0, "sub_solves": 0, "improved": 0}
     by = dict(m["network_metric_by_topology"])
-    for npass in range(first_pass, TOPO_PASSES):
+    for npass in (range(1, 1 + TOPO_WHOLE_PASSES) if whole else [0]):
         order = sorted(((by[t.id] - own.get(ti, 0.0), ti) for ti, t in enumerate(inst.topologies)), reverse=True)
         order = [ti for excess, ti in order if excess > FLOOR_TOL * max(1.0, by[inst.topologies[ti].id])]
         left_exec = sum(inst.topologies[ti].executor_count for ti in order)
@@ -435,12 +435,12 @@ def residual_instance(instance, plan: Plan, tid: str):
 FLOOR_TOL = 1e-9
 # the topology search: its share of the time left, the least time left for a local search and
 # for a whole sub-solve (sub-solves overrun short limits by up to 2 s on largeCluster03), a
-# sub-solve's time without a time limit, and its passes at most
+# sub-solve's time without a time limit, and the passes of whole sub-solves at most
 TOPO_SHARE = 0.4
 TOPO_MIN_S = 0.3
 TOPO_SOLVE_MIN_S = 1.0
 TOPO_FREE_S = 10.0
-TOPO_PASSES = 3
+TOPO_WHOLE_PASSES = 2
 # when the compact model is too large for the time left, the topology search's whole sub-solves
 # go on until this share of the limit
 TOPO_LATE_END = 0.9
