@@ -114,7 +114,8 @@ def solve_network(run: Run) -> Result:
     quick = run.quick_infeasible(base)
     if quick is not None:
         return quick
-    run.floor = count_bound(base)
+    own = count_bounds(base)  # by topology; the topology search orders by them
+    run.floor = sum(own.values())
     if run.floor > 0.0:
         run.floor_from = "the counting bound (network.count_bound)"
     why = "model=compact" if run.pattern_off else patterns.applicable(base, "network")
@@ -134,7 +135,7 @@ def solve_network(run: Run) -> Result:
         # the searches before the model's build: a plan at the counting bound needs no model
         best = _local_search(run, base, edges, const, seed, best, det)
         if best is not None and len(run.instance.topologies) > 1:
-            best = _topology_search(run, base, best, det)
+            best = _topology_search(run, base, best[1], own, det) or best
         if best is not None and best[0] <= run.floor + FLOOR_TOL * max(1.0, run.floor):
             run.notes.append(f"the start plan meets {run.floor_from}")
             det = {"model": "none (the start plan meets the bound)", "bound_from": run.floor_from, **det}
@@ -175,11 +176,9 @@ def solve_network(run: Run) -> Result:
         if incumbent is not None and len(run.instance.topologies) > 1 and run.time_limit is not None:
             # the time the compact model cannot use goes to whole sub-solves of the topology
             # search (Storm's largeCluster03 left 15 s of 60 unused)
-            m = evaluate(run.instance, incumbent, "network")
-            if m["feasible"]:
-                got = _topology_search(run, base, (float(m["network_metric"]), incumbent), det,
-                                       whole=True, end=run.deadline(TOPO_LATE_END), key="topology_search_late")
-                incumbent = got[1]
+            got = _topology_search(run, base, incumbent, own, det, whole=True, end=run.deadline(TOPO_LATE_END),
+                                   key="topology_search_late")
+            incumbent = incumbent if got is None else got[1]
         return run.compact_unaffordable(incumbent or hint, pat_bound, det, None if incumbent else f"the hint's plan ({run.hint})")
     if why is None and not cfg_infeasible:
         run.notes.append("compact model")
@@ -252,10 +251,11 @@ def _local_search(run: Run, base: PlacementModel, edges: dict, const: float, see
     return metric, plan
 
 
-def _topology_search(run: Run, base: PlacementModel, best, det: dict, whole: bool = False, end: float | None = None,
-                     key: str = "topology_search"):
-    """The best (metric, plan) so far improved topology by topology: each topology whose
-    share of the metric is above its own counting bound is taken out and placed again, alone,
+def _topology_search(run: Run, base: PlacementModel, plan: Plan, own: dict[int, float], det: dict, whole: bool = False,
+                     end: float | None = None, key: str = "topology_search"):
+    """``plan`` improved topology by topology, as (metric, plan), or None when the evaluator
+    rejects ``plan``: each topology whose share of the metric is above its own counting bound
+    (``own``, :func:`count_bounds` by topology index) is taken out and placed again, alone,
     on its residual instance (:class:`Residuals`: the nodes' CPU, memory and resources that
     the other topologies leave, and the ports none of them holds), starting from its current
     placement, so a sub-solve can only keep or better it. The topology's executors keep their
@@ -278,11 +278,11 @@ def _topology_search(run: Run, base: PlacementModel, best, det: dict, whole: boo
     t_start = time.monotonic()
     if end is None and run.time_limit is not None:
         end = t_start + TOPO_SHARE * run.remaining()
-    own = count_bounds(base)
-    m = evaluate(inst, best[1], "network")
+    m = evaluate(inst, plan, "network")
     if not m["feasible"]:
-        return best
-    resid = Residuals(inst, best[1])
+        return None
+    start = (float(m["network_metric"]), plan)
+    resid = Residuals(inst, plan)
     stats = {"local_searches": 0, "sub_solves": 0, "improved": 0}
     by = dict(m["network_metric_by_topology"])
     for npass in (range(1, 1 + TOPO_WHOLE_PASSES) if whole else [0]):
@@ -330,13 +330,13 @@ def _topology_search(run: Run, base: PlacementModel, best, det: dict, whole: boo
     det[key + "_s"] = round(time.monotonic() - t_start, 2)
     det[key] = stats
     if not stats["improved"]:
-        return best
+        return start
     plan = resid.plan()
     m = evaluate(inst, plan, "network")
     stats["objective"] = round(float(m["network_metric"]), 9)
     if not m["feasible"] or abs(m["network_metric"] - sum(by.values())) > 1e-6 * max(1.0, m["network_metric"]):
         run.notes.append("the topology search's plan was rejected by the evaluator")
-        return best
+        return start
     return float(m["network_metric"]), plan
 
 
@@ -371,6 +371,9 @@ class Residuals:
 
         self.instance = instance
         self.st = ClusterState(instance)
+        # each node's CPU and memory, for the free shares that rank nodes under a node cap
+        self.cap_cpu = np.array([n.cpu for n in self.st.nodes], dtype=float) + 1e-12
+        self.cap_mem = np.array([n.memory_mb for n in self.st.nodes], dtype=float) + 1e-12
         self.st.apply_placements(plan.placements)
         self.mine: dict[str, list] = {}
         for p in plan.placements:
@@ -387,9 +390,7 @@ class Residuals:
             keep = None
             if max_nodes is not None and st.N > max_nodes:
                 own = {st.index[p.node] for p in self.mine.get(tid, [])}
-                cap_cpu = np.array([n.cpu for n in st.nodes]) + 1e-12
-                cap_mem = np.array([n.memory_mb for n in st.nodes]) + 1e-12
-                room = st.cpu / cap_cpu + st.mem / cap_mem
+                room = st.cpu / self.cap_cpu + st.mem / self.cap_mem
                 free = [i for i in np.argsort(-room, kind="stable") if i not in own and st.free_slots[i] > 0]
                 keep = own | set(int(i) for i in free[:max(0, max_nodes - len(own))])
             racks = []
@@ -424,11 +425,6 @@ class Residuals:
 
     def plan(self) -> Plan:
         return Plan(placements=[p for ps in self.mine.values() for p in ps])
-
-
-def residual_instance(instance, plan: Plan, tid: str):
-    """Topology ``tid`` alone on what ``plan``'s other topologies leave (:class:`Residuals`)."""
-    return Residuals(instance, plan).instance_for(tid)
 
 
 # plans within this relative distance of the counting bound are optimal; gains below it are none

@@ -50,13 +50,14 @@ def test_the_topology_search_packs_each_topology_on_what_the_others_leave():
     groups = [g for ti, t in enumerate(inst.topologies) for g in component_groups(ti, t)]
     base = PlacementModel(inst, "network", groups, sense="min", build=False)
     det: dict = {}
-    metric, new = N._topology_search(run, base, (m["network_metric"], plan), det)
+    own = N.count_bounds(base)
+    metric, new = N._topology_search(run, base, plan, own, det)
     got = evaluate(inst, new, "network")
     assert got["feasible"] and got["network_metric"] == pytest.approx(0.0) and metric == pytest.approx(0.0)
     assert det["topology_search"]["improved"] == 2 and det["topology_search"]["local_searches"] == 2
     # a plan already at its own bound is left alone: no sub-solve at all
     det2: dict = {}
-    assert N._topology_search(run, base, (0.0, new), det2)[1] is new
+    assert N._topology_search(run, base, new, own, det2)[1] is new
     assert det2["topology_search"] == {"local_searches": 0, "sub_solves": 0, "improved": 0}
 
 
