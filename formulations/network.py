@@ -120,6 +120,7 @@ def solve_network(run: Run) -> Result:
         run.floor_from = "the counting bound (network.count_bound)"
     why = "model=compact" if run.pattern_off else patterns.applicable(base, "network")
     incumbent = None
+    cuts = None  # the worker cuts' state (_worker_cuts)
     pat_bound = None
     cfg_infeasible = False
     det: dict = {}
@@ -134,6 +135,13 @@ def solve_network(run: Run) -> Result:
             best = (float(m0["network_metric"]), seed) if m0["feasible"] else None
         # the searches before the model's build: a plan at the counting bound needs no model
         best = _local_search(run, base, edges, const, seed, best, det)
+        cuts = _worker_cuts(run, base, None if best is None else best[1], own, det)
+        if cuts["found"] and best is not None:
+            best = _cut_plans(run, best[1], cuts["found"], det) or best
+        if cuts["cuts"]:
+            own = count_bounds(base, cuts["cuts"])
+            run.floor = sum(own.values())
+            run.floor_from = "the counting bound with the worker cuts (network.count_bounds)"
         if best is not None and len(run.instance.topologies) > 1:
             best = _topology_search(run, base, best[1], own, det) or best
         if best is not None and best[0] <= run.floor + FLOOR_TOL * max(1.0, run.floor):
@@ -163,6 +171,14 @@ def solve_network(run: Run) -> Result:
             plan = out["chosen"] if isinstance(out["chosen"], Plan) else patterns.network_plan(base, out["chosen"])
         if out.get("bound") is not None and out["status"] != "infeasible":
             pat_bound = const - out["bound"]
+        if out["status"] in ("feasible", "unknown") and plan is not None and run.floor > 0.0:
+            m = evaluate(run.instance, plan, "network")
+            if m["feasible"] and m["network_metric"] <= run.floor + FLOOR_TOL * max(1.0, run.floor):
+                # the model's plan meets the bound known without it (the worker cuts)
+                run.notes.append(f"the plan meets {run.floor_from}")
+                out = {**out, "status": "optimal"}
+                pat_bound = max(pat_bound or 0.0, run.floor)
+                det["bound_from"] = run.floor_from
         if out["status"] == "optimal":
             return run.pattern_result(out, plan, bound=pat_bound, details=det)
         incumbent = plan
@@ -179,6 +195,19 @@ def solve_network(run: Run) -> Result:
             got = _topology_search(run, base, incumbent, own, det, whole=True, end=run.deadline(TOPO_LATE_END),
                                    key="topology_search_late")
             incumbent = incumbent if got is None else got[1]
+        if cuts is not None and incumbent is not None and run.time_limit is not None:
+            # the cuts not proven go on in the time left (a topology alone on a big cluster:
+            # the configuration model's tables are too large, the compact model too)
+            cuts = _worker_cuts(run, base, incumbent, own, det, state=cuts, end=run.deadline(TOPO_LATE_END),
+                                key="worker_cuts_late")
+            got = _cut_plans(run, incumbent, cuts["found"], det) if cuts["found"] else None
+            incumbent = incumbent if got is None else got[1]
+            if cuts["cuts"]:
+                run.floor = sum(count_bounds(base, cuts["cuts"]).values())
+            if got is not None and got[0] <= run.floor + FLOOR_TOL * max(1.0, run.floor):
+                run.notes.append(f"the plan meets {run.floor_from}")
+                return run.pattern_result({"status": "optimal"}, incumbent, bound=max(0.0, run.floor),
+                                          details={**det, "bound_from": run.floor_from})
         return run.compact_unaffordable(incumbent or hint, pat_bound, det, None if incumbent else f"the hint's plan ({run.hint})")
     if why is None and not cfg_infeasible:
         run.notes.append("compact model")
@@ -249,6 +278,114 @@ def _local_search(run: Run, base: PlacementModel, edges: dict, const: float, see
     if best is not None and metric >= best[0] - 1e-9:
         return best
     return metric, plan
+
+
+def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[int, float], det: dict,
+                 state: dict | None = None, end: float | None = None, key: str = "worker_cuts") -> dict:
+    """Lower bounds on the topologies' cross-worker pairs by their worker cuts
+    (:mod:`formulations._workercut`), for :func:`count_bounds`, as a state {"data": each
+    modelled topology's cut data, "cuts": {topology index: its bound}, "proven": the indices
+    whose cut is the least, "found": {topology index: the best partition's groups of
+    (component, executor index)}}; give the state back (with ``end``, a monotonic instant) to
+    go on with the cuts not proven. Topologies go in order of their share of ``plan``'s metric
+    above their own bound (``own``), those at it skipped; without a plan, the smallest first.
+    Each cut is hinted with the plan's workers, so CP-SAT stops as soon as it proves the plan's
+    cut the least. Time: CUT_SHARE of the time left, each cut at most CUT_EACH_S (CUT_FREE_S
+    without a limit); given ``end``, each its share by executors of the time left before it."""
+    from . import _workercut
+
+    t_start = time.monotonic()
+    inst = run.instance
+    if state is None:
+        state = {"data": {ti: d for ti, _ in base.topos if (d := _workercut.cut_data(base, ti)) is not None},
+                 "cuts": {}, "proven": set(), "found": {}}
+    data = {ti: d for ti, d in state["data"].items() if ti not in state["proven"]}
+    if not data:
+        return state
+    labels: dict[str, dict] = {}
+    if plan is not None:
+        m = evaluate(inst, plan, "network")
+        if not m["feasible"]:
+            plan = None
+        else:
+            by = m["network_metric_by_topology"]
+            for p in plan.placements:
+                labels.setdefault(p.topology, {})[(p.component, p.executor)] = (p.node, p.slot)
+    if plan is None:
+        order = sorted(data, key=lambda ti: data[ti]["E"])
+    else:
+        excess = {ti: by[inst.topologies[ti].id] - own.get(ti, 0.0) for ti in data}
+        order = sorted((ti for ti in data if excess[ti] > FLOOR_TOL * max(1.0, own.get(ti, 0.0))),
+                       key=lambda ti: -excess[ti])
+    share = end is not None
+    if end is None and run.time_limit is not None:
+        end = t_start + CUT_SHARE * run.remaining()
+    left_exec = sum(data[ti]["E"] for ti in order)
+    stats = det.setdefault(key, {"modelled": len(state["data"]), "solved": 0, "proven": 0})
+    for ti in order:
+        d = data[ti]
+        if end is None:
+            lim = CUT_FREE_S
+        else:
+            left = end - time.monotonic()
+            lim = left * d["E"] / max(1, left_exec) if share else min(CUT_EACH_S, left)
+        left_exec -= d["E"]
+        if lim < CUT_MIN_S:
+            continue
+        where = labels.get(inst.topologies[ti].id)
+        hint = None if where is None else [where.get(x) for x in d["executor"]]
+        got = _workercut.worker_cut(d, lim, run.threads, run.seed, hint)
+        stats["solved"] += 1
+        if got is None:
+            continue
+        state["cuts"][ti] = max(got["cut"], state["cuts"].get(ti, 0))
+        if got["proven"]:
+            state["proven"].add(ti)
+            stats["proven"] += 1
+        state["found"][ti] = [[d["executor"][e] for e in grp] for grp in got["groups"]]
+    before = count_bounds(base)
+    after = count_bounds(base, state["cuts"])
+    stats["raised"] = sum(1 for ti in state["cuts"] if after.get(ti, 0.0) > before.get(ti, 0.0) + 1e-12)
+    stats["bound_gain"] = round(sum(after.values()) - sum(before.values()), 9)
+    det[key + "_s"] = round(time.monotonic() - t_start, 2)
+    return state
+
+
+def _cut_plans(run: Run, plan: Plan, found: dict[int, list], det: dict) -> tuple[float, Plan] | None:
+    """(metric, plan): ``plan`` with topologies placed again by their worker cuts' partitions
+    (``found``: {topology index: groups of (component, executor index)}): each group one
+    worker, packed onto as few nodes as :meth:`Residuals.place` finds room on. A topology's new
+    placement is kept when the evaluator passes it on its residual instance with a lower share
+    of the metric, and the merged plan when it passes on the whole instance. Where the groups
+    fit one node, the topology's share is the cut over its executors: at the bound, when the
+    cut is proven. None when the evaluator rejects ``plan``."""
+    inst = run.instance
+    m = evaluate(inst, plan, "network")
+    if not m["feasible"]:
+        return None
+    best = (float(m["network_metric"]), plan)
+    by = dict(m["network_metric_by_topology"])
+    resid = Residuals(inst, plan)
+    kept = 0
+    for ti, groups in found.items():
+        tid = inst.topologies[ti].id
+        new = resid.place(tid, groups)
+        if new is None:
+            continue
+        got = evaluate(resid.instance_for(tid), Plan(placements=new), "network")
+        if got["feasible"] and got["network_metric"] < by[tid] - FLOOR_TOL * max(1.0, by[tid]):
+            resid.replace(tid, new)
+            by[tid] = float(got["network_metric"])
+            kept += 1
+    det["cut_plans_kept"] = det.get("cut_plans_kept", 0) + kept
+    if not kept:
+        return best
+    plan = resid.plan()
+    m = evaluate(inst, plan, "network")
+    if not m["feasible"] or abs(m["network_metric"] - sum(by.values())) > 1e-6 * max(1.0, m["network_metric"]):
+        run.notes.append("the worker cuts' plan was rejected by the evaluator")
+        return best
+    return float(m["network_metric"]), plan
 
 
 def _topology_search(run: Run, base: PlacementModel, plan: Plan, own: dict[int, float], det: dict, whole: bool = False,
@@ -418,6 +555,64 @@ class Residuals:
                 for c in t.components]})
         return self.instance.model_copy(update={"topologies": [t], "cluster": cluster})
 
+    def place(self, tid: str, groups: list[list[tuple[str, int]]]) -> list | None:
+        """Placements of topology ``tid`` with each of ``groups`` (lists of (component,
+        executor index)) as one worker, on what the other topologies leave, or None when some
+        group finds no node: the groups go, the largest CPU first, onto the nodes already
+        used, then onto the others by most free room, each into a free port of the first node
+        whose free CPU, memory and resources take the whole group (pins and max per node
+        checked too). The state is left as it was; the evaluator judges the result."""
+        from planner.plan import Placement
+
+        st = self.st
+        t = self.instance.topology(tid)
+        st.unassign_topology(t)
+        try:
+            reqs = st.reqs(t)
+            room = st.cpu / self.cap_cpu + st.mem / self.cap_mem
+            order = [int(i) for i in np.argsort(-room, kind="stable") if st.free_slots[i] > 0]
+            used: list[int] = []
+            out = []
+            for grp in sorted(groups, key=lambda g: -sum(reqs[c].cpu for c, _ in g)):
+                rs = [reqs[c] for c, _ in grp]
+                if sum(r.onheap for r in rs) > t.max_heap_mb + 1e-9:
+                    return None
+                racks = {st.node_rack[i] for i in used}
+                # the nodes used, then the others of their racks, then the rest (by free room)
+                rest = sorted((i for i in order if i not in used), key=lambda i: st.node_rack[i] not in racks)
+                for i in used + rest:
+                    port = next((p for p in st.ports[i] if (i, p) not in st.owner), None)
+                    if port is None or not self._group_fits(tid, rs, i):
+                        continue
+                    for (c, k), r in zip(grp, rs):
+                        st.assign(tid, r, k, i, port)
+                        out.append(Placement(topology=tid, component=c, executor=k, node=st.node_ids[i], slot=port))
+                    if i not in used:
+                        used.append(i)
+                    break
+                else:
+                    return None
+            return out
+        finally:
+            st.unassign_topology(t)
+            st.apply_placements(self.mine.get(tid, []))
+
+    def _group_fits(self, tid: str, rs: list, i: int) -> bool:
+        st = self.st
+        if sum(r.cpu for r in rs) > st.cpu[i] + 1e-9 or sum(r.mem for r in rs) > st.mem[i] + 1e-9:
+            return False
+        res = [r.res for r in rs if r.res is not None]
+        if res and np.any(st.res[i] < sum(res) - 1e-9):
+            return False
+        per: dict[str, int] = {}
+        for r in rs:
+            per[r.id] = per.get(r.id, 0) + 1
+            if r.site is not None and st.site[i] != r.site or r.nodes is not None and i not in r.nodes:
+                return False
+            if r.max_per_node is not None and st.node_comp[(i, tid, r.id)] + per[r.id] > r.max_per_node:
+                return False
+        return True
+
     def replace(self, tid: str, placements: list) -> None:
         self.st.unassign_topology(self.instance.topology(tid))
         self.mine[tid] = list(placements)
@@ -437,6 +632,12 @@ TOPO_MIN_S = 0.3
 TOPO_SOLVE_MIN_S = 1.0
 TOPO_FREE_S = 10.0
 TOPO_WHOLE_PASSES = 2
+# the worker cuts (_worker_cuts): at most this share of the time left, each cut at most
+# CUT_EACH_S (CUT_FREE_S without a time limit), none started with less than CUT_MIN_S
+CUT_SHARE = 0.2
+CUT_EACH_S = 5.0
+CUT_FREE_S = 20.0
+CUT_MIN_S = 0.2
 # when the compact model is too large for the time left, the topology search's whole sub-solves
 # go on until this share of the limit
 TOPO_LATE_END = 0.9
@@ -456,9 +657,25 @@ def count_bound(pm: PlacementModel) -> float:
     return sum(count_bounds(pm).values())
 
 
-def count_bounds(pm: PlacementModel) -> dict[int, float]:
+def count_bounds(pm: PlacementModel, cuts: dict[int, int] | None = None) -> dict[int, float]:
     """{topology index: a lower bound on its share of the metric} (topologies without a stream
-    are left out: their share is 0). A lower bound on the network metric without a model, from the formula of the module
+    are left out: their share is 0), from :func:`count_excess`'s pairs that every plan must
+    separate at each level, divided by the topology's executor count. ``cuts`` ({topology
+    index: a lower bound on its cross-worker pairs}, :func:`worker_cuts`) replaces the worker
+    level's count where it is higher: a pair in two workers is counted at the worker level
+    whether or not it is also in two nodes, so the levels add."""
+    execs = {ti: float(t.executor_count) for ti, t in pm.topos}
+    out = {}
+    for ti, (w, n, r) in count_excess(pm).items():
+        w = max(w, (cuts or {}).get(ti, 0))
+        out[ti] = max(0.0, (w + n + r) / execs[ti] * (1.0 - 1e-12))
+    return out
+
+
+def count_excess(pm: PlacementModel) -> dict[int, list[int]]:
+    """{topology index: [pairs in different workers, in different nodes, in different racks]},
+    each a lower bound for every plan (topologies without a stream left out). A lower bound on
+    the network metric without a model, from the formula of the module
     docstring: for each stream u -> d, sum_w x[u,w] x[d,w] <= n_u * (the most executors of d a
     worker holding one of u can hold beside it; 0 when u and d may not share a worker), and
     likewise per node (its caps, CPU, memory and resources) and per rack (the sum of its nodes'
@@ -504,15 +721,17 @@ def count_bounds(pm: PlacementModel) -> dict[int, float]:
     def rack_most(k: int) -> int:
         return max(sum(ncap[k][j] for j in js) for js in racks.values())
 
-    total: dict[int, float] = {}
+    excess: dict[int, list[int]] = {}
     for ku, kd, e_t in pm.stream_pairs():
         nu, nd = G[ku].size, G[kd].size
         w = min(nu * nd, nu * beside(ku, kd, "W"), nd * beside(kd, ku, "W"))
         n = min(nu * nd, nu * beside(ku, kd, "N"), nd * beside(kd, ku, "N"))
         r = nu * nd if len(racks) == 1 else min(nu * nd, nu * rack_most(kd), nd * rack_most(ku))
-        ti = G[ku].ti
-        total[ti] = total.get(ti, 0.0) + (3.0 * nu * nd - w - n - r) / e_t
-    return {ti: max(0.0, v * (1.0 - 1e-12)) for ti, v in total.items()}
+        ex = excess.setdefault(G[ku].ti, [0, 0, 0])
+        ex[0] += nu * nd - w
+        ex[1] += nu * nd - n
+        ex[2] += nu * nd - r
+    return excess
 
 
 EPS_BOUND = 1e-9

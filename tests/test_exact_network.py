@@ -2175,10 +2175,11 @@ def _four_racks(seed: int) -> dict:
 def test_rack_enumeration_over_four_racks_agrees_with_bruteforce(monkeypatch):
     """More than two racks: the rack contents within the margin are enumerated rack by rack
     (vectorised, with the remainder looked up among the last rack's contents). Without the
-    local search's incumbent the tuples must be solved, and the optimum must be brute force's."""
+    local search's incumbent (nor the worker cuts' plans) the tuples must be solved, and the optimum must be brute force's."""
     import formulations.network as N
 
     monkeypatch.setattr(N, "_local_search", lambda run, base, pat, info, seed, start, det: start)
+    monkeypatch.setattr(N, "_cut_plans", lambda run, plan, found, det: None)  # no worker-cut plans either
     solved = 0
     for seed in range(5):
         d = _four_racks(seed)

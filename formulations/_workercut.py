@@ -1,0 +1,156 @@
+"""The worker cut: a lower bound on a topology's cross-worker executor pairs (network).
+
+In the network metric every pair of executors (e of u, f of a downstream d) costs at least 1
+when e and f are in different workers. A worker holds at most the topology's max heap of
+on-heap memory and lives on one node, so a topology whose executors do not fit one worker is
+split over several, and every plan pays at least the fewest pairs such a split can cut. That
+minimum is a capacitated clique partition: the executors are split into groups (workers), each
+group within the limits one worker can meet on some node; minimise the weighted pairs split.
+Nodes and ports do not enter it, so it is a relaxation of every plan's workers, and its optimum,
+or a stopped solver's bound on it, is a lower bound on every plan's cross-worker pairs.
+
+The counting bound (``network.count_excess``) bounds each stream alone and gives 0 wherever a
+stream fits one worker; the cut sees the whole topology. Storm's TopologyName00009 (35
+executors, 3,872 MB of on-heap against a 2,048 MB heap, every stream fitting one worker) has a
+counting bound of 0 and a cut of 23 pairs, so its metric is at least 23 / 35, which the local
+search's plan meets.
+
+The model (CP-SAT; docs/formulations.md, "The worker cut") has no worker index, so no symmetry
+between workers: same[e,f] is 1 when executors e < f share a worker, transitive by the triangle
+inequalities same[e,f] + same[f,g] - same[e,g] <= 1 (all three rotations), and 0 for components
+that may not share a worker (incompatible). A worker's limits, seen from each executor e in it:
+for on-heap (at most the max heap), CPU and memory (at most the largest node's, each alone),
+sum_f need_f same[e,f] <= cap - need_e; for a component with at most k executors per node, at
+most k - 1 others of it beside e. Maximise the weighted same pairs; the cut is the total weight
+less that. Its LP relaxation is strong here (Storm's TopologyName00001: 313 of the 315 that
+CP-SAT proves in 2 s, against the counting bound's 139).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from planner import rates
+
+# the model has a Boolean per executor pair and three triangle rows per executor triple: up to
+# this many executors (60: 1,770 Booleans, 102,660 rows, built in about 0.4 s)
+CUT_EXECUTORS_MAX = 60
+# CP-SAT workers (8 proves TopologyName00009's cut in 2.3 s on 2 cores; 2 did not in 10 s)
+CUT_WORKERS = 8
+EPS = 1e-9
+
+
+def cut_data(pm, ti: int) -> dict | None:
+    """The data of topology ``ti``'s cut model from the placement model ``pm`` (its nodes give
+    the largest CPU and memory), or None when the cut is 0 (every executor fits one worker) or
+    the topology is past CUT_EXECUTORS_MAX: {"E", "pairs" ({(e, f): weight}, e < f, only
+    weights > 0), "apart" (pairs that may not share a worker), "rows" ([(need per executor,
+    cap)]), "limit" ([(executors of a component, at most that many in one worker)]),
+    "executor" ([(component id, index)])}."""
+    topo = dict(pm.topos)[ti]
+    comps = sorted(topo.components, key=lambda c: c.id)
+    E = sum(c.parallelism for c in comps)
+    if E < 2 or E > CUT_EXECUTORS_MAX:
+        return None
+    nodes = [n for n in pm.nodes if n.slots]
+    if not nodes:
+        return None
+    first, executor, of = {}, [], []
+    for c in comps:
+        first[c.id] = len(executor)
+        executor += [(c.id, i) for i in range(c.parallelism)]
+        of += [c] * c.parallelism
+    rows = [([c.cpu for c in of], max(n.cpu for n in nodes))]
+    if pm.ras:
+        rows.append(([c.memory_mb for c in of], max(n.memory_mb for n in nodes)))
+        rows.append(([c.memory_onheap_mb for c in of], float(topo.max_heap_mb)))
+    limit = [(list(range(first[c.id], first[c.id] + c.parallelism)), c.max_per_node)
+             for c in comps if c.max_per_node is not None and c.max_per_node < c.parallelism]
+    apart = set()
+    for c in comps:
+        for o in comps:
+            if o.id in c.incompatible:
+                for e in range(first[c.id], first[c.id] + c.parallelism):
+                    for f in range(first[o.id], first[o.id] + o.parallelism):
+                        if e != f:
+                            apart.add((min(e, f), max(e, f)))
+    if not apart and not limit and all(sum(need) <= cap + EPS for need, cap in rows):
+        return None  # one worker holds them all: the cut is 0
+    size = {c.id: c.parallelism for c in comps}
+    pairs: dict[tuple[int, int], int] = {}
+    for u, downs in rates.downstream(topo).items():
+        for d in downs:
+            for e in range(first[u], first[u] + size[u]):
+                for f in range(first[d], first[d] + size[d]):
+                    if e != f:
+                        key = (min(e, f), max(e, f))
+                        pairs[key] = pairs.get(key, 0) + 1
+    if not pairs:
+        return None
+    return {"E": E, "pairs": pairs, "apart": apart, "rows": rows, "limit": limit, "executor": executor}
+
+
+def worker_cut(data: dict, time_limit: float, threads: int | None = None, seed: int = 0,
+               hint: list | None = None) -> dict | None:
+    """For :func:`cut_data`'s ``data``: {"cut": a lower bound on the pairs every plan splits
+    over workers, "proven": whether it is the least, "groups": the best partition found (lists
+    of executor indices), "found": the pairs it splits}, or None when CP-SAT ended with no
+    partition (an executor above a worker's limits, which the counting checks report).
+    ``hint``: a worker label per executor (a plan's), given to CP-SAT as its start."""
+    from ortools.sat.python import cp_model
+
+    from .gap import cpsat_solver
+
+    E, pairs, apart = data["E"], data["pairs"], data["apart"]
+    m = cp_model.CpModel()
+    same: dict[tuple[int, int], object] = {}
+    for e, f in itertools.combinations(range(E), 2):
+        same[e, f] = 0 if (e, f) in apart else m.NewBoolVar(f"s{e}_{f}")
+
+    def s(a: int, b: int):
+        return same[(a, b) if a < b else (b, a)]
+
+    for e, f, g in itertools.combinations(range(E), 3):
+        a, b, c = same[e, f], same[f, g], same[e, g]
+        if isinstance(a, int) + isinstance(b, int) + isinstance(c, int) >= 2:
+            continue  # two of the three are 0: the rows hold whatever the third is
+        m.Add(a + b - c <= 1)
+        m.Add(a - b + c <= 1)
+        m.Add(b + c - a <= 1)
+    for need, cap in data["rows"]:
+        for e in range(E):
+            terms = [(need[f], s(e, f)) for f in range(E) if f != e and need[f] > 0]
+            if terms and sum(q for q, _ in terms) > cap - need[e] + EPS:
+                # kB-scaled integers, floored: every real group stays within the row
+                m.Add(sum(int(math.floor(q * 1024 + 1e-6)) * v for q, v in terms)
+                      <= int(math.floor((cap - need[e]) * 1024 + 1e-6)))
+    for members, k in data["limit"]:
+        for e in members:
+            m.Add(sum(s(e, f) for f in members if f != e) <= k - 1)
+    m.Maximize(sum(w * s(e, f) for (e, f), w in pairs.items()))
+    if hint is not None:
+        for (e, f), v in same.items():
+            if not isinstance(v, int):
+                m.AddHint(v, hint[e] == hint[f])
+    solver = cpsat_solver()
+    solver.parameters.max_time_in_seconds = max(0.01, float(time_limit))
+    solver.parameters.num_workers = int(threads or CUT_WORKERS)
+    solver.parameters.random_seed = int(seed)
+    # presolve on the triangle rows took more than 2 s at 53 executors, with no better bound
+    solver.parameters.cp_model_presolve = False
+    st = solver.Solve(m)
+    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    total = sum(pairs.values())
+    best = int(math.floor(solver.BestObjectiveBound() + 1e-6))
+    # the best partition found, as worker groups of executor indices (same[] is transitive)
+    label = list(range(E))
+    for (e, f), v in same.items():
+        if not isinstance(v, int) and solver.Value(v):
+            label[f] = label[e] = min(label[e], label[f])
+    groups: dict[int, list[int]] = {}
+    for e in range(E):
+        groups.setdefault(label[e], []).append(e)
+    found = total - int(round(solver.ObjectiveValue()))
+    return {"cut": max(0, total - best), "proven": st == cp_model.OPTIMAL, "groups": list(groups.values()), "found": found}
