@@ -1,0 +1,197 @@
+"""The worker cut (formulations/_workercut.py): a lower bound on a topology's cross-worker pairs.
+
+Checked against exhaustive enumeration of every partition of the executors, and, through the
+network bound it raises, against brute force's proven optima; and its use on Storm's
+TopologyName00009 alone on largeCluster03, which no model proved before."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+import planner
+from formulations import _workercut as W
+from formulations._gen import small_random
+from formulations._rasmodel import PlacementModel, component_groups
+from formulations.network import count_bounds
+from planner.model import parse_instance
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "storm-largecluster" / "largeCluster03"
+
+
+def _partitions(items: list[int]):
+    """Every set partition of ``items`` (lists of blocks)."""
+    if not items:
+        yield []
+        return
+    first, rest = items[0], items[1:]
+    for part in _partitions(rest):
+        yield [[first]] + part
+        for i in range(len(part)):
+            yield part[:i] + [[first] + part[i]] + part[i + 1:]
+
+
+def _least_cut(d: dict) -> int | None:
+    """The fewest weighted pairs split by a partition that every limit of ``d`` allows, by trying
+    them all (None when none does)."""
+    best = None
+    for part in _partitions(list(range(d["E"]))):
+        ok = True
+        for block in part:
+            if any((min(e, f), max(e, f)) in d["apart"] for e in block for f in block if e != f):
+                ok = False
+            for need, cap in d["rows"]:
+                if sum(need[e] for e in block) > cap + 1e-9:
+                    ok = False
+            for members, k in d["limit"]:
+                if sum(1 for e in block if e in members) > k:
+                    ok = False
+            if not ok:
+                break
+        if not ok:
+            continue
+        where = {e: i for i, block in enumerate(part) for e in block}
+        cut = sum(w for (e, f), w in d["pairs"].items() if where[e] != where[f])
+        best = cut if best is None else min(best, cut)
+    return best
+
+
+def _random_cut_data(rng: random.Random) -> dict:
+    E = rng.randint(2, 7)
+    pairs = {}
+    for e in range(E):
+        for f in range(e + 1, E):
+            if rng.random() < 0.5:
+                pairs[(e, f)] = rng.randint(1, 3)
+    if not pairs:
+        pairs[(0, 1)] = 1
+    apart = {(e, f) for e in range(E) for f in range(e + 1, E) if rng.random() < 0.1}
+    rows = [([float(rng.choice([0, 64, 128, 256])) for _ in range(E)], float(rng.choice([256, 384, 512]))),
+            ([float(rng.choice([5, 10, 20])) for _ in range(E)], float(rng.choice([30, 40, 100])))]
+    limit = []
+    if rng.random() < 0.3:
+        members = sorted(rng.sample(range(E), min(E, 3)))
+        limit.append((members, rng.randint(1, 2)))
+    return {"E": E, "pairs": pairs, "apart": apart, "rows": rows, "limit": limit,
+            "executor": [("c", e) for e in range(E)]}
+
+
+def test_worker_cut_is_the_least_cut_of_every_partition():
+    """On 150 random cut models (up to 7 executors, with on-heap and CPU rows, pairs kept apart
+    and a per-node limit), CP-SAT's proven cut equals the least cut over every partition that
+    the limits allow, and its partition splits that many pairs and respects the limits; a model
+    that no partition satisfies gives None."""
+    rng = random.Random(7)
+    proven = positive = none = 0
+    for case in range(150):
+        d = _random_cut_data(rng)
+        ref = _least_cut(d)
+        got = W.worker_cut(d, 10.0, threads=2)
+        if ref is None:
+            assert got is None, case
+            none += 1
+            continue
+        assert got is not None and got["proven"], case
+        assert got["cut"] == ref, (case, got["cut"], ref)
+        where = {e: i for i, g in enumerate(got["groups"]) for e in g}
+        assert sorted(where) == list(range(d["E"]))
+        assert sum(w for (e, f), w in d["pairs"].items() if where[e] != where[f]) == got["found"] == ref
+        for g in got["groups"]:
+            for need, cap in d["rows"]:
+                assert sum(need[e] for e in g) <= cap + 1e-9
+        proven += 1
+        positive += ref > 0
+    assert proven >= 100 and positive >= 40, (proven, positive, none)
+    # an executor above a worker's on-heap: no partition at all
+    d = _random_cut_data(random.Random(1))
+    d["rows"][0][0][0] = d["rows"][0][1] + 1.0
+    assert _least_cut(d) is None and W.worker_cut(d, 5.0, threads=2) is None
+
+
+def test_bound_with_cuts_never_exceeds_the_optimum():
+    """network's bound with the worker cuts is at most brute force's proven optimum on random
+    instances (heap, CPU, incompatibilities, max per node, pins), and above the counting bound
+    alone on some (so the check has teeth)."""
+    raised = checked = 0
+    for seed in range(80):
+        inst = parse_instance(small_random("network", seed))
+        ref = planner.solve(inst, "network", "exact.bruteforce")
+        if ref.status.value != "optimal":
+            continue
+        groups = [g for ti, t in enumerate(inst.topologies) for g in component_groups(ti, t)]
+        pm = PlacementModel(inst, "network", groups, build=False)
+        cuts = {}
+        for ti, _ in pm.topos:
+            d = W.cut_data(pm, ti)
+            if d is not None:
+                got = W.worker_cut(d, 10.0, threads=2)
+                if got is not None:
+                    assert got["proven"]
+                    cuts[ti] = got["cut"]
+        b0 = sum(count_bounds(pm).values())
+        b = sum(count_bounds(pm, cuts).values())
+        assert b0 - 1e-12 <= b <= ref.objective + 1e-9, (seed, b0, b, ref.objective)
+        checked += 1
+        raised += b > b0 + 1e-9
+    assert checked >= 50 and raised >= 5, (checked, raised)
+
+
+def test_exact_methods_agree_with_bruteforce_where_the_cut_raises_the_bound():
+    """Where the cut raises the bound, the exact methods still reach brute force's optimum and
+    their bound stays at or below it."""
+    done = 0
+    for seed in range(80):
+        inst = parse_instance(small_random("network", seed))
+        groups = [g for ti, t in enumerate(inst.topologies) for g in component_groups(ti, t)]
+        pm = PlacementModel(inst, "network", groups, build=False)
+        if all(W.cut_data(pm, ti) is None for ti, _ in pm.topos):
+            continue
+        ref = planner.solve(inst, "network", "exact.bruteforce")
+        if ref.status.value != "optimal":
+            continue
+        for method in ("exact.cpsat", "exact.milp-highs"):
+            r = planner.solve(inst, "network", method, time_limit=30)
+            assert r.status.value == "optimal", (seed, method, r.message)
+            assert r.objective == pytest.approx(ref.objective, abs=1e-9), (seed, method)
+            assert r.bound <= ref.objective + 1e-9
+            m = planner.evaluate(inst, r.plan, "network")
+            assert m["feasible"] and m["network_metric"] == pytest.approx(r.objective, abs=1e-9)
+        done += 1
+    assert done >= 10, done
+
+
+def test_cut_data_leaves_out_topologies_that_fit_one_worker():
+    d = {"topologies": [{"id": "t", "max_heap_mb": 1024, "components": [
+        {"id": "a", "parallelism": 2, "memory_onheap_mb": 128}, {"id": "b", "parallelism": 2, "memory_onheap_mb": 128}],
+        "streams": [{"source": "a", "target": "b"}]}],
+        "cluster": {"racks": [{"id": "r", "nodes": [{"id": "n0", "slots": 2, "cpu": 400, "memory_mb": 4096}]}]}}
+    inst = parse_instance(d)
+    pm = PlacementModel(inst, "network", component_groups(0, inst.topologies[0]), build=False)
+    assert W.cut_data(pm, 0) is None  # 512 MB in one 1,024 MB worker: the cut is 0
+    d["topologies"][0]["max_heap_mb"] = 300
+    inst = parse_instance(d)
+    pm = PlacementModel(inst, "network", component_groups(0, inst.topologies[0]), build=False)
+    data = W.cut_data(pm, 0)
+    got = W.worker_cut(data, 5.0, threads=2)
+    # two executors per worker at most: the best split keeps an a with a b, twice (4 pairs, 2 kept)
+    assert got["proven"] and got["cut"] == 2
+    r = planner.solve(inst, "network", "exact.cpsat", time_limit=20)
+    assert r.status.value == "optimal" and r.objective == pytest.approx(2 / 4)
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="needs ../shared/data/storm-largecluster")
+def test_topology_alone_on_storm_cluster_proven_by_the_cut():
+    """Storm's TopologyName00009 (35 executors, 3,872 MB of on-heap, 2,048 MB heap) alone on
+    largeCluster03's nodes: every stream fits one worker, so the counting bound is 0 and no
+    model proved the plan (feasible 0.657 / 0 at 30 s, session 29). The cut (23 pairs) proves it."""
+    from planner.storm import load_cluster_dir
+
+    inst = load_cluster_dir(SHARED, ackers="conf")
+    t = next(t for t in inst.topologies if t.id == "TopologyName00009")
+    one = inst.model_copy(update={"topologies": [t]})
+    r = planner.solve(one, "network", "exact.cpsat", time_limit=30)
+    assert r.status.value == "optimal", r.message
+    assert r.objective == pytest.approx(23 / 35) and r.bound == pytest.approx(23 / 35, abs=1e-9)
+    assert r.metrics["feasible"] and r.details["worker_cuts"]["proven"] == 1
