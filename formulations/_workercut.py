@@ -47,7 +47,7 @@ def cut_data(pm, ti: int) -> dict | None:
     the topology is past CUT_EXECUTORS_MAX: {"E", "pairs" ({(e, f): weight}, e < f, only
     weights > 0), "apart" (pairs that may not share a worker), "rows" ([(need per executor,
     cap)]), "limit" ([(executors of a component, at most that many in one worker)]),
-    "executor" ([(component id, index)])}."""
+    "executor" ([(component id, index)]), "C" (the components)}."""
     topo = dict(pm.topos)[ti]
     comps = sorted(topo.components, key=lambda c: c.id)
     E = sum(c.parallelism for c in comps)
@@ -88,7 +88,8 @@ def cut_data(pm, ti: int) -> dict | None:
                         pairs[key] = pairs.get(key, 0) + 1
     if not pairs:
         return None
-    return {"E": E, "pairs": pairs, "apart": apart, "rows": rows, "limit": limit, "executor": executor}
+    return {"E": E, "C": len(comps), "pairs": pairs, "apart": apart, "rows": rows, "limit": limit,
+            "executor": executor}
 
 
 def worker_cut(data: dict, time_limit: float, threads: int | None = None, seed: int = 0,

@@ -291,8 +291,9 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
     above their own bound (``own``), those at it skipped; without a plan, the smallest first.
     Each cut is hinted with the plan's workers, so CP-SAT stops as soon as it proves the plan's
     cut the least. Time: until ``end``, or CUT_SHARE of the time left, each cut its share by
-    executors of the time left (at least CUT_MIN_S; at most CUT_EACH_S without ``end``), or
-    CUT_FREE_S each without a time limit."""
+    executors of the time left (at least CUT_MIN_S; without ``end`` at most CUT_EACH_S x the
+    square of the topology's components / executors, which is each cut's time without a time
+    limit)."""
     from . import _workercut
 
     t_start = time.monotonic()
@@ -318,15 +319,21 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
         excess = {ti: by[inst.topologies[ti].id] - own.get(ti, 0.0) for ti in data}
         order = sorted((ti for ti in data if excess[ti] > FLOOR_TOL * max(1.0, own.get(ti, 0.0))),
                        key=lambda ti: -excess[ti])
-    each = CUT_EACH_S if end is None else math.inf
+    late = end is not None
     if end is None and run.time_limit is not None:
         end = t_start + CUT_SHARE * run.remaining()
     left_exec = sum(data[ti]["E"] for ti in order)
     stats = det.setdefault(key, {"modelled": len(state["data"]), "solved": 0, "proven": 0})
     for ti in order:
         d = data[ti]
+        # early, at most CUT_EACH_S x (components / executors)^2: the cut model has a Boolean
+        # per executor pair and no count of interchangeable executors, and proves few cuts where
+        # components have several executors each (layered 30 x 6: none in 5 s), where the
+        # configuration model, over counts, is the stronger and often proves the whole plan in
+        # less than a second
+        each = math.inf if late else CUT_EACH_S * (d["C"] / d["E"]) ** 2
         if end is None:
-            lim = CUT_FREE_S
+            lim = each
         else:
             left = end - time.monotonic()
             # its share by executors of the time left (a cut proven early leaves its time to
@@ -636,10 +643,9 @@ TOPO_SOLVE_MIN_S = 1.0
 TOPO_FREE_S = 10.0
 TOPO_WHOLE_PASSES = 2
 # the worker cuts (_worker_cuts): at most this share of the time left, each cut its share by
-# executors of it, at least CUT_MIN_S and at most CUT_EACH_S (CUT_FREE_S without a time limit)
+# executors of it, at least CUT_MIN_S and at most CUT_EACH_S x (components / executors)^2
 CUT_SHARE = 0.2
 CUT_EACH_S = 5.0
-CUT_FREE_S = 20.0
 CUT_MIN_S = 0.2
 # when the compact model is too large for the time left, the topology search's whole sub-solves
 # go on until this share of the limit

@@ -1014,9 +1014,10 @@ def test_local_search_alone_is_never_optimal(monkeypatch):
     inst = parse_instance(layered(30, 6, 4, 0))
     monkeypatch.setattr(P.PatternModel, "generate", lambda self: (None, None, None))
     monkeypatch.setattr(_rasmodel.Run, "compact_affordable", lambda self, pm, streams: False)
-    r = planner.solve(inst, "network", "exact.cpsat", time_limit=30)
+    # 10 s: with the compact model too large, the worker cut not proven goes on to 90 % of the limit
+    r = planner.solve(inst, "network", "exact.cpsat", time_limit=10)
     assert r.status.value == "feasible" and r.metrics["feasible"]
-    assert r.objective == pytest.approx(r.details["local_search_objective"], abs=1e-9)
+    assert r.objective <= r.details["local_search_objective"] + 1e-9
     assert r.objective <= planner.solve(inst, "network", "storm.ras").objective + TOL
 
 
