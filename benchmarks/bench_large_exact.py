@@ -14,7 +14,7 @@ the two can be compared as ratios on one machine.
 
 Usage: python benchmarks/bench_large_exact.py [--limit 20] [--repo PATH] [--ackers none|conf]
            [--cluster largeCluster01|largeCluster02|largeCluster03] [--model auto|compact]
-           [--cases network:exact.cpsat traffic:exact.cpsat ...]
+           [--cases network:exact.cpsat traffic:exact.cpsat ...] [--details]
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ inst = load_cluster_dir(folder, ackers=ackers)
 t0 = time.monotonic()
 r = solve(inst, problem, method, time_limit=float(limit), **({} if model == "auto" else {"model": model}))
 print(json.dumps({"solve_s": time.monotonic() - t0, "status": r.status.value, "objective": r.objective,
-                  "bound": r.bound, "message": (r.message or "")[:160]}))
+                  "bound": r.bound, "message": (r.message or "")[:160],
+                  "details": {k: v for k, v in r.details.items() if k != "configuration"}}, default=str))
 """
 CASES = ["network:exact.cpsat", "network:exact.milp-highs", "traffic:exact.cpsat", "feasibility:exact.cpsat",
          "admission:exact.cpsat"]
@@ -55,6 +56,7 @@ def main(argv=None) -> int:
     ap.add_argument("--model", choices=["auto", "compact"], default="auto",
                     help="the exact methods' option model (compact: always the compact model)")
     ap.add_argument("--shared", default=os.environ.get("PLANNER_SHARED", str(HERE.parent / "shared")))
+    ap.add_argument("--details", action="store_true", help="print each solve's details (Result.details) too")
     a = ap.parse_args(argv)
     folder = Path(a.shared) / "data" / "storm-largecluster" / a.cluster
     if not folder.is_dir():
@@ -90,6 +92,8 @@ def main(argv=None) -> int:
               flush=True)
         if r["message"]:
             notes.append(f"- {case}: {r['message']}")
+        if a.details and r.get("details"):
+            notes.append(f"- {case} details: {json.dumps(r['details'], default=str)}")
     print("\n".join(notes))
     return 0
 
