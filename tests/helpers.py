@@ -140,3 +140,20 @@ def same_value(a, b) -> bool:
     if a is None or b is None:
         return a is None and b is None
     return abs(a - b) <= 1e-9 * max(1.0, abs(b))
+
+
+def proven_small_network(n: int):
+    """(instance, brute force's optimal Result, its PlacementModel) for each of the seeds
+    0..n-1 of ``small_random("network", seed)`` that brute force proves."""
+    import planner
+    from formulations._gen import small_random
+    from formulations._rasmodel import PlacementModel, component_groups
+    from planner.model import parse_instance
+
+    for seed in range(n):
+        inst = parse_instance(small_random("network", seed))
+        ref = planner.solve(inst, "network", "exact.bruteforce")
+        if ref.status.value != "optimal":
+            continue
+        groups = [g for ti, t in enumerate(inst.topologies) for g in component_groups(ti, t)]
+        yield seed, inst, ref, PlacementModel(inst, "network", groups, build=False)

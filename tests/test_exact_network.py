@@ -162,17 +162,12 @@ def test_count_bound_never_exceeds_the_optimum():
     """network.count_bound (the bound a stopped solve reports when no model reached one) is at
     most the proven optimum on random instances with heap, pins and incompatibilities, and
     above 0 on some of them (so the check has teeth)."""
-    from formulations._rasmodel import PlacementModel, component_groups
     from formulations.network import count_bound
+    from helpers import proven_small_network
 
     positive = 0
-    for seed in range(60):
-        inst = parse_instance(small_random("network", seed))
-        ref = planner.solve(inst, "network", "exact.bruteforce")
-        if ref.status.value != "optimal":
-            continue
-        groups = [g for ti, t in enumerate(inst.topologies) for g in component_groups(ti, t)]
-        b = count_bound(PlacementModel(inst, "network", groups, build=False))
+    for seed, inst, ref, pm in proven_small_network(60):
+        b = count_bound(pm)
         assert 0.0 <= b <= ref.objective + 1e-9, (seed, b, ref.objective)
         positive += b > 1e-9
     assert positive >= 5, positive

@@ -16,6 +16,7 @@ from formulations import _workercut as W
 from formulations._gen import small_random
 from formulations._rasmodel import PlacementModel, component_groups
 from formulations.network import count_bounds
+from helpers import proven_small_network
 from planner.model import parse_instance
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "storm-largecluster" / "largeCluster03"
@@ -115,13 +116,7 @@ def test_bound_with_cuts_never_exceeds_the_optimum():
     instances (heap, CPU, incompatibilities, max per node, pins), and above the counting bound
     alone on some (so the check has teeth)."""
     raised = checked = 0
-    for seed in range(80):
-        inst = parse_instance(small_random("network", seed))
-        ref = planner.solve(inst, "network", "exact.bruteforce")
-        if ref.status.value != "optimal":
-            continue
-        groups = [g for ti, t in enumerate(inst.topologies) for g in component_groups(ti, t)]
-        pm = PlacementModel(inst, "network", groups, build=False)
+    for seed, inst, ref, pm in proven_small_network(80):
         cuts = {}
         for ti, _ in pm.topos:
             d = W.cut_data(pm, ti)
