@@ -7,8 +7,6 @@ TopologyName00009 alone on largeCluster03, which no model proved before."""
 from __future__ import annotations
 
 import random
-from pathlib import Path
-
 import pytest
 
 import planner
@@ -18,8 +16,6 @@ from formulations._rasmodel import PlacementModel, component_groups
 from formulations.network import count_bounds
 from helpers import proven_small_network
 from planner.model import parse_instance
-
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "storm-largecluster" / "largeCluster03"
 
 
 def _partitions(items: list[int]):
@@ -176,14 +172,13 @@ def test_cut_data_leaves_out_topologies_that_fit_one_worker():
     assert r.status.value == "optimal" and r.objective == pytest.approx(2 / 4)
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="needs ../shared/data/storm-largecluster")
-def test_topology_alone_on_storm_cluster_proven_by_the_cut():
+def test_topology_alone_on_storm_cluster_proven_by_the_cut(shared):
     """Storm's TopologyName00009 (35 executors, 3,872 MB of on-heap, 2,048 MB heap) alone on
     largeCluster03's nodes: every stream fits one worker, so the counting bound is 0 and no
     model proved the plan (feasible 0.657 / 0 at 30 s, session 29). The cut (23 pairs) proves it."""
     from planner.storm import load_cluster_dir
 
-    inst = load_cluster_dir(SHARED, ackers="conf")
+    inst = load_cluster_dir(shared / "data" / "storm-largecluster" / "largeCluster03", ackers="conf")
     t = next(t for t in inst.topologies if t.id == "TopologyName00009")
     one = inst.model_copy(update={"topologies": [t]})
     r = planner.solve(one, "network", "exact.cpsat", time_limit=30)
