@@ -344,7 +344,11 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
             continue
         where = labels.get(inst.topologies[ti].id)
         hint = None if where is None else [where.get(x) for x in d["executor"]]
-        got = _workercut.worker_cut(d, lim, run.threads, run.seed, hint)
+        try:
+            got = _workercut.worker_cut(d, lim, run.threads, run.seed, hint)
+        except Exception as e:  # a failed cut costs its time and its bound, not the solve
+            run.notes.append(f"worker cut of {inst.topologies[ti].id} failed ({type(e).__name__}: {e})")
+            continue
         stats["solved"] += 1
         if got is None:
             continue
@@ -379,10 +383,14 @@ def _cut_plans(run: Run, plan: Plan, found: dict[int, list], det: dict) -> tuple
     kept = 0
     for ti, groups in found.items():
         tid = inst.topologies[ti].id
-        new = resid.place(tid, groups)
-        if new is None:
+        try:
+            new = resid.place(tid, groups)
+            got = None if new is None else evaluate(resid.instance_for(tid), Plan(placements=new), "network")
+        except Exception as e:  # a failed placement costs its time, not the solve
+            run.notes.append(f"the worker cut's plan of {tid} failed ({type(e).__name__}: {e})")
             continue
-        got = evaluate(resid.instance_for(tid), Plan(placements=new), "network")
+        if got is None:
+            continue
         if got["feasible"] and got["network_metric"] < by[tid] - FLOOR_TOL * max(1.0, by[tid]):
             resid.replace(tid, new)
             by[tid] = float(got["network_metric"])
