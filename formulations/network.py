@@ -678,7 +678,7 @@ def count_bounds(pm: PlacementModel, cuts: dict[int, int] | None = None) -> dict
     """{topology index: a lower bound on its share of the metric} (topologies without a stream
     are left out: their share is 0), from :func:`count_excess`'s pairs that every plan must
     separate at each level, divided by the topology's executor count. ``cuts`` ({topology
-    index: a lower bound on its cross-worker pairs}, :func:`worker_cuts`) replaces the worker
+    index: a lower bound on its cross-worker pairs}, :func:`_worker_cuts`) replaces the worker
     level's count where it is higher: a pair in two workers is counted at the worker level
     whether or not it is also in two nodes, so the levels add."""
     execs = {ti: float(t.executor_count) for ti, t in pm.topos}

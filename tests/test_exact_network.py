@@ -1002,7 +1002,8 @@ def test_network_local_search_runs_two_searches_and_keeps_the_better(monkeypatch
 
 def test_local_search_alone_is_never_optimal(monkeypatch):
     """With no bound (column generation stubbed out) and no compact model, the method returns
-    the local search's plan as feasible, never optimal."""
+    the local search's plan (or one the worker cut's grouping made better) as feasible, never
+    optimal: no optimality claim from the searches."""
     from formulations import _patterns as P
     from formulations import _rasmodel
 
