@@ -653,7 +653,7 @@ TOPO_WHOLE_PASSES = 2
 # the worker cuts (_worker_cuts): at most this share of the time left, each cut its share by
 # executors of it, at least CUT_MIN_S and at most CUT_EACH_S x (components / executors)^2
 CUT_SHARE = 0.2
-CUT_EACH_S = 5.0
+CUT_EACH_S = 8.0
 CUT_MIN_S = 0.2
 # when the compact model is too large for the time left, the topology search's whole sub-solves
 # go on until this share of the limit
