@@ -105,10 +105,13 @@ def _reward(m, expr: dict[int, float], e_t: float) -> None:
 
 
 def solve_network(run: Run) -> Result:
-    """Minimise the RAS network metric: the configuration model (node and rack contents as
-    columns, docs/formulations.md) in the first 3/4 of the time limit, then, if it has not
-    proven its plan optimal, the compact count model seeded with its best plan (the better
-    bound of the two is reported)."""
+    """Minimise the RAS network metric. First the start plan bettered by the local search, the
+    worker cuts (which also raise the counting bound) and, with several topologies, the
+    topology search; a plan at that bound is returned optimal at once. Then the configuration
+    model (node and rack contents as columns, docs/formulations.md) in the first 3/4 of the
+    time limit, then, if it has not proven its plan optimal, the compact count model seeded
+    with its best plan (the better bound of the two is reported), or, when that model is too
+    large for the time left, the late topology search and worker cuts."""
     groups = [g for ti, t in enumerate(run.instance.topologies) for g in component_groups(ti, t)]
     base = PlacementModel(run.instance, run.problem, groups, sense="min", symmetry=run.symmetry, build=False)
     quick = run.quick_infeasible(base)
@@ -135,16 +138,12 @@ def solve_network(run: Run) -> Result:
             best = (float(m0["network_metric"]), seed) if m0["feasible"] else None
         # the searches before the model's build: a plan at the counting bound needs no model
         best = _local_search(run, base, edges, const, seed, best, det)
-        cuts = _worker_cuts(run, base, None if best is None else best[1], own, det)
-        if cuts["found"] and best is not None:
-            best = _cut_plans(run, best[1], cuts["found"], det) or best
-        if cuts["cuts"]:
-            own = count_bounds(base, cuts["cuts"])
-            run.floor = sum(own.values())
-            run.floor_from = "the counting bound with the worker cuts (network.count_bounds)"
+        cuts, got = _worker_cuts(run, base, None if best is None else best[1], own, det)
+        best = got or best
+        own = _raise_floor(run, cuts, own)
         if best is not None and len(run.instance.topologies) > 1:
             best = _topology_search(run, base, best[1], own, det) or best
-        if best is not None and best[0] <= run.floor + FLOOR_TOL * max(1.0, run.floor):
+        if best is not None and _at_floor(run, best[0]):
             run.notes.append(f"the start plan meets {run.floor_from}")
             det = {"model": "none (the start plan meets the bound)", "bound_from": run.floor_from, **det}
             return run.pattern_result({"status": "optimal"}, best[1], bound=max(0.0, run.floor), details=det)
@@ -173,7 +172,7 @@ def solve_network(run: Run) -> Result:
             pat_bound = const - out["bound"]
         if out["status"] in ("feasible", "unknown") and plan is not None and run.floor > 0.0:
             m = evaluate(run.instance, plan, "network")
-            if m["feasible"] and m["network_metric"] <= run.floor + FLOOR_TOL * max(1.0, run.floor):
+            if m["feasible"] and _at_floor(run, m["network_metric"]):
                 # the model's plan meets the bound known without it (the worker cuts)
                 run.notes.append(f"the plan meets {run.floor_from}")
                 out = {**out, "status": "optimal"}
@@ -198,13 +197,11 @@ def solve_network(run: Run) -> Result:
         if cuts is not None and incumbent is not None and run.time_limit is not None:
             # the cuts not proven go on in the time left (a topology alone on a big cluster:
             # the configuration model's tables are too large, the compact model too)
-            cuts = _worker_cuts(run, base, incumbent, own, det, state=cuts, end=run.deadline(TOPO_LATE_END),
-                                key="worker_cuts_late")
-            got = _cut_plans(run, incumbent, cuts["found"], det) if cuts["found"] else None
+            cuts, got = _worker_cuts(run, base, incumbent, own, det, state=cuts, end=run.deadline(TOPO_LATE_END),
+                                     key="worker_cuts_late")
             incumbent = incumbent if got is None else got[1]
-            if cuts["cuts"]:
-                run.floor = sum(count_bounds(base, cuts["cuts"]).values())
-            if got is not None and got[0] <= run.floor + FLOOR_TOL * max(1.0, run.floor):
+            _raise_floor(run, cuts, own)
+            if got is not None and _at_floor(run, got[0]):
                 run.notes.append(f"the plan meets {run.floor_from}")
                 return run.pattern_result({"status": "optimal"}, incumbent, bound=max(0.0, run.floor),
                                           details={**det, "bound_from": run.floor_from})
@@ -281,14 +278,16 @@ def _local_search(run: Run, base: PlacementModel, edges: dict, const: float, see
 
 
 def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[int, float], det: dict,
-                 state: dict | None = None, end: float | None = None, key: str = "worker_cuts") -> dict:
-    """Lower bounds on the topologies' cross-worker pairs by their worker cuts
-    (:mod:`formulations._workercut`), for :func:`count_bounds`, as a state {"data": each
-    modelled topology's cut data, "cuts": {topology index: its bound}, "proven": the indices
-    whose cut is the least, "found": {topology index: the best partition's groups of
-    (component, executor index)}}; give the state back (with ``end``, a monotonic instant) to
-    go on with the cuts not proven. Topologies go in order of their share of ``plan``'s metric
-    above their own bound (``own``), those at it skipped; without a plan, the smallest first.
+                 state: dict | None = None, end: float | None = None, key: str = "worker_cuts"):
+    """(state, (metric, plan) or None): lower bounds on the topologies' cross-worker pairs by
+    their worker cuts (:mod:`formulations._workercut`), as a state {"data": each modelled
+    topology's cut data, "excess": :func:`count_excess`, "cuts": {topology index: its bound},
+    "own": :func:`count_bounds` with those cuts, "proven": the indices whose cut is the least,
+    "found": {topology index: the best partition's groups of (component, executor index)}}
+    (give it back, with ``end``, a monotonic instant, to go on with the cuts not proven); and
+    ``plan`` bettered by the groupings (:func:`_cut_plans`; None without a feasible plan).
+    Topologies go in order of their share of ``plan``'s metric above their own bound
+    (``own``), those at it skipped; without a plan, the smallest first.
     Each cut is hinted with the plan's workers, so CP-SAT stops as soon as it proves the plan's
     cut the least. Time: until ``end``, or CUT_SHARE of the time left, each cut its share by
     executors of the time left (at least CUT_MIN_S; without ``end`` at most CUT_EACH_S x the
@@ -300,15 +299,16 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
     inst = run.instance
     if state is None:
         state = {"data": {ti: d for ti, _ in base.topos if (d := _workercut.cut_data(base, ti)) is not None},
-                 "cuts": {}, "proven": set(), "found": {}}
+                 "excess": count_excess(base), "cuts": {}, "own": own, "proven": set(), "found": {}}
     data = {ti: d for ti, d in state["data"].items() if ti not in state["proven"]}
     if not data:
-        return state
+        return state, None
     labels: dict[str, dict] = {}
+    m = None
     if plan is not None:
         m = evaluate(inst, plan, "network")
         if not m["feasible"]:
-            plan = None
+            plan = m = None
         else:
             by = m["network_metric_by_topology"]
             for p in plan.placements:
@@ -357,26 +357,39 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
             state["proven"].add(ti)
             stats["proven"] += 1
         state["found"][ti] = [[d["executor"][e] for e in grp] for grp in got["groups"]]
-    before = count_bounds(base)
-    after = count_bounds(base, state["cuts"])
+    before = count_bounds(base, excess=state["excess"])
+    state["own"] = after = count_bounds(base, state["cuts"], excess=state["excess"])
     stats["raised"] = sum(1 for ti in state["cuts"] if after.get(ti, 0.0) > before.get(ti, 0.0) + 1e-12)
     stats["bound_gain"] = round(sum(after.values()) - sum(before.values()), 9)
+    best = _cut_plans(run, plan, m, state["found"], det) if m is not None and state["found"] else None
     det[key + "_s"] = round(time.monotonic() - t_start, 2)
-    return state
+    return state, best
 
 
-def _cut_plans(run: Run, plan: Plan, found: dict[int, list], det: dict) -> tuple[float, Plan] | None:
+def _raise_floor(run: Run, cuts: dict, own: dict[int, float]) -> dict[int, float]:
+    """The own bounds by topology with the worker cuts (``cuts``, :func:`_worker_cuts`' state),
+    made the solve's floor when a cut was found; ``own`` when none was."""
+    if not cuts["cuts"]:
+        return own
+    run.floor = sum(cuts["own"].values())
+    run.floor_from = "the counting bound with the worker cuts (network.count_bounds)"
+    return cuts["own"]
+
+
+def _at_floor(run: Run, metric: float) -> bool:
+    """Whether a plan of this metric meets the solve's floor (FLOOR_TOL): it is optimal."""
+    return metric <= run.floor + FLOOR_TOL * max(1.0, run.floor)
+
+
+def _cut_plans(run: Run, plan: Plan, m: dict, found: dict[int, list], det: dict) -> tuple[float, Plan]:
     """(metric, plan): ``plan`` with topologies placed again by their worker cuts' partitions
     (``found``: {topology index: groups of (component, executor index)}): each group one
     worker, packed onto as few nodes as :meth:`Residuals.place` finds room on. A topology's new
     placement is kept when the evaluator passes it on its residual instance with a lower share
     of the metric, and the merged plan when it passes on the whole instance. Where the groups
     fit one node, the topology's share is the cut over its executors: at the bound, when the
-    cut is proven. None when the evaluator rejects ``plan``."""
+    cut is proven. ``m``: ``plan``'s evaluation (feasible)."""
     inst = run.instance
-    m = evaluate(inst, plan, "network")
-    if not m["feasible"]:
-        return None
     best = (float(m["network_metric"]), plan)
     by = dict(m["network_metric_by_topology"])
     resid = Residuals(inst, plan)
@@ -674,16 +687,18 @@ def count_bound(pm: PlacementModel) -> float:
     return sum(count_bounds(pm).values())
 
 
-def count_bounds(pm: PlacementModel, cuts: dict[int, int] | None = None) -> dict[int, float]:
+def count_bounds(pm: PlacementModel, cuts: dict[int, int] | None = None,
+                 excess: dict[int, list[int]] | None = None) -> dict[int, float]:
     """{topology index: a lower bound on its share of the metric} (topologies without a stream
     are left out: their share is 0), from :func:`count_excess`'s pairs that every plan must
     separate at each level, divided by the topology's executor count. ``cuts`` ({topology
     index: a lower bound on its cross-worker pairs}, :func:`_worker_cuts`) replaces the worker
     level's count where it is higher: a pair in two workers is counted at the worker level
-    whether or not it is also in two nodes, so the levels add."""
+    whether or not it is also in two nodes, so the levels add. ``excess``: :func:`count_excess`
+    when already known."""
     execs = {ti: float(t.executor_count) for ti, t in pm.topos}
     out = {}
-    for ti, (w, n, r) in count_excess(pm).items():
+    for ti, (w, n, r) in (count_excess(pm) if excess is None else excess).items():
         w = max(w, (cuts or {}).get(ti, 0))
         out[ti] = max(0.0, (w + n + r) / execs[ti] * (1.0 - 1e-12))
     return out

@@ -2176,7 +2176,7 @@ def test_rack_enumeration_over_four_racks_agrees_with_bruteforce(monkeypatch):
     import formulations.network as N
 
     monkeypatch.setattr(N, "_local_search", lambda run, base, pat, info, seed, start, det: start)
-    monkeypatch.setattr(N, "_cut_plans", lambda run, plan, found, det: None)  # no worker-cut plans either
+    monkeypatch.setattr(N, "_cut_plans", lambda run, plan, m, found, det: None)  # no worker-cut plans either
     solved = 0
     for seed in range(5):
         d = _four_racks(seed)
