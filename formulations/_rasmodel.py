@@ -467,6 +467,10 @@ class Run:
     floor: float = 0.0  # a bound of the metric known without a model (network: ``network.count_bound``)
     floor_from: str = "the metric's floor 0"
     start_source: str = ""  # the method whose plan start_plan returned
+    # network's topology search sets these on its whole sub-solves (network._replace_topology):
+    # the whole solve's worker cut of the sub-instance's one topology as (cut, proven), or ()
+    known_cut: tuple = ()
+    sub_solve: bool = False
 
     @property
     def backend(self) -> str:

@@ -111,7 +111,9 @@ def solve_network(run: Run) -> Result:
     model (node and rack contents as columns, docs/formulations.md) in the first 3/4 of the
     time limit, then, if it has not proven its plan optimal, the compact count model seeded
     with its best plan (the better bound of the two is reported), or, when that model is too
-    large for the time left, the late topology search and worker cuts."""
+    large for the time left, the late topology search and worker cuts. On one topology whose
+    node tables are refused, the worker cuts take the configuration model's time before it
+    (:func:`_cuts_first`)."""
     groups = [g for ti, t in enumerate(run.instance.topologies) for g in component_groups(ti, t)]
     base = PlacementModel(run.instance, run.problem, groups, sense="min", symmetry=run.symmetry, build=False)
     quick = run.quick_infeasible(base)
@@ -126,6 +128,7 @@ def solve_network(run: Run) -> Result:
     cuts = None  # the worker cuts' state (_worker_cuts)
     pat_bound = None
     cfg_infeasible = False
+    cuts_done = False  # the cuts had the configuration model's time (_cuts_first): none late
     det: dict = {}
     if why is None:
         # the start plan first: it is the answer when the time runs out (at an 8 s limit,
@@ -148,6 +151,19 @@ def solve_network(run: Run) -> Result:
             det = {"model": "none (the start plan meets the bound)", "bound_from": run.floor_from, **det}
             return run.pattern_result({"status": "optimal"}, best[1], bound=max(0.0, run.floor), details=det)
         pat, info, const = patterns.build_network(base, run.deadline(0.75), run.threads)
+        if _cuts_first(run, pat, cuts):
+            # one topology whose node tables are refused: the configuration model's column
+            # generation then has no exact node pricing and ended with no bound on every such
+            # Storm topology measured (session 31), while a longer cut may prove one
+            cuts, got = _worker_cuts(run, base, None if best is None else best[1], own, det, state=cuts,
+                                     end=run.deadline(TOPO_LATE_END), key="worker_cuts_untabled")
+            best = got or best
+            own = _raise_floor(run, cuts, own)
+            cuts_done = True
+            if best is not None and _at_floor(run, best[0]):
+                run.notes.append(f"the plan meets {run.floor_from}")
+                det = {"model": "none (the plan meets the bound)", "bound_from": run.floor_from, **det}
+                return run.pattern_result({"status": "optimal"}, best[1], bound=max(0.0, run.floor), details=det)
         start = None
         for plan in (seed, None if best is None else best[1]):  # their columns go to the master
             v = None if plan is None else patterns.seed_network(base, pat, info, plan)
@@ -192,9 +208,9 @@ def solve_network(run: Run) -> Result:
             # the time the compact model cannot use goes to whole sub-solves of the topology
             # search (Storm's largeCluster03 left 15 s of 60 unused)
             got = _topology_search(run, base, incumbent, own, det, whole=True, end=run.deadline(TOPO_LATE_END),
-                                   key="topology_search_late")
+                                   key="topology_search_late", cuts=cuts)
             incumbent = incumbent if got is None else got[1]
-        if cuts is not None and incumbent is not None and run.time_limit is not None:
+        if cuts is not None and not cuts_done and incumbent is not None and run.time_limit is not None:
             # the cuts not proven go on in the time left (a topology alone on a big cluster:
             # the configuration model's tables are too large, the compact model too)
             cuts, got = _worker_cuts(run, base, incumbent, own, det, state=cuts, end=run.deadline(TOPO_LATE_END),
@@ -300,6 +316,15 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
     if state is None:
         state = {"data": {ti: d for ti, _ in base.topos if (d := _workercut.cut_data(base, ti)) is not None},
                  "excess": count_excess(base), "cuts": {}, "own": own, "proven": set(), "found": {}}
+        if run.known_cut and 0 in state["data"]:
+            # a sub-solve of the topology search: the whole solve's cut of this topology holds
+            # here too (every plan of the sub-instance is one of the whole instance's), and a
+            # proven one is not computed again
+            cut, proven = run.known_cut
+            state["cuts"][0] = cut
+            if proven:
+                state["proven"].add(0)
+            state["own"] = count_bounds(base, state["cuts"], excess=state["excess"])
     data = {ti: d for ti, d in state["data"].items() if ti not in state["proven"]}
     if not data:
         return state, None
@@ -366,6 +391,21 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
     return state, best
 
 
+def _cuts_first(run: Run, pat, cuts: dict | None) -> bool:
+    """Whether the worker cuts not yet proven get the configuration model's time before it
+    (until TOPO_LATE_END of the limit, the late cuts' end, so none after it): one topology, a time
+    limit, and no node family priced by table (``pat``, :func:`patterns.build_network`). Then
+    column generation prices nodes by heuristics and CP-SAT, and on the six Storm topologies
+    alone that reached it (largeCluster03, 52-54 executors) it ended with no bound at 10, 30
+    and 60 s, while each cut is restarted from nothing by every call, so one long call proves
+    what two short ones do not (TopologyName00019's cut: 17 s)."""
+    if cuts is None or run.time_limit is None or run.sub_solve or len(run.instance.topologies) != 1:
+        return False
+    if not set(cuts["data"]) - cuts["proven"]:
+        return False
+    return not any(f.table is not None for f in pat.families if f.name.startswith("node"))
+
+
 def _raise_floor(run: Run, cuts: dict, own: dict[int, float]) -> dict[int, float]:
     """The own bounds by topology with the worker cuts (``cuts``, :func:`_worker_cuts`' state),
     made the solve's floor when a cut was found; ``own`` when none was."""
@@ -420,7 +460,7 @@ def _cut_plans(run: Run, plan: Plan, m: dict, found: dict[int, list], det: dict)
 
 
 def _topology_search(run: Run, base: PlacementModel, plan: Plan, own: dict[int, float], det: dict, whole: bool = False,
-                     end: float | None = None, key: str = "topology_search"):
+                     end: float | None = None, key: str = "topology_search", cuts: dict | None = None):
     """``plan`` improved topology by topology, as (metric, plan), or None when the evaluator
     rejects ``plan``: each topology whose share of the metric is above its own counting bound
     (``own``, :func:`count_bounds` by topology index) is taken out and placed again, alone,
@@ -441,7 +481,9 @@ def _topology_search(run: Run, base: PlacementModel, plan: Plan, own: dict[int, 
     sub-solves earlier took the configuration model's time on mid-sized instances and weakened
     its bounds). Order: the largest excess over the own bound first. A heuristic: no
     optimality claim from it; the early call's plan, like the local search's, becomes a column
-    set of the configuration model (``seed_network``). ``key`` names its details."""
+    set of the configuration model (``seed_network``). ``key`` names its details; ``cuts``, the
+    worker cuts' state (:func:`_worker_cuts`), gives each whole sub-solve its topology's cut, so
+    a proven one is not computed again."""
     inst = run.instance
     t_start = time.monotonic()
     if end is None and run.time_limit is not None:
@@ -477,7 +519,8 @@ def _topology_search(run: Run, base: PlacementModel, plan: Plan, own: dict[int, 
             mine = Plan(placements=list(resid.mine.get(t.id, [])))
             try:
                 sub_inst = resid.instance_for(t.id, TOPO_NODES)
-                sub = _replace_topology(run, sub_inst, mine, by[t.id], npass == 0, lim)
+                known = () if cuts is None or ti not in cuts["cuts"] else (cuts["cuts"][ti], ti in cuts["proven"])
+                sub = _replace_topology(run, sub_inst, mine, by[t.id], npass == 0, lim, known)
             except Exception as e:  # a failed sub-solve costs its time, not the solve
                 run.notes.append(f"topology search: {t.id}'s sub-solve failed ({type(e).__name__}: {e})")
                 continue
@@ -508,13 +551,17 @@ def _topology_search(run: Run, base: PlacementModel, plan: Plan, own: dict[int, 
     return float(m["network_metric"]), plan
 
 
-def _replace_topology(run: Run, sub_inst, mine: Plan, metric: float, quick: bool, lim: float | None) -> Plan | None:
+def _replace_topology(run: Run, sub_inst, mine: Plan, metric: float, quick: bool, lim: float | None,
+                      cut: tuple = ()) -> Plan | None:
     """One topology's plan on its residual instance ``sub_inst``, better than its placement
     ``mine`` (of metric ``metric``), or None: by the local search alone (``quick``) or by the
-    whole solve with ``mine`` as its start, within ``lim`` seconds."""
+    whole solve with ``mine`` as its start, within ``lim`` seconds, given the whole solve's
+    worker cut of the topology (``cut``: (cut, proven), or ())."""
     sub_run = Run(sub_inst, "network", run.method, lim, run.threads, "its placement in the whole plan",
                   run.symmetry, run.seed, run.model)
     sub_run._hint = (mine,)
+    sub_run.sub_solve = True
+    sub_run.known_cut = cut
     if quick:
         groups = component_groups(0, sub_inst.topologies[0])
         sub_base = PlacementModel(sub_inst, "network", groups, sense="min", symmetry=run.symmetry, build=False)

@@ -201,3 +201,62 @@ def test_a_failing_cut_costs_its_bound_not_the_solve(monkeypatch):
     r = planner.solve(inst, "network", "exact.cpsat", time_limit=20)
     assert r.ok and r.metrics["feasible"]
     assert "worker cut of" in r.message and "cut model broke" in r.message
+
+
+def test_cuts_take_the_configuration_models_time_when_no_node_table_is_built(monkeypatch):
+    """One topology whose node tables are refused: the cuts not proven early run before column
+    generation, until the late end (details "worker_cuts_untabled"), and the result still
+    agrees with brute force. The tables are refused here by stubbing their builder, and the
+    early cuts are given no time (CUT_SHARE 0), so only the new call can prove the bound."""
+    import formulations._nodetable as NT
+    import formulations.network as N
+
+    monkeypatch.setattr(NT, "node_table", lambda *a, **k: None)
+    monkeypatch.setattr(N, "CUT_SHARE", 0.0)
+    done = 0
+    for seed, inst, ref, pm in proven_small_network(120):
+        if len(inst.topologies) != 1 or W.cut_data(pm, 0) is None:
+            continue
+        if sum(count_bounds(pm).values()) >= ref.objective - 1e-9:
+            continue  # the counting bound alone proves it: no cut is needed
+        r = planner.solve(inst, "network", "exact.cpsat", time_limit=20)
+        assert r.metrics["feasible"] and r.objective >= ref.objective - 1e-9, seed
+        assert r.bound <= ref.objective + 1e-9, seed
+        if "worker_cuts_untabled" in r.details:
+            assert r.details["worker_cuts"]["solved"] == 0, seed  # the early call had no time
+            assert r.details["worker_cuts_untabled"]["solved"] >= 1, seed
+            assert r.status.value == "optimal" and r.objective == pytest.approx(ref.objective), (seed, r.message)
+            done += 1
+    assert done >= 10, done
+
+
+def test_a_sub_solve_takes_the_whole_solves_proven_cut_without_computing_it(monkeypatch):
+    """The topology search's whole sub-solves get the whole solve's cut of their topology
+    (``Run.known_cut``): a proven one is not computed again and raises the sub-solve's floor
+    from the start, and the result still agrees with brute force."""
+    from formulations._rasmodel import Run
+    from formulations.network import solve_network
+
+    calls = []
+    real = W.worker_cut
+    monkeypatch.setattr(W, "worker_cut", lambda *a, **k: calls.append(1) or real(*a, **k))
+    done = 0
+    for seed, inst, ref, pm in proven_small_network(120):
+        if len(inst.topologies) != 1 or W.cut_data(pm, 0) is None:
+            continue
+        if sum(count_bounds(pm).values()) >= ref.objective - 1e-9:
+            continue
+        got = real(W.cut_data(pm, 0), 10.0, threads=2)
+        assert got is not None and got["proven"], seed
+        with_cut = sum(count_bounds(pm, {0: got["cut"]}).values())
+        calls.clear()
+        run = Run(inst, "network", "exact.cpsat", 20.0, None, None, True, 0)
+        run.sub_solve, run.known_cut = True, (got["cut"], True)
+        r = solve_network(run)
+        assert not calls, seed  # the known proven cut is not computed again
+        m = planner.evaluate(inst, r.plan, "network")
+        assert r.status.value == "optimal" and m["feasible"], (seed, r.message)
+        assert m["network_metric"] == pytest.approx(ref.objective), seed
+        assert with_cut - 1e-9 <= r.bound <= ref.objective + 1e-9, seed
+        done += 1
+    assert done >= 10, done
