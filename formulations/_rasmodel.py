@@ -468,7 +468,8 @@ class Run:
     floor_from: str = "the metric's floor 0"
     start_source: str = ""  # the method whose plan start_plan returned
     # network's topology search sets these on its whole sub-solves (network._replace_topology):
-    # the whole solve's worker cut of the sub-instance's one topology as (cut, proven), or ()
+    # the whole solve's worker and node cuts of the sub-instance's one topology, as
+    # ((key, (cut, proven)), ...) with network._worker_cuts' keys
     known_cut: tuple = ()
     sub_solve: bool = False
 

@@ -24,6 +24,11 @@ sum_f need_f same[e,f] <= cap - need_e; for a component with at most k executors
 most k - 1 others of it beside e. Maximise the weighted same pairs; the cut is the total weight
 less that. Its LP relaxation is strong here (Storm's TopologyName00001: 313 of the 315 that
 CP-SAT proves in 2 s, against the counting bound's 139).
+
+The node cut (``cut_data(..., "N")``) is the same model one level up: groups that one node can
+hold, bounding the pairs every plan splits over nodes, which the metric counts again beside the
+worker level. Storm's TopologyName00001 needs 4.4 nodes' CPU; the counting bound's node level is
+4 pairs, its node cut at least 237 (CP-SAT, 20 s).
 """
 
 from __future__ import annotations
@@ -41,13 +46,19 @@ CUT_WORKERS = 8
 EPS = 1e-9
 
 
-def cut_data(pm, ti: int) -> dict | None:
+def cut_data(pm, ti: int, level: str = "W") -> dict | None:
     """The data of topology ``ti``'s cut model from the placement model ``pm`` (its nodes give
     the largest CPU and memory), or None when the cut is 0 (every executor fits one worker) or
     the topology is past CUT_EXECUTORS_MAX: {"E", "pairs" ({(e, f): weight}, e < f, only
     weights > 0), "apart" (pairs that may not share a worker), "rows" ([(need per executor,
     cap)]), "limit" ([(executors of a component, at most that many in one worker)]),
-    "executor" ([(component id, index)]), "C" (the components)}."""
+    "executor" ([(component id, index)]), "C" (the components)}.
+
+    ``level`` "N": the node cut, the same model with groups that one node can hold (its CPU and
+    memory, each the largest node's; on-heap at most the most slots of a node x the max heap;
+    per-node limits; no pairs apart, since incompatible components may share a node in two
+    workers), a lower bound on the pairs every plan splits over nodes; None when the topology
+    fits one node."""
     topo = dict(pm.topos)[ti]
     comps = sorted(topo.components, key=lambda c: c.id)
     E = sum(c.parallelism for c in comps)
@@ -62,13 +73,14 @@ def cut_data(pm, ti: int) -> dict | None:
         executor += [(c.id, i) for i in range(c.parallelism)]
         of += [c] * c.parallelism
     rows = [([c.cpu for c in of], max(n.cpu for n in nodes))]
+    heap = float(topo.max_heap_mb) * (1 if level == "W" else max(len(n.slots) for n in nodes))
     if pm.ras:
         rows.append(([c.memory_mb for c in of], max(n.memory_mb for n in nodes)))
-        rows.append(([c.memory_onheap_mb for c in of], float(topo.max_heap_mb)))
+        rows.append(([c.memory_onheap_mb for c in of], heap))
     limit = [(list(range(first[c.id], first[c.id] + c.parallelism)), c.max_per_node)
              for c in comps if c.max_per_node is not None and c.max_per_node < c.parallelism]
     apart = set()
-    for c in comps:
+    for c in (comps if level == "W" else []):
         for o in comps:
             if o.id in c.incompatible:
                 for e in range(first[c.id], first[c.id] + c.parallelism):
@@ -76,7 +88,7 @@ def cut_data(pm, ti: int) -> dict | None:
                         if e != f:
                             apart.add((min(e, f), max(e, f)))
     if not apart and not limit and all(sum(need) <= cap + EPS for need, cap in rows):
-        return None  # one worker holds them all: the cut is 0
+        return None  # one worker (node) holds them all: the cut is 0
     size = {c.id: c.parallelism for c in comps}
     pairs: dict[tuple[int, int], int] = {}
     for u, downs in rates.downstream(topo).items():

@@ -296,16 +296,17 @@ def _local_search(run: Run, base: PlacementModel, edges: dict, const: float, see
 def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[int, float], det: dict,
                  state: dict | None = None, end: float | None = None, key: str = "worker_cuts"):
     """(state, (metric, plan) or None): lower bounds on the topologies' cross-worker pairs by
-    their worker cuts (:mod:`formulations._workercut`), as a state {"data": each modelled
-    topology's cut data, "excess": :func:`count_excess`, "cuts": {topology index: its bound},
-    "own": :func:`count_bounds` with those cuts, "proven": the indices whose cut is the least,
-    "found": {topology index: the best partition's groups of (component, executor index)}}
-    (give it back, with ``end``, a monotonic instant, to go on with the cuts not proven); and
-    ``plan`` bettered by the groupings (:func:`_cut_plans`; None without a feasible plan).
-    Topologies go in order of their share of ``plan``'s metric above their own bound
-    (``own``), those at it skipped; without a plan, the smallest first.
-    Each cut is hinted with the plan's workers, so CP-SAT stops as soon as it proves the plan's
-    cut the least. Time: until ``end``, or CUT_SHARE of the time left, each cut its share by
+    their worker cuts, and on their cross-node pairs by their node cuts
+    (:mod:`formulations._workercut`), as a state {"data": each modelled cut's data by key
+    (topology index, "W" or "N"), "excess": :func:`count_excess`, "cuts": {key: its bound},
+    "own": :func:`count_bounds` with those cuts, "proven": the keys whose cut is the least,
+    "found": {topology index: the best worker partition's groups of (component, executor
+    index)}} (give it back, with ``end``, a monotonic instant, to go on with the cuts not
+    proven); and ``plan`` bettered by the worker groupings (:func:`_cut_plans`; None without a
+    feasible plan). Topologies go in order of their share of ``plan``'s metric above their own
+    bound (``own``), those at it skipped; without a plan, the smallest first; a topology's
+    worker cut before its node cut. Each cut is hinted with the plan's workers (nodes), so
+    CP-SAT stops as soon as it proves the plan's cut the least. Time: until ``end``, or CUT_SHARE of the time left, each cut its share by
     executors of the time left (at least CUT_MIN_S; without ``end`` at most CUT_EACH_S x the
     square of the topology's components / executors, which is each cut's time without a time
     limit)."""
@@ -314,18 +315,20 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
     t_start = time.monotonic()
     inst = run.instance
     if state is None:
-        state = {"data": {ti: d for ti, _ in base.topos if (d := _workercut.cut_data(base, ti)) is not None},
+        state = {"data": {(ti, lvl): d for ti, _ in base.topos for lvl in "WN"
+                          if (d := _workercut.cut_data(base, ti, lvl)) is not None},
                  "excess": count_excess(base), "cuts": {}, "own": own, "proven": set(), "found": {}}
-        if run.known_cut and 0 in state["data"]:
-            # a sub-solve of the topology search: the whole solve's cut of this topology holds
+        known = {k: v for k, v in run.known_cut if k in state["data"]}
+        if known:
+            # a sub-solve of the topology search: the whole solve's cuts of this topology hold
             # here too (every plan of the sub-instance is one of the whole instance's), and a
             # proven one is not computed again
-            cut, proven = run.known_cut
-            state["cuts"][0] = cut
-            if proven:
-                state["proven"].add(0)
-            state["own"] = count_bounds(base, state["cuts"], excess=state["excess"])
-    data = {ti: d for ti, d in state["data"].items() if ti not in state["proven"]}
+            for k, (cut, proven) in known.items():
+                state["cuts"][k] = cut
+                if proven:
+                    state["proven"].add(k)
+            state["own"] = _cut_bounds(base, state)
+    data = {k: d for k, d in state["data"].items() if k not in state["proven"]}
     if not data:
         return state, None
     labels: dict[str, dict] = {}
@@ -339,18 +342,19 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
             for p in plan.placements:
                 labels.setdefault(p.topology, {})[(p.component, p.executor)] = (p.node, p.slot)
     if plan is None:
-        order = sorted(data, key=lambda ti: data[ti]["E"])
+        order = sorted(data, key=lambda k: (data[k]["E"], k))
     else:
-        excess = {ti: by[inst.topologies[ti].id] - own.get(ti, 0.0) for ti in data}
-        order = sorted((ti for ti in data if excess[ti] > FLOOR_TOL * max(1.0, own.get(ti, 0.0))),
-                       key=lambda ti: -excess[ti])
+        excess = {ti: by[inst.topologies[ti].id] - own.get(ti, 0.0) for ti, _ in data}
+        order = sorted((k for k in data if excess[k[0]] > FLOOR_TOL * max(1.0, own.get(k[0], 0.0))),
+                       key=lambda k: (-excess[k[0]], k))
     late = end is not None
     if end is None and run.time_limit is not None:
         end = t_start + CUT_SHARE * run.remaining()
-    left_exec = sum(data[ti]["E"] for ti in order)
+    left_exec = sum(data[k]["E"] for k in order)
     stats = det.setdefault(key, {"modelled": len(state["data"]), "solved": 0, "proven": 0})
-    for ti in order:
-        d = data[ti]
+    for k in order:
+        ti, lvl = k
+        d = data[k]
         # early, at most CUT_EACH_S x (components / executors)^2: the cut model has a Boolean
         # per executor pair and no count of interchangeable executors, and proves few cuts where
         # components have several executors each (layered 30 x 6: none in 5 s), where the
@@ -368,27 +372,38 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
         if lim < CUT_MIN_S:
             continue
         where = labels.get(inst.topologies[ti].id)
-        hint = None if where is None else [where.get(x) for x in d["executor"]]
+        # the hint: each executor's worker, or its node for the node cut
+        hint = None if where is None else [None if (w := where.get(x)) is None else w if lvl == "W" else w[0]
+                                           for x in d["executor"]]
         try:
             got = _workercut.worker_cut(d, lim, run.threads, run.seed, hint)
         except Exception as e:  # a failed cut costs its time and its bound, not the solve
-            run.notes.append(f"worker cut of {inst.topologies[ti].id} failed ({type(e).__name__}: {e})")
+            what = "worker" if lvl == "W" else "node"
+            run.notes.append(f"{what} cut of {inst.topologies[ti].id} failed ({type(e).__name__}: {e})")
             continue
         stats["solved"] += 1
         if got is None:
             continue
-        state["cuts"][ti] = max(got["cut"], state["cuts"].get(ti, 0))
+        state["cuts"][k] = max(got["cut"], state["cuts"].get(k, 0))
         if got["proven"]:
-            state["proven"].add(ti)
+            state["proven"].add(k)
             stats["proven"] += 1
-        state["found"][ti] = [[d["executor"][e] for e in grp] for grp in got["groups"]]
+        if lvl == "W":
+            state["found"][ti] = [[d["executor"][e] for e in grp] for grp in got["groups"]]
     before = count_bounds(base, excess=state["excess"])
-    state["own"] = after = count_bounds(base, state["cuts"], excess=state["excess"])
-    stats["raised"] = sum(1 for ti in state["cuts"] if after.get(ti, 0.0) > before.get(ti, 0.0) + 1e-12)
+    state["own"] = after = _cut_bounds(base, state)
+    stats["raised"] = sum(1 for ti in {ti for ti, _ in state["cuts"]} if after.get(ti, 0.0) > before.get(ti, 0.0) + 1e-12)
     stats["bound_gain"] = round(sum(after.values()) - sum(before.values()), 9)
     best = _cut_plans(run, plan, m, state["found"], det) if m is not None and state["found"] else None
     det[key + "_s"] = round(time.monotonic() - t_start, 2)
     return state, best
+
+
+def _cut_bounds(base: PlacementModel, state: dict) -> dict[int, float]:
+    """:func:`count_bounds` with the worker and node cuts of :func:`_worker_cuts`' state."""
+    return count_bounds(base, {ti: c for (ti, lvl), c in state["cuts"].items() if lvl == "W"},
+                        excess=state["excess"],
+                        node_cuts={ti: c for (ti, lvl), c in state["cuts"].items() if lvl == "N"})
 
 
 def _cuts_first(run: Run, pat, cuts: dict | None) -> bool:
@@ -412,7 +427,7 @@ def _raise_floor(run: Run, cuts: dict, own: dict[int, float]) -> dict[int, float
     if not cuts["cuts"]:
         return own
     run.floor = sum(cuts["own"].values())
-    run.floor_from = "the counting bound with the worker cuts (network.count_bounds)"
+    run.floor_from = "the counting bound with the worker and node cuts (network.count_bounds)"
     return cuts["own"]
 
 
@@ -519,7 +534,9 @@ def _topology_search(run: Run, base: PlacementModel, plan: Plan, own: dict[int, 
             mine = Plan(placements=list(resid.mine.get(t.id, [])))
             try:
                 sub_inst = resid.instance_for(t.id, TOPO_NODES)
-                known = () if cuts is None or ti not in cuts["cuts"] else (cuts["cuts"][ti], ti in cuts["proven"])
+                # its cuts, keyed for the sub-instance, whose one topology is index 0
+                known = () if cuts is None else tuple(((0, lvl), (c, (i, lvl) in cuts["proven"]))
+                                                      for (i, lvl), c in cuts["cuts"].items() if i == ti)
                 sub = _replace_topology(run, sub_inst, mine, by[t.id], npass == 0, lim, known)
             except Exception as e:  # a failed sub-solve costs its time, not the solve
                 run.notes.append(f"topology search: {t.id}'s sub-solve failed ({type(e).__name__}: {e})")
@@ -556,7 +573,8 @@ def _replace_topology(run: Run, sub_inst, mine: Plan, metric: float, quick: bool
     """One topology's plan on its residual instance ``sub_inst``, better than its placement
     ``mine`` (of metric ``metric``), or None: by the local search alone (``quick``) or by the
     whole solve with ``mine`` as its start, within ``lim`` seconds, given the whole solve's
-    worker cut of the topology (``cut``: (cut, proven), or ())."""
+    cuts of the topology (``cut``: ((key, (cut, proven)), ...), keys as :func:`_worker_cuts`'
+    for the sub-instance)."""
     sub_run = Run(sub_inst, "network", run.method, lim, run.threads, "its placement in the whole plan",
                   run.symmetry, run.seed, run.model)
     sub_run._hint = (mine,)
@@ -735,18 +753,20 @@ def count_bound(pm: PlacementModel) -> float:
 
 
 def count_bounds(pm: PlacementModel, cuts: dict[int, int] | None = None,
-                 excess: dict[int, list[int]] | None = None) -> dict[int, float]:
+                 excess: dict[int, list[int]] | None = None,
+                 node_cuts: dict[int, int] | None = None) -> dict[int, float]:
     """{topology index: a lower bound on its share of the metric} (topologies without a stream
     are left out: their share is 0), from :func:`count_excess`'s pairs that every plan must
     separate at each level, divided by the topology's executor count. ``cuts`` ({topology
     index: a lower bound on its cross-worker pairs}, :func:`_worker_cuts`) replaces the worker
-    level's count where it is higher: a pair in two workers is counted at the worker level
-    whether or not it is also in two nodes, so the levels add. ``excess``: :func:`count_excess`
-    when already known."""
+    level's count where it is higher, and ``node_cuts`` (the same for cross-node pairs) the
+    node level's: a pair in two workers is counted at the worker level whether or not it is
+    also in two nodes, so the levels add. ``excess``: :func:`count_excess` when already known."""
     execs = {ti: float(t.executor_count) for ti, t in pm.topos}
     out = {}
     for ti, (w, n, r) in (count_excess(pm) if excess is None else excess).items():
         w = max(w, (cuts or {}).get(ti, 0))
+        n = max(n, (node_cuts or {}).get(ti, 0))
         out[ti] = max(0.0, (w + n + r) / execs[ti] * (1.0 - 1e-12))
     return out
 

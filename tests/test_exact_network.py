@@ -316,14 +316,16 @@ def test_bad_option_is_instance_error():
 # --- the configuration (column) models --------------------------------------------------------
 
 def test_configuration_model_is_what_the_agreement_tests_exercise():
+    # over the agreement tests' own seeds (the first 20 until session 31, at least 8 each; the
+    # network node cut proves more of them before any model: 7 of those 20, 13 of the 45)
     for problem in ("network", "traffic"):
         used = 0
-        for seed in range(20):
+        for seed in range(N_FAST):
             inst = parse_instance(small_random(problem, seed))
             r = planner.solve(inst, problem, "exact.cpsat")
             if r.status.value == "optimal":
                 used += r.details.get("model") == "configuration"
-        assert used >= 8, (problem, used)
+        assert used >= 10, (problem, used)
 
 
 @pytest.mark.parametrize("problem,size", [("network", (8, 5, 2)), ("traffic", (12, 5, 3))])

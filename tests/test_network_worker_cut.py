@@ -108,25 +108,28 @@ def test_worker_cut_is_the_least_cut_of_every_partition():
 
 
 def test_bound_with_cuts_never_exceeds_the_optimum():
-    """network's bound with the worker cuts is at most brute force's proven optimum on random
-    instances (heap, CPU, incompatibilities, max per node, pins), and above the counting bound
-    alone on some (so the check has teeth)."""
-    raised = checked = 0
+    """network's bound with the worker cuts, and with the node cuts too, is at most brute
+    force's proven optimum on random instances (heap, CPU, incompatibilities, max per node,
+    pins), and above the bound without them on some (so the check has teeth)."""
+    raised = raised_n = checked = 0
     for seed, inst, ref, pm in proven_small_network(80):
-        cuts = {}
+        cuts = {"W": {}, "N": {}}
         for ti, _ in pm.topos:
-            d = W.cut_data(pm, ti)
-            if d is not None:
-                got = W.worker_cut(d, 10.0, threads=2)
-                if got is not None:
-                    assert got["proven"]
-                    cuts[ti] = got["cut"]
+            for lvl in "WN":
+                d = W.cut_data(pm, ti, lvl)
+                if d is not None:
+                    got = W.worker_cut(d, 10.0, threads=2)
+                    if got is not None:
+                        assert got["proven"]
+                        cuts[lvl][ti] = got["cut"]
         b0 = sum(count_bounds(pm).values())
-        b = sum(count_bounds(pm, cuts).values())
-        assert b0 - 1e-12 <= b <= ref.objective + 1e-9, (seed, b0, b, ref.objective)
+        b = sum(count_bounds(pm, cuts["W"]).values())
+        bn = sum(count_bounds(pm, cuts["W"], node_cuts=cuts["N"]).values())
+        assert b0 - 1e-12 <= b <= bn <= ref.objective + 1e-9, (seed, b0, b, bn, ref.objective)
         checked += 1
         raised += b > b0 + 1e-9
-    assert checked >= 50 and raised >= 5, (checked, raised)
+        raised_n += bn > b + 1e-9
+    assert checked >= 50 and raised >= 5 and raised_n >= 10, (checked, raised, raised_n)
 
 
 def test_exact_methods_agree_with_bruteforce_where_the_cut_raises_the_bound():
@@ -185,6 +188,28 @@ def test_topology_alone_on_storm_cluster_proven_by_the_cut(shared):
     assert r.status.value == "optimal", r.message
     assert r.objective == pytest.approx(23 / 35) and r.bound == pytest.approx(23 / 35, abs=1e-9)
     assert r.metrics["feasible"] and r.details["worker_cuts"]["proven"] == 1
+
+
+def test_node_cut_of_a_storm_topology_wider_than_a_node(shared):
+    """Storm's TopologyName00001 (53 executors) needs 4.4 nodes' CPU of largeCluster03: the
+    counting bound's node level is 4 pairs, its node cut is over 200 in 3 s (237 proven as a
+    bound in 20 s; the best grouping found splits 265), and the solve's bound rises with it."""
+    from planner.storm import load_cluster_dir
+
+    inst = load_cluster_dir(shared / "data" / "storm-largecluster" / "largeCluster03", ackers="conf")
+    t = next(t for t in inst.topologies if t.id == "TopologyName00001")
+    one = inst.model_copy(update={"topologies": [t]})
+    pm = PlacementModel(one, "network", component_groups(0, t), build=False)
+    from formulations.network import count_excess
+
+    assert count_excess(pm)[0][1] == 4
+    d = W.cut_data(pm, 0, "N")
+    assert d["apart"] == set() and d["rows"][0][1] == 1100.0
+    got = W.worker_cut(d, 3.0)
+    assert 200 <= got["cut"] <= got["found"]
+    r = planner.solve(one, "network", "exact.cpsat", time_limit=10)
+    assert r.metrics["feasible"] and r.bound <= r.objective + 1e-9
+    assert r.bound >= (count_excess(pm)[0][0] + 200) / 53, r.bound  # 6.02 without the node cut
 
 
 def test_a_failing_cut_costs_its_bound_not_the_solve(monkeypatch):
@@ -246,12 +271,17 @@ def test_a_sub_solve_takes_the_whole_solves_proven_cut_without_computing_it(monk
             continue
         if sum(count_bounds(pm).values()) >= ref.objective - 1e-9:
             continue
-        got = real(W.cut_data(pm, 0), 10.0, threads=2)
-        assert got is not None and got["proven"], seed
-        with_cut = sum(count_bounds(pm, {0: got["cut"]}).values())
+        known = {}
+        for lvl in "WN":
+            if (d := W.cut_data(pm, 0, lvl)) is not None:
+                got = real(d, 10.0, threads=2)
+                assert got is not None and got["proven"], seed
+                known[lvl] = got["cut"]
+        with_cut = sum(count_bounds(pm, {0: known["W"]}, node_cuts={0: known.get("N", 0)}).values())
         calls.clear()
         run = Run(inst, "network", "exact.cpsat", 20.0, None, None, True, 0)
-        run.sub_solve, run.known_cut = True, (got["cut"], True)
+        run.sub_solve = True
+        run.known_cut = tuple(((0, lvl), (c, True)) for lvl, c in known.items())
         r = solve_network(run)
         assert not calls, seed  # the known proven cut is not computed again
         m = planner.evaluate(inst, r.plan, "network")
