@@ -112,7 +112,7 @@ def _node_vectors(pm, ni: int, limit: int, dtype=np.int16,
     return Y, use, np.array([d[2] for d in dims], dtype=np.int64)
 
 
-def worker_contents_of(pm, ni: int, ti: int, cap: int) -> tuple[list[int], np.ndarray] | None:
+def worker_contents_of(pm, ni: int, ti: int, cap: int, node: bool = False) -> tuple[list[int], np.ndarray] | None:
     """Every worker content of topology ti on node ni (every non-empty count vector of ti's
     groups within the worker caps, heap <= max_heap, fitting node ni alone, no incompatible
     pair), enumerated with numpy on ti's own groups only: (ks, X) with X's column i the counts
@@ -121,22 +121,27 @@ def worker_contents_of(pm, ni: int, ti: int, cap: int) -> tuple[list[int], np.nd
     ``_patterns.worker_patterns`` (the CP-SAT pricer's, cap 20,000) read it. The limits are
     summed group by group, as the tests' reference recursion does. Narrow, because a
     multi-topology cluster has many groups: Storm's largeCluster03 has 792, and full-width rows
-    made its 80 nodes x 50 topologies of contents cost 16 s of copies (session 23)."""
+    made its 80 nodes x 50 topologies of contents cost 16 s of copies (session 23).
+
+    ``node``: ti's contents of the whole node instead (a relaxation of them, for the count cuts
+    of :mod:`formulations._workercut`): the node caps, heap <= the node's slots x max_heap
+    (each of its workers within max_heap), incompatible components allowed (in two workers)."""
     G = pm.groups
     t = dict(pm.topos)[ti]
     n = pm.nodes[ni]
-    ks = [k for k, g in enumerate(G) if g.ti == ti and pm.worker_cap(g, ni) > 0]
+    capf = pm.node_cap if node else pm.worker_cap
+    ks = [k for k, g in enumerate(G) if g.ti == ti and capf(g, ni) > 0]
     X = np.zeros((1, len(ks)), dtype=np.int64)
     use = np.zeros((1, 3))  # heap, cpu, memory
-    lim = np.array([t.max_heap_mb, n.cpu, n.memory_mb]) + 1e-9
+    lim = np.array([t.max_heap_mb * (len(n.slots) if node else 1), n.cpu, n.memory_mb]) + 1e-9
     for i, k in enumerate(ks):
         c = G[k].comp
         # groups before k whose component may not share a worker with k's (their columns)
-        clash = [j for j, a in enumerate(ks[:i]) if G[a].comp.id != c.id
-                 and (c.id in G[a].comp.incompatible or G[a].comp.id in c.incompatible)]
+        clash = [] if node else [j for j, a in enumerate(ks[:i]) if G[a].comp.id != c.id
+                                 and (c.id in G[a].comp.incompatible or G[a].comp.id in c.incompatible)]
         free = ~X[:, clash].any(axis=1) if clash else np.ones(len(X), dtype=bool)
         parts_x, parts_u, rows = [X], [use], len(X)
-        for q in range(1, pm.worker_cap(G[k], ni) + 1):
+        for q in range(1, capf(G[k], ni) + 1):
             u = use + q * np.array([c.memory_onheap_mb, c.cpu, c.memory_mb])
             ok = (u <= lim).all(axis=1)
             if not ok.any():

@@ -318,7 +318,9 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
         state = {"data": {(ti, lvl): d for ti, _ in base.topos for lvl in "WN"
                           if (d := _workercut.cut_data(base, ti, lvl)) is not None},
                  "excess": count_excess(base), "cuts": {}, "own": own, "proven": set(), "found": {}}
-        known = {k: v for k, v in run.known_cut if k in state["data"]}
+        if not run.sub_solve:
+            _count_cuts(run, base, state, det)
+        known = {k: v for k, v in run.known_cut if k in state["data"] or v[0] > 0}
         if known:
             # a sub-solve of the topology search: the whole solve's cuts of this topology hold
             # here too (every plan of the sub-instance is one of the whole instance's), and a
@@ -328,6 +330,7 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
                 if proven:
                     state["proven"].add(k)
             state["own"] = _cut_bounds(base, state)
+    own = state["own"]
     data = {k: d for k, d in state["data"].items() if k not in state["proven"]}
     if not data:
         return state, None
@@ -397,6 +400,33 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
     best = _cut_plans(run, plan, m, state["found"], det) if m is not None and state["found"] else None
     det[key + "_s"] = round(time.monotonic() - t_start, 2)
     return state, best
+
+
+def _count_cuts(run: Run, base: PlacementModel, state: dict, det: dict) -> None:
+    """Each topology's count cuts (:func:`_workercut.count_cuts`: the LP over its worker and
+    node contents) as the first values of the state's cuts (the executor cuts that follow keep
+    the larger), smallest topologies first, within COUNT_SHARE of the time left; details
+    ``count_cuts``."""
+    from . import _workercut
+
+    t0 = time.monotonic()
+    end = None if run.time_limit is None else t0 + COUNT_SHARE * run.remaining()
+    raised = 0
+    for ti, t in sorted(base.topos, key=lambda x: x[1].executor_count):
+        if end is not None and time.monotonic() > end:
+            break
+        try:
+            got = _workercut.count_cuts(base, ti, end)
+        except Exception as e:  # a failed cut costs its bound, not the solve
+            run.notes.append(f"count cut of {t.id} failed ({type(e).__name__}: {e})")
+            continue
+        for lvl, cut in got.items():
+            if cut > state["excess"].get(ti, [0, 0, 0])["WN".index(lvl)]:
+                state["cuts"][(ti, lvl)] = max(cut, state["cuts"].get((ti, lvl), 0))
+                raised += 1
+    if state["cuts"]:
+        state["own"] = _cut_bounds(base, state)
+    det["count_cuts"] = {"raised": raised, "s": round(time.monotonic() - t0, 2)}
 
 
 def _cut_bounds(base: PlacementModel, state: dict) -> dict[int, float]:
@@ -733,6 +763,8 @@ TOPO_WHOLE_PASSES = 2
 CUT_SHARE = 0.2
 CUT_EACH_S = 8.0
 CUT_MIN_S = 0.2
+# the count cuts (_count_cuts): at most this share of the time left, before the executor cuts
+COUNT_SHARE = 0.1
 # when the compact model is too large for the time left, the topology search's whole sub-solves
 # go on until this share of the limit
 TOPO_LATE_END = 0.9
