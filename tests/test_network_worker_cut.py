@@ -329,3 +329,19 @@ def test_count_cut_of_a_wide_storm_topology(shared):
     assert W.count_cuts(pm, 0) == {"W": 9900, "N": 5000}
     r = planner.solve(one, "network", "exact.cpsat", time_limit=10)
     assert r.metrics["feasible"] and r.bound >= (9900 + 5000) / 200 - 1e-9 and r.bound <= r.objective + 1e-9
+
+
+def test_solves_with_count_cuts_in_place_of_executor_cuts_agree_with_bruteforce(monkeypatch):
+    """With the executor cuts' size limit at 0, every topology gets the count cuts in the solve
+    instead (as the wide ones past 60 executors do): the exact methods still reach brute force's
+    optimum, with a bound at or below it, and the count cuts raise the bound on some."""
+    monkeypatch.setattr(W, "CUT_EXECUTORS_MAX", 0)
+    done = raised = 0
+    for seed, inst, ref, pm in proven_small_network(60):
+        r = planner.solve(inst, "network", "exact.cpsat", time_limit=20)
+        assert r.status.value == "optimal" and r.objective == pytest.approx(ref.objective), (seed, r.message)
+        assert r.bound <= ref.objective + 1e-9 and r.metrics["feasible"], seed
+        assert "worker_cuts" not in r.details or r.details["worker_cuts"]["solved"] == 0, seed
+        raised += r.details.get("count_cuts", {}).get("raised", 0) > 0
+        done += 1
+    assert done >= 40 and raised >= 10, (done, raised)
