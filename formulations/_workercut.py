@@ -1,4 +1,5 @@
-"""The worker cut: a lower bound on a topology's cross-worker executor pairs (network).
+"""The worker, node and count cuts: lower bounds on a topology's cross-worker and cross-node
+executor pairs (network).
 
 In the network metric every pair of executors (e of u, f of a downstream d) costs at least 1
 when e and f are in different workers. A worker holds at most the topology's max heap of
@@ -29,6 +30,10 @@ The node cut (``cut_data(..., "N")``) is the same model one level up: groups tha
 hold, bounding the pairs every plan splits over nodes, which the metric counts again beside the
 worker level. Storm's TopologyName00001 needs 4.4 nodes' CPU; the counting bound's node level is
 4 pairs, its node cut at least 237 (CP-SAT, 20 s).
+
+The count cut (:func:`count_cuts`) bounds both levels over counts instead of executors: an LP
+over the topology's worker (node) contents, for topologies of any size whose contents are few
+(Storm's wide topologies of hundreds of executors in a few components).
 """
 
 from __future__ import annotations

@@ -295,8 +295,8 @@ def _local_search(run: Run, base: PlacementModel, edges: dict, const: float, see
 
 def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[int, float], det: dict,
                  state: dict | None = None, end: float | None = None, key: str = "worker_cuts"):
-    """(state, (metric, plan) or None): lower bounds on the topologies' cross-worker pairs by
-    their worker cuts, and on their cross-node pairs by their node cuts
+    """(state, (metric, plan) or None): lower bounds on the topologies' cross-worker pairs by their
+    worker cuts, and on their cross-node pairs by their node cuts
     (:mod:`formulations._workercut`), as a state {"data": each modelled cut's data by key
     (topology index, "W" or "N"), "excess": :func:`count_excess`, "cuts": {key: its bound},
     "own": :func:`count_bounds` with those cuts, "proven": the keys whose cut is the least,
@@ -306,10 +306,12 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
     feasible plan). Topologies go in order of their share of ``plan``'s metric above their own
     bound (``own``), those at it skipped; without a plan, the smallest first; a topology's
     worker cut before its node cut. Each cut is hinted with the plan's workers (nodes), so
-    CP-SAT stops as soon as it proves the plan's cut the least. Time: until ``end``, or CUT_SHARE of the time left, each cut its share by
-    executors of the time left (at least CUT_MIN_S; without ``end`` at most CUT_EACH_S x the
-    square of the topology's components / executors, which is each cut's time without a time
-    limit)."""
+    CP-SAT stops as soon as it proves the plan's cut the least. The first call (``state`` None)
+    also runs the count cuts (:func:`_count_cuts`) in their own time, or, in a sub-solve of the
+    topology search, takes the whole solve's cuts (``run.known_cut``). Time: until ``end``, or
+    CUT_SHARE of the time left, each cut its share by executors of the time left (at least
+    CUT_MIN_S; without ``end`` at most CUT_EACH_S x the square of the topology's components /
+    executors, which is each cut's time without a time limit)."""
     from . import _workercut
 
     t_start = time.monotonic()
@@ -396,7 +398,8 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
             state["found"][ti] = [[d["executor"][e] for e in grp] for grp in got["groups"]]
     before = count_bounds(base, excess=state["excess"])
     state["own"] = after = _cut_bounds(base, state)
-    stats["raised"] = sum(1 for ti in {ti for ti, _ in state["cuts"]} if after.get(ti, 0.0) > before.get(ti, 0.0) + 1e-12)
+    raised = {ti for ti, _ in state["cuts"]}
+    stats["raised"] = sum(1 for ti in raised if after.get(ti, 0.0) > before.get(ti, 0.0) + 1e-12)
     stats["bound_gain"] = round(sum(after.values()) - sum(before.values()), 9)
     best = _cut_plans(run, plan, m, state["found"], det) if m is not None and state["found"] else None
     det[key + "_s"] = round(time.monotonic() - t_start, 2)
@@ -404,14 +407,14 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
 
 
 def _count_cuts(run: Run, base: PlacementModel, state: dict, det: dict) -> None:
-    """The count cuts (:func:`_workercut.count_cuts`: the LP over a topology's worker and
-    node contents) of each topology past the executor cuts' CUT_EXECUTORS_MAX executors (below
-    it the executor cuts, exact minima of a relaxation with the same limits, are the ones to
-    run), as the first values of the state's cuts, within COUNT_SHARE of the time left; details
-    ``count_cuts``. Fewest components first (their contents are fewest: on Storm's
-    largeCluster01 those of 2-6 components took 0.01-0.6 s each and gave nearly all the gain;
-    those of 31-54 components reached the contents' cap in 0.1-0.8 s and gave none), then the
-    most executors."""
+    """The count cuts (:func:`_workercut.count_cuts`: the LP over a topology's worker and node
+    contents) of each topology past the executor cuts' CUT_EXECUTORS_MAX executors (below it the
+    executor cuts, exact minima over executors that leave out only pins, sites and generic
+    resources, are as a rule the stronger), as the first values of the state's cuts, within
+    COUNT_SHARE of the time left; details ``count_cuts``. Fewest components first (their
+    contents are fewest: on Storm's largeCluster01 those of 2-6 components took 0.01-0.6 s each
+    and gave nearly all the gain; those of 31-54 components reached the contents' cap in 0.1-0.8
+    s and gave none), then the most executors."""
     from . import _workercut
 
     t0 = time.monotonic()
@@ -458,7 +461,7 @@ def _cuts_first(run: Run, pat, cuts: dict | None) -> bool:
 
 
 def _raise_floor(run: Run, cuts: dict, own: dict[int, float]) -> dict[int, float]:
-    """The own bounds by topology with the worker cuts (``cuts``, :func:`_worker_cuts`' state),
+    """The own bounds by topology with the worker, node and count cuts (``cuts``, :func:`_worker_cuts`' state),
     made the solve's floor when a cut was found; ``own`` when none was."""
     if not cuts["cuts"]:
         return own
