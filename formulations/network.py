@@ -408,9 +408,9 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
 
 def _count_cuts(run: Run, base: PlacementModel, state: dict, det: dict) -> None:
     """The count cuts (:func:`_workercut.count_cuts`: the LP over a topology's worker and node
-    contents) of each topology past the executor cuts' CUT_EXECUTORS_MAX executors (below it the
-    executor cuts, exact minima over executors that leave out only pins, sites and generic
-    resources, are as a rule the stronger), as the first values of the state's cuts, within
+    contents) of each topology past the executor cuts' CUT_EXECUTORS_MAX executors or whose
+    executor cuts get less than CUT_MIN_S early (elsewhere the executor cuts, exact minima over
+    executors that leave out only pins, sites and generic resources, are as a rule the stronger), as the first values of the state's cuts, within
     COUNT_SHARE of the time left; details ``count_cuts``. Fewest components first (their
     contents are fewest: on Storm's largeCluster01 those of 2-6 components took 0.01-0.6 s each
     and gave nearly all the gain; those of 31-54 components reached the contents' cap in 0.1-0.8
@@ -420,7 +420,12 @@ def _count_cuts(run: Run, base: PlacementModel, state: dict, det: dict) -> None:
     t0 = time.monotonic()
     end = None if run.time_limit is None else t0 + COUNT_SHARE * run.remaining()
     raised = 0
-    wide = [(ti, t) for ti, t in base.topos if t.executor_count > _workercut.CUT_EXECUTORS_MAX]
+    # past the executor cuts, or where their early cap (CUT_EACH_S x (components / executors)^2)
+    # leaves them less than CUT_MIN_S: few components of many executors each, where contents
+    # are few and the executor model is weak (largeCluster01's TopologyName00018, 56 executors
+    # in 3 components: +4.5 on its share by the count cut, no executor cut early)
+    wide = [(ti, t) for ti, t in base.topos if t.executor_count > _workercut.CUT_EXECUTORS_MAX
+            or CUT_EACH_S * (len(t.components) / max(1, t.executor_count)) ** 2 < CUT_MIN_S]
     for ti, t in sorted(wide, key=lambda x: (len(x[1].components), -x[1].executor_count, x[0])):
         if end is not None and time.monotonic() > end:
             break
