@@ -147,9 +147,7 @@ def solve_network(run: Run) -> Result:
         if best is not None and len(run.instance.topologies) > 1:
             best = _topology_search(run, base, best[1], own, det) or best
         if best is not None and _at_floor(run, best[0]):
-            run.notes.append(f"the start plan meets {run.floor_from}")
-            det = {"model": "none (the start plan meets the bound)", "bound_from": run.floor_from, **det}
-            return run.pattern_result({"status": "optimal"}, best[1], bound=max(0.0, run.floor), details=det)
+            return _floor_optimal(run, best[1], det, "the start plan", "none (the start plan meets the bound)")
         pat, info, const = patterns.build_network(base, run.deadline(0.75), run.threads)
         if _cuts_first(run, pat, cuts):
             # one topology whose node tables are refused: the configuration model's column
@@ -161,9 +159,7 @@ def solve_network(run: Run) -> Result:
             own = _raise_floor(run, cuts, own)
             cuts_done = True
             if best is not None and _at_floor(run, best[0]):
-                run.notes.append(f"the plan meets {run.floor_from}")
-                det = {"model": "none (the plan meets the bound)", "bound_from": run.floor_from, **det}
-                return run.pattern_result({"status": "optimal"}, best[1], bound=max(0.0, run.floor), details=det)
+                return _floor_optimal(run, best[1], det, "the plan", "none (the plan meets the bound)")
         start = None
         for plan in (seed, None if best is None else best[1]):  # their columns go to the master
             v = None if plan is None else patterns.seed_network(base, pat, info, plan)
@@ -218,9 +214,7 @@ def solve_network(run: Run) -> Result:
             incumbent = incumbent if got is None else got[1]
             _raise_floor(run, cuts, own)
             if got is not None and _at_floor(run, got[0]):
-                run.notes.append(f"the plan meets {run.floor_from}")
-                return run.pattern_result({"status": "optimal"}, incumbent, bound=max(0.0, run.floor),
-                                          details={**det, "bound_from": run.floor_from})
+                return _floor_optimal(run, incumbent, det, "the plan")
         return run.compact_unaffordable(incumbent or hint, pat_bound, det, None if incumbent else f"the hint's plan ({run.hint})")
     if why is None and not cfg_infeasible:
         run.notes.append("compact model")
@@ -366,7 +360,7 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
         # components have several executors each (layered 30 x 6: none in 5 s), where the
         # configuration model, over counts, is the stronger and often proves the whole plan in
         # less than a second
-        each = math.inf if late else CUT_EACH_S * (d["C"] / d["E"]) ** 2
+        each = math.inf if late else _early_cap(d["C"], d["E"])
         if end is None:
             lim = each
         else:
@@ -425,7 +419,7 @@ def _count_cuts(run: Run, base: PlacementModel, state: dict, det: dict) -> None:
     # are few and the executor model is weak (largeCluster01's TopologyName00018, 56 executors
     # in 3 components: +4.5 on its share by the count cut, no executor cut early)
     wide = [(ti, t) for ti, t in base.topos if t.executor_count > _workercut.CUT_EXECUTORS_MAX
-            or CUT_EACH_S * (len(t.components) / max(1, t.executor_count)) ** 2 < CUT_MIN_S]
+            or _early_cap(len(t.components), t.executor_count) < CUT_MIN_S]
     for ti, t in sorted(wide, key=lambda x: (len(x[1].components), -x[1].executor_count, x[0])):
         if end is not None and time.monotonic() > end:
             break
@@ -440,7 +434,8 @@ def _count_cuts(run: Run, base: PlacementModel, state: dict, det: dict) -> None:
                 raised += 1
     if state["cuts"]:
         state["own"] = _cut_bounds(base, state)
-    det["count_cuts"] = {"raised": raised, "s": round(time.monotonic() - t0, 2)}
+    if wide:
+        det["count_cuts"] = {"raised": raised, "s": round(time.monotonic() - t0, 2)}
 
 
 def _cut_bounds(base: PlacementModel, state: dict) -> dict[int, float]:
@@ -473,6 +468,21 @@ def _raise_floor(run: Run, cuts: dict, own: dict[int, float]) -> dict[int, float
     run.floor = sum(cuts["own"].values())
     run.floor_from = "the counting bound with the worker and node cuts (network.count_bounds)"
     return cuts["own"]
+
+
+def _floor_optimal(run: Run, plan: Plan, det: dict, what: str, model: str | None = None) -> Result:
+    """``plan`` returned ``optimal``: its metric meets the solve's floor (:func:`_at_floor`),
+    whose source is named in the message (``what`` meets it) and in details ``bound_from``
+    (``model``: details ``model``, when no model was solved)."""
+    run.notes.append(f"{what} meets {run.floor_from}")
+    det = {**({"model": model} if model else {}), **det, "bound_from": run.floor_from}
+    return run.pattern_result({"status": "optimal"}, plan, bound=max(0.0, run.floor), details=det)
+
+
+def _early_cap(components: int, executors: int) -> float:
+    """An executor cut's time at most in the early call (also its time without a time limit):
+    CUT_EACH_S x (components / executors)^2 (see :func:`_worker_cuts`)."""
+    return CUT_EACH_S * (components / max(1, executors)) ** 2
 
 
 def _at_floor(run: Run, metric: float) -> bool:

@@ -230,6 +230,15 @@ def test_a_failing_cut_costs_its_bound_not_the_solve(monkeypatch):
     assert "worker cut of" in r.message and "cut model broke" in r.message
 
 
+def _one_topology_needing_a_cut(n: int):
+    """proven_small_network's instances of one topology with a worker cut modelled, whose
+    optimum is above the counting bound (so no plan meets the bound without a cut)."""
+    for seed, inst, ref, pm in proven_small_network(n):
+        if len(inst.topologies) == 1 and W.cut_data(pm, 0) is not None \
+                and sum(count_bounds(pm).values()) < ref.objective - 1e-9:
+            yield seed, inst, ref, pm
+
+
 def test_cuts_take_the_configuration_models_time_when_no_node_table_is_built(monkeypatch):
     """One topology whose node tables are refused: the cuts not proven early run before column
     generation, until the late end (details "worker_cuts_untabled"), and the result still
@@ -241,11 +250,7 @@ def test_cuts_take_the_configuration_models_time_when_no_node_table_is_built(mon
     monkeypatch.setattr(NT, "node_table", lambda *a, **k: None)
     monkeypatch.setattr(N, "CUT_SHARE", 0.0)
     done = 0
-    for seed, inst, ref, pm in proven_small_network(120):
-        if len(inst.topologies) != 1 or W.cut_data(pm, 0) is None:
-            continue
-        if sum(count_bounds(pm).values()) >= ref.objective - 1e-9:
-            continue  # the counting bound alone proves it: no cut is needed
+    for seed, inst, ref, pm in _one_topology_needing_a_cut(120):
         r = planner.solve(inst, "network", "exact.cpsat", time_limit=20)
         assert r.metrics["feasible"] and r.objective >= ref.objective - 1e-9, seed
         assert r.bound <= ref.objective + 1e-9, seed
@@ -268,11 +273,7 @@ def test_a_sub_solve_takes_the_whole_solves_proven_cut_without_computing_it(monk
     real = W.worker_cut
     monkeypatch.setattr(W, "worker_cut", lambda *a, **k: calls.append(1) or real(*a, **k))
     done = 0
-    for seed, inst, ref, pm in proven_small_network(120):
-        if len(inst.topologies) != 1 or W.cut_data(pm, 0) is None:
-            continue
-        if sum(count_bounds(pm).values()) >= ref.objective - 1e-9:
-            continue
+    for seed, inst, ref, pm in _one_topology_needing_a_cut(120):
         known = {}
         for lvl in "WN":
             if (d := W.cut_data(pm, 0, lvl)) is not None:
