@@ -181,25 +181,37 @@ def worker_cut(data: dict, time_limit: float, threads: int | None = None, seed: 
 # kinds (each kind's contents are enumerated)
 COUNT_CONTENTS_MAX = 300_000
 COUNT_KINDS_MAX = 16
+# contents past COUNT_CONTENTS_MAX: the LP's columns priced by CP-SAT (one small model per node
+# kind and round), up to this many rounds and components (largeCluster01's TopologyName00023,
+# 5,402 executors in 6 components: its node level converges in 20 rounds)
+COUNT_PRICE_ROUNDS = 60
+COUNT_PRICE_COMPONENTS_MAX = 12
+# the pricing's reduced costs in integers: duals rounded down at this scale (the maximum only
+# grows, so its bound stays valid)
+PRICE_SCALE = 10**6
 
 
 def count_cuts(pm, ti: int, deadline: float | None = None) -> dict[str, int]:
     """Lower bounds on topology ``ti``'s pairs split over workers ("W") and over nodes ("N")
     from the LP over its contents (the count cut; docs/formulations.md): {level: bound}, a level
-    left out where its contents number more than COUNT_CONTENTS_MAX, or past ``deadline``;
-    none with more than COUNT_KINDS_MAX node kinds.
+    left out past ``deadline``; none with more than COUNT_KINDS_MAX node kinds.
 
     Every plan puts each executor in one worker (node), so its contents z (count vectors of
-    the topology's components, within what one worker (node) of some node kind holds:
+    the topology's groups, within what one worker (node) of some node kind holds:
     ``_nodetable.worker_contents_of``) with multiplicities lambda_z >= 0 satisfy
     sum_z z lambda_z = p (the parallelisms), and keep sum_z v(z) lambda_z pairs together, with
     v(z) = sum over streams u -> d of z_u z_d. So the LP max sum v lambda s.t. those rows bounds
-    the pairs kept together; any duals y give the bound y.p + E max(0, max_z v(z) - y.z) (at
-    most E contents are used), which is computed here over every content, so the solver's
-    answer is only a suggestion. The pairs split are at least the total less that. Unlike the
-    executor cut (:func:`worker_cut`) its size is the contents', not the executors': a Storm
-    topology of 200 executors in 2 components has 5 worker contents and 5,150 node contents."""
-    from ._nodetable import worker_contents_of
+    the pairs kept together; any duals y give the bound y.p + U max(0, max_z v(z) - y.z), U the
+    most contents a plan uses (its executors, and the cluster's nodes, or slots, with the
+    topology's groups), so the solver's answer is only a suggestion. The pairs split are at
+    least the total less that. Unlike the executor cut (:func:`worker_cut`) its size is the
+    contents', not the executors': a Storm topology of 200 executors in 2 components has 5
+    worker contents and 5,150 node contents.
+
+    The maximum over contents is taken over all of them where they number at most
+    COUNT_CONTENTS_MAX (enumerated), else by a CP-SAT model per node kind (:func:`_price_model`,
+    its proven bound; topologies of at most COUNT_PRICE_COMPONENTS_MAX groups). Node kinds
+    whose contents another kind's include (caps and limits no larger) are left out."""
     from ._rasmodel import node_kinds
 
     topo = dict(pm.topos)[ti]
@@ -213,40 +225,28 @@ def count_cuts(pm, ti: int, deadline: float | None = None) -> dict[str, int]:
     if not streams:
         return {}
     p = np.array([pm.groups[k].size for k in ks], dtype=float)
-    E = float(topo.executor_count)
     total = sum(w * p[u] * p[d] for (u, d), w in streams.items())
     groups = [nis for nis in node_kinds(pm) if pm.nodes[nis[0]].slots]
     # a node's contents depend on its slots too (its workers' heaps), which node kinds leave out
     kinds = {"W": [nis[0] for nis in groups],
              "N": [ni for nis in groups for ni in {len(pm.nodes[ni].slots): ni for ni in nis}.values()]}
-    out = {}
     if len(kinds["N"]) > COUNT_KINDS_MAX:
-        return out
+        return {}
+    # the most contents a plan uses: one a worker (node) at most, and one an executor at most
+    units = {"W": sum(len(pm.nodes[ni].slots) for nis in groups for ni in nis),
+             "N": sum(len(nis) for nis in groups)}
+    out = {}
     for level in "WN":
-        parts = []
-        for ni in kinds[level]:
-            if deadline is not None and time.monotonic() > deadline:
-                return out
-            got = worker_contents_of(pm, ni, ti, COUNT_CONTENTS_MAX, node=level == "N")
-            if got is None:
-                parts = None
-                break
-            got_ks, X = got
-            Z = np.zeros((len(X), len(ks)), dtype=np.int64)
-            Z[:, [col[k] for k in got_ks]] = X
-            parts.append(Z)
-        if not parts:
+        node = level == "N"
+        reps = _maximal_kinds(pm, ks, kinds[level], topo.max_heap_mb, node)
+        U = float(min(topo.executor_count, units[level]))
+        price = _enumerated_pricer(pm, ti, ks, col, streams, reps, node, deadline)
+        if price is None and len(ks) <= COUNT_PRICE_COMPONENTS_MAX:
+            price = _ModelPricer(pm, ks, streams, reps, topo.max_heap_mb, node, deadline)
+        if price is None:
             continue
-        Z = np.unique(np.concatenate(parts), axis=0)
-        if len(Z) > COUNT_CONTENTS_MAX:
-            continue
-        Zf = Z.astype(float)
-        v = np.zeros(len(Z))
-        for (u, d), w in streams.items():
-            v += w * Zf[:, u] * Zf[:, d]
-        if not (Zf.sum(axis=0) > 0).all():
-            continue  # a component no content holds: no plan, which the counting checks report
-        ub = _contents_lp(Zf, v, p, E, deadline)
+        ub = _contents_lp(price, streams, len(ks), p, U, deadline,
+                          COUNT_PRICE_ROUNDS if isinstance(price, _ModelPricer) else 60)
         if ub is not None:
             cut = int(total) - int(math.floor(ub * (1 + 1e-9) + 1e-6))
             if cut > 0:
@@ -254,35 +254,193 @@ def count_cuts(pm, ti: int, deadline: float | None = None) -> dict[str, int]:
     return out
 
 
-def _contents_lp(Z, v, p, E: float, deadline: float | None, rounds: int = 60, add: int = 200) -> float | None:
-    """The least bound y.p + E max(0, max_z v(z) - y.z) on max {v.lambda : Z^T lambda = p,
+def _limits(pm, ni: int, max_heap: float, node: bool) -> tuple[float, float, float]:
+    """What one worker (node) of node ni holds in all: on-heap, CPU, memory (the limits of
+    ``_nodetable.worker_contents_of``)."""
+    n = pm.nodes[ni]
+    return (max_heap * (len(n.slots) if node else 1), n.cpu, n.memory_mb)
+
+
+def _maximal_kinds(pm, ks: list[int], reps: list[int], max_heap: float, node: bool) -> list[int]:
+    """The node kinds (representatives) whose contents no other kind's include: a kind with
+    every group's cap and every limit at most another's holds nothing the other does not (of
+    equal ones, the first kept). Storm's largeCluster01: 6 kinds, one of them the largest in
+    everything."""
+    capf = pm.node_cap if node else pm.worker_cap
+    vec = [np.array([capf(pm.groups[k], ni) for k in ks] + list(_limits(pm, ni, max_heap, node)))
+           for ni in reps]
+    keep = []
+    for a, va in enumerate(vec):
+        if not any((vb >= va).all() and ((vb > va).any() or b < a) for b, vb in enumerate(vec) if b != a):
+            keep.append(reps[a])
+    return keep
+
+
+def _enumerated_pricer(pm, ti, ks, col, streams, reps, node, deadline):
+    """The pricer over every content of the kinds ``reps`` (enumerated by
+    ``_nodetable.worker_contents_of``): a function of the duals y giving (the largest reduced
+    cost, the ``add`` contents of largest reduced cost, positive ones only), with the start
+    columns as ``.start``; None past COUNT_CONTENTS_MAX contents or ``deadline``, or where some
+    group is in no content (no plan, which the counting checks report)."""
+    from ._nodetable import worker_contents_of
+
+    parts = []
+    for ni in reps:
+        if deadline is not None and time.monotonic() > deadline:
+            return None
+        got = worker_contents_of(pm, ni, ti, COUNT_CONTENTS_MAX, node=node)
+        if got is None:
+            return None
+        got_ks, X = got
+        Z = np.zeros((len(X), len(ks)), dtype=np.int64)
+        Z[:, [col[k] for k in got_ks]] = X
+        parts.append(Z)
+    if not parts:
+        return None
+    Z = np.unique(np.concatenate(parts), axis=0)
+    if len(Z) > COUNT_CONTENTS_MAX:
+        return None
+    Zf = Z.astype(float)
+    v = _values(Zf, streams)
+    if not (Zf.sum(axis=0) > 0).all():
+        return None
+    add = 200
+
+    def price(y):
+        rc = v - Zf @ y
+        new = np.argsort(-rc, kind="stable")[:add]
+        new = new[rc[new] > 0]
+        return float(rc.max()), Zf[new]
+
+    size = Zf.sum(axis=1)
+    start = np.union1d(np.flatnonzero(size == 1), np.argsort(-(v / size), kind="stable")[:add])
+    price.start = Zf[start]
+    return price
+
+
+def _values(Z: np.ndarray, streams: dict) -> np.ndarray:
+    """v(z) of each row of Z: the pairs it keeps together, sum over streams of w z_u z_d."""
+    v = np.zeros(len(Z))
+    for (u, d), w in streams.items():
+        v += w * Z[:, u] * Z[:, d]
+    return v
+
+
+def _Solutions(z):
+    """A CP-SAT solution callback keeping the values of ``z`` of each solution found."""
+    from ortools.sat.python import cp_model
+
+    class Keep(cp_model.CpSolverSolutionCallback):
+        def __init__(self):
+            super().__init__()
+            self.rows = []
+
+        def on_solution_callback(self):
+            self.rows.append([self.Value(v) for v in z])
+
+    return Keep()
+
+
+class _ModelPricer:
+    """The pricer by CP-SAT (contents past the enumeration's cap): for the duals y, per node kind
+    of ``reps``, max sum_streams w z_u z_d - sum floor(y S) z / S over the kind's contents (caps,
+    on-heap, CPU and memory as ``_nodetable.worker_contents_of`` sums them, coefficients rounded
+    down and limits up, so every content is in the model; a worker's incompatible groups not
+    both), products by ``AddMultiplicationEquality``. Its value is CP-SAT's proven bound, at
+    least the largest reduced cost; its columns the contents it found with a positive one."""
+
+    def __init__(self, pm, ks, streams, reps, max_heap, node, deadline):
+        self.pm, self.ks, self.streams, self.reps = pm, ks, streams, reps
+        self.max_heap, self.node, self.deadline = max_heap, node, deadline
+        C = len(ks)
+        self.start = np.eye(C)
+
+    def _model(self, ni: int, y: np.ndarray):
+        from ortools.sat.python import cp_model
+
+        pm, ks = self.pm, self.ks
+        capf = pm.node_cap if self.node else pm.worker_cap
+        comps = [pm.groups[k].comp for k in ks]
+        m = cp_model.CpModel()
+        hi = [capf(pm.groups[k], ni) for k in ks]
+        z = [m.NewIntVar(0, h, f"z{i}") for i, h in enumerate(hi)]
+        need = [[c.memory_onheap_mb for c in comps], [c.cpu for c in comps], [c.memory_mb for c in comps]]
+        for row, lim in zip(need, _limits(pm, ni, self.max_heap, self.node)):
+            m.Add(sum(int(math.floor(a * 1000)) * zz for a, zz in zip(row, z) if a > 0)
+                  <= int(math.ceil((lim + EPS) * 1000)))
+        if not self.node:
+            nz = {}
+            for i, a in enumerate(comps):
+                for j in range(i):
+                    b = comps[j]
+                    if a.id != b.id and (a.id in b.incompatible or b.id in a.incompatible):
+                        for q in (i, j):
+                            if q not in nz:
+                                nz[q] = m.NewBoolVar(f"nz{q}")
+                                m.Add(z[q] <= hi[q] * nz[q])
+                        m.AddBoolOr([nz[i].Not(), nz[j].Not()])
+        terms = []
+        for (u, d), w in self.streams.items():
+            prod = m.NewIntVar(0, hi[u] * hi[d], f"p{u}_{d}")
+            m.AddMultiplicationEquality(prod, [z[u], z[d]])
+            terms.append(w * PRICE_SCALE * prod)
+        m.Maximize(sum(terms) - sum(int(math.floor(y[i] * PRICE_SCALE)) * z[i] for i in range(len(z))))
+        return m, z
+
+    def __call__(self, y: np.ndarray):
+        from ortools.sat.python import cp_model
+
+        from .gap import cpsat_solver
+
+        best, cols = -math.inf, []
+        for ni in self.reps:
+            left = None if self.deadline is None else self.deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return math.inf, np.zeros((0, len(self.ks)))
+            m, z = self._model(ni, y)
+            s = cpsat_solver()
+            s.parameters.num_workers = CUT_WORKERS
+            if left is not None:
+                s.parameters.max_time_in_seconds = left
+            found = _Solutions(z)
+            st = s.Solve(m, found)
+            if st not in (cp_model.FEASIBLE, cp_model.OPTIMAL):  # no bound proven (0 always fits)
+                return math.inf, np.zeros((0, len(self.ks)))
+            best = max(best, s.BestObjectiveBound() / PRICE_SCALE)
+            if found.rows:  # every improving content found on the way: fewer rounds
+                Zs = np.array(found.rows, dtype=float)
+                cols.extend(Zs[_values(Zs, self.streams) - Zs @ y > 1e-9])
+        return best, np.array(cols).reshape(-1, len(self.ks))
+
+
+def _contents_lp(price, streams: dict, C: int, p, U: float, deadline: float | None, rounds: int = 60) -> float | None:
+    """The least bound y.p + U max(0, max_z v(z) - y.z) on max {v.lambda : Z^T lambda = p,
     lambda >= 0} over the duals y that column generation visits (SciPy's HiGHS on the columns
-    so far: the one-executor contents and the best ``add`` by value per executor, then each round
-    the ``add`` of largest reduced cost over all of ``Z``), or None when no LP was solved. Every
-    y gives a valid bound, so stopping early (``rounds``, ``deadline``) only weakens it; at the
-    LP optimum it is the LP's value. One HiGHS solve over 175,000 contents of 3 components took
-    2.8 s; the generation, a few rounds of a few hundred columns."""
+    so far: ``price.start``, then each round the contents ``price(y)`` returns with the largest
+    reduced cost it bounds), or None when no LP was solved. Every y gives a valid bound, so
+    stopping early (``rounds``, ``deadline``) only weakens it; at the LP optimum it is the LP's
+    value. One HiGHS solve over 175,000 contents of 3 components took 2.8 s; the generation, a
+    few rounds of a few hundred columns."""
     from scipy.optimize import linprog
 
-    size = Z.sum(axis=1)
-    start = set(np.flatnonzero(size == 1).tolist())
-    start |= set(np.argsort(-(v / size), kind="stable")[:add].tolist())
-    cols = np.array(sorted(start), dtype=np.int64)
+    cols = np.unique(np.asarray(price.start, dtype=float).reshape(-1, C), axis=0)
     best = None
     for _ in range(rounds):
-        r = linprog(-v[cols], A_eq=Z[cols].T, b_eq=p, bounds=(0, None), method="highs")
+        v = _values(cols, streams)
+        r = linprog(-v, A_eq=cols.T, b_eq=p, bounds=(0, None), method="highs")
         if r.status != 0 or r.eqlin is None:
             return best
         y = -np.asarray(r.eqlin.marginals, dtype=float)
         if not np.all(np.isfinite(y)):
             return best
-        rc = v - Z @ y
-        delta = float(rc.max())
-        ub = float(y @ p) + max(0.0, delta) * E
+        delta, new = price(y)
+        if not math.isfinite(delta):
+            return best
+        ub = float(y @ p) + max(0.0, delta) * U
         best = ub if best is None else min(best, ub)
         if delta <= 1e-9 * max(1.0, abs(ub)) or deadline is not None and time.monotonic() > deadline:
             return best
-        new = np.argsort(-rc, kind="stable")[:add]
-        new = new[rc[new] > 0]
-        cols = np.union1d(cols, new)
+        if not len(new):
+            return best
+        cols = np.unique(np.concatenate([cols, new]), axis=0)
     return best

@@ -315,6 +315,57 @@ def test_count_cuts_never_exceed_the_optimum():
     assert checked >= 50 and raised >= 20, (checked, raised)
 
 
+def test_count_cuts_priced_by_cp_sat_equal_the_enumerated_ones(monkeypatch):
+    """Where the contents pass the enumeration's cap the LP's columns are priced by CP-SAT
+    (:class:`_workercut._ModelPricer`); both reach the same LP optimum, so on random instances
+    the priced cuts equal the enumerated ones level by level (the duals rounded down at 1e-6 can
+    only lower the priced cut, which the assertion would see), and stay within brute force's
+    optimum. Leaving out the dominated node kinds (``_maximal_kinds``) changes no cut."""
+    pairs = compared = 0
+    priced_calls = []
+    real_call = W._ModelPricer.__call__
+
+    def counted(self, y):
+        priced_calls.append(self.node)
+        return real_call(self, y)
+
+    for seed, inst, ref, pm in proven_small_network(60):
+        for ti, _ in pm.topos:
+            enum = W.count_cuts(pm, ti)
+            with monkeypatch.context() as m:
+                m.setattr(W, "COUNT_CONTENTS_MAX", 0)  # every level past the cap
+                m.setattr(W._ModelPricer, "__call__", counted)
+                priced = W.count_cuts(pm, ti)
+            with monkeypatch.context() as m:
+                m.setattr(W, "_maximal_kinds", lambda pm, ks, reps, heap, node: reps)
+                every_kind = W.count_cuts(pm, ti)
+            assert priced == enum == every_kind, (seed, ti, enum, priced, every_kind)
+            pairs += len(enum)
+            compared += 1
+    assert compared >= 40 and pairs >= 40 and {True, False} <= set(priced_calls), (compared, pairs)
+
+
+def test_maximal_kinds_drop_only_dominated_kinds():
+    """A node kind with no more CPU, memory or slots than another and no larger cap of any group
+    holds no content the other does not, so it is left out; kinds that each exceed the other
+    somewhere are both kept."""
+    doc = {"name": "kinds",
+           "topologies": [{"id": "t", "max_heap_mb": 1000, "components": [
+               {"id": "a", "parallelism": 6, "cpu": 50, "memory_onheap_mb": 300, "memory_offheap_mb": 0},
+               {"id": "b", "parallelism": 6, "cpu": 30, "memory_onheap_mb": 200, "memory_offheap_mb": 0}],
+               "streams": [{"source": "a", "target": "b"}]}],
+           "cluster": {"racks": [{"id": "r", "nodes": [
+               {"id": "big", "cpu": 400, "memory_mb": 4000, "slots": 2},
+               {"id": "small", "cpu": 200, "memory_mb": 2000, "slots": 2},
+               {"id": "wide", "cpu": 100, "memory_mb": 8000, "slots": 4}]}]}}
+    inst = parse_instance(doc)
+    t = inst.topologies[0]
+    pm = PlacementModel(inst, "network", component_groups(0, t), build=False)
+    ks = [k for k, g in enumerate(pm.groups) if g.ti == 0]
+    assert W._maximal_kinds(pm, ks, [0, 1, 2], 1000, True) == [0, 2]
+    assert W._maximal_kinds(pm, ks, [1, 0], 1000, True) == [0]
+
+
 def test_count_cut_of_a_wide_storm_topology(shared):
     """Storm's largeCluster01 TopologyName00004 (200 executors in 2 components, past the
     executor cut's 60) needs more than one node: the counting bound's node level is 0, the
@@ -330,6 +381,24 @@ def test_count_cut_of_a_wide_storm_topology(shared):
     assert W.count_cuts(pm, 0) == {"W": 9900, "N": 5000}
     r = planner.solve(one, "network", "exact.cpsat", time_limit=10)
     assert r.metrics["feasible"] and r.bound >= (9900 + 5000) / 200 - 1e-9 and r.bound <= r.objective + 1e-9
+
+
+def test_priced_count_cut_of_a_storm_topology_past_the_cap(shared):
+    """Storm's largeCluster01 TopologyName00023 (5,402 executors in 6 components) has more node
+    contents than the enumeration's cap; priced by CP-SAT, its node-level count cut is 5,734,914
+    pairs where the counting bound's node level is 5,131,025 (+111.8 on its share of the
+    metric). Each pricing's bound is CP-SAT's proven one, so the cut is exact up to the duals'
+    rounding."""
+    from planner.storm import load_cluster_dir
+    from formulations.network import count_excess
+
+    inst = load_cluster_dir(shared / "data" / "storm-largecluster" / "largeCluster01", ackers="none")
+    t = next(t for t in inst.topologies if t.id == "TopologyName00023")
+    one = inst.model_copy(update={"topologies": [t]})
+    pm = PlacementModel(one, "network", component_groups(0, t), build=False)
+    assert count_excess(pm)[0][1] == 5131025
+    got = W.count_cuts(pm, 0)
+    assert got["W"] == 6052238 and abs(got["N"] - 5734914) <= 2, got
 
 
 def test_solves_with_count_cuts_in_place_of_executor_cuts_agree_with_bruteforce(monkeypatch):
