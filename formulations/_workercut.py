@@ -209,7 +209,7 @@ def count_cuts(pm, ti: int, deadline: float | None = None) -> dict[str, int]:
     worker contents and 5,150 node contents.
 
     The maximum over contents is taken over all of them where they number at most
-    COUNT_CONTENTS_MAX (enumerated), else by a CP-SAT model per node kind (:func:`_price_model`,
+    COUNT_CONTENTS_MAX (enumerated), else by a CP-SAT model per node kind (:class:`_ModelPricer`,
     its proven bound; topologies of at most COUNT_PRICE_COMPONENTS_MAX groups). Node kinds
     whose contents another kind's include (caps and limits no larger) are left out."""
     from ._rasmodel import node_kinds

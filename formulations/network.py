@@ -637,8 +637,8 @@ def _rack_moves(run: Run, best: tuple[float, Plan], own: dict[int, float], det: 
 
     A: the topologies over two or more racks, the largest excess over their own bound (``own``)
     first, at most RACK_MOVE_TOPOLOGIES, none with a pinned or sited component; B: the
-    RACK_MOVE_PARTNERS topologies with the most CPU. Within
-    RACK_MOVE_SHARE of the time left (or until ``end``). A heuristic: no optimality claim."""
+    RACK_MOVE_PARTNERS topologies with the most CPU. Within RACK_MOVE_SHARE of the time left (or
+    until ``end``). A heuristic: no optimality claim."""
     inst = run.instance
     if len(inst.cluster.racks) < 2 or len(inst.topologies) < 2:
         return None
@@ -676,7 +676,7 @@ def _rack_moves(run: Run, best: tuple[float, Plan], own: dict[int, float], det: 
         if end is not None and time.monotonic() > end:
             break
         if by[a.id] - own.get(index[a.id], 0.0) <= FLOOR_TOL * max(1.0, by[a.id]):
-            break
+            continue  # at its own bound (a move before may have put it there)
         now = len(use.get(a.id, {}))
         used = {r: sum((u.get(r, 0.0) for u in use.values()), np.zeros(2)) for r in rids}
         # the partners: the largest topologies by CPU, whose room A's racks most likely need
@@ -688,11 +688,11 @@ def _rack_moves(run: Run, best: tuple[float, Plan], own: dict[int, float], det: 
             free = {r: cap[r] - used[r] + use[a.id].get(r, 0.0) + use[b].get(r, 0.0) for r in rids}
             chosen, got = [], np.zeros(2)
             for r in sorted(rids, key=lambda r: (-float(free[r][0]), r)):
-                if (got >= need[a.id] * RACK_MOVE_MARGIN).all():
+                if (got >= need[a.id]).all():
                     break
                 chosen.append(r)
                 got = got + np.maximum(free[r], 0.0)
-            if not (got >= need[a.id] * RACK_MOVE_MARGIN).all() or len(chosen) >= now:
+            if not (got >= need[a.id]).all() or len(chosen) >= now:
                 continue
             stats["tried"] += 1
             moved = _move_pair(run, plan, a.id, b, set(chosen), end)
@@ -885,11 +885,9 @@ class Residuals:
         return Plan(placements=[p for ps in self.mine.values() for p in ps])
 
 
-# the rack moves (_rack_moves): topologies tried, partners per topology, the room asked of the
-# racks chosen over a topology's CPU and memory, and the share of the time left
+# the rack moves (_rack_moves): topologies tried, partners per topology, the share of the time left
 RACK_MOVE_TOPOLOGIES = 4
 RACK_MOVE_PARTNERS = 3
-RACK_MOVE_MARGIN = 1.0
 RACK_MOVE_SHARE = 0.1
 # plans within this relative distance of the counting bound are optimal; gains below it are none
 FLOOR_TOL = 1e-9
