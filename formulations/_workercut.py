@@ -193,8 +193,9 @@ PRICE_SCALE = 10**6
 
 def count_cuts(pm, ti: int, deadline: float | None = None) -> dict[str, int]:
     """Lower bounds on topology ``ti``'s pairs split over workers ("W") and over nodes ("N")
-    from the LP over its contents (the count cut; docs/formulations.md): {level: bound}, a level
-    left out past ``deadline``; none with more than COUNT_KINDS_MAX node kinds.
+    from the LP over its contents (the count cut; docs/formulations.md), and over racks ("R"):
+    {level: bound}, a level left out past ``deadline``; none with more than COUNT_KINDS_MAX
+    node kinds.
 
     Every plan puts each executor in one worker (node), so its contents z (count vectors of
     the topology's groups, within what one worker (node) of some node kind holds:
@@ -207,6 +208,9 @@ def count_cuts(pm, ti: int, deadline: float | None = None) -> dict[str, int]:
     least the total less that. Unlike the executor cut (:func:`worker_cut`) its size is the
     contents', not the executors': a Storm topology of 200 executors in 2 components has 5
     worker contents and 5,150 node contents.
+
+    The rack level ("R"), for a topology that no rack holds alone: :func:`_rack_split`, the
+    least pairs split over racks by any division of its counts within the racks' sums.
 
     The maximum over contents is taken over all of them where they number at most
     COUNT_CONTENTS_MAX (enumerated), else by a CP-SAT model per node kind (:class:`_ModelPricer`,
@@ -236,13 +240,17 @@ def count_cuts(pm, ti: int, deadline: float | None = None) -> dict[str, int]:
     units = {"W": sum(len(pm.nodes[ni].slots) for nis in groups for ni in nis),
              "N": sum(len(nis) for nis in groups)}
     out = {}
+    comps = [pm.groups[k].comp for k in ks]
     for level in "WN":
         node = level == "N"
-        reps = _maximal_kinds(pm, ks, kinds[level], topo.max_heap_mb, node)
+        reps = kinds[level]
+        limits = [_kind_limits(pm, ks, ni, topo.max_heap_mb, node) for ni in reps]
+        keep = _maximal(limits)
+        reps, limits = [reps[i] for i in keep], [limits[i] for i in keep]
         U = float(min(topo.executor_count, units[level]))
         price = _enumerated_pricer(pm, ti, ks, col, streams, reps, node, deadline)
         if price is None and len(ks) <= COUNT_PRICE_COMPONENTS_MAX:
-            price = _ModelPricer(pm, ks, streams, reps, topo.max_heap_mb, node, deadline)
+            price = _ModelPricer(comps, streams, limits, not node, deadline)
         if price is None:
             continue
         ub = _contents_lp(price, streams, len(ks), p, U, deadline,
@@ -251,7 +259,66 @@ def count_cuts(pm, ti: int, deadline: float | None = None) -> dict[str, int]:
             cut = int(total) - int(math.floor(ub * (1 + 1e-9) + 1e-6))
             if cut > 0:
                 out[level] = cut
+    racks = _rack_limits(pm, ks, topo.max_heap_mb)
+    need = [[c.memory_onheap_mb for c in comps], [c.cpu for c in comps], [c.memory_mb for c in comps]]
+    whole = [float(np.dot(row, p)) for row in need]
+    if len(racks) > 1 and not any((p <= hi).all() and all(w <= lim + EPS for w, lim in zip(whole, lims))
+                                  for hi, lims in racks):
+        # the rack level, where no rack holds the whole topology alone
+        kept = _rack_split(comps, streams, [int(x) for x in p], racks, deadline)
+        if kept is not None:
+            cut = int(total) - int(math.floor(kept + 1e-6))
+            if cut > 0:
+                out["R"] = cut
     return out
+
+
+def _rack_split(comps, streams: dict, p: list[int], racks: list, deadline: float | None) -> float | None:
+    """An upper bound on the pairs a topology keeps within racks (CP-SAT's proven bound on the
+    most), or None when CP-SAT finds no split by ``deadline``: its counts split over the racks
+    (``racks``: (caps, limits) each, :func:`_rack_limits`), each rack's share within its caps
+    and its on-heap, CPU and memory (coefficients rounded down, limits up, so every plan's split
+    is a solution), maximising sum over racks and streams of w z_ur z_dr. Exact for the racks'
+    sums, so the rack-level count cut is the least number of pairs split over racks that any
+    division of the topology's executors meeting them leaves (largeCluster03's TopologyName00047,
+    976 executors in 17 components, needs more memory than one rack has: 27,840 pairs, proven in
+    0.1 s; the counting bound's rack level is 0)."""
+    from ortools.sat.python import cp_model
+
+    from .gap import cpsat_solver
+
+    m = cp_model.CpModel()
+    racks = sorted(racks, key=lambda k: (list(k[1]), list(k[0])))  # alike racks next to each other
+    z = [[m.NewIntVar(0, min(h, p[c]), f"z{r}_{c}") for c, h in enumerate(hi)] for r, (hi, _) in enumerate(racks)]
+    for c in range(len(p)):
+        m.Add(sum(zr[c] for zr in z) == p[c])
+    need = [[c.memory_onheap_mb for c in comps], [c.cpu for c in comps], [c.memory_mb for c in comps]]
+    # alike racks are interchangeable: their shares of the largest component (by memory) in
+    # non-increasing order (TopologyName00047 on largeCluster03's two racks: 0.1 s, 12 s without)
+    big = max(range(len(p)), key=lambda c: (p[c] * comps[c].memory_mb, -c))
+    for r in range(len(racks) - 1):
+        if racks[r] == racks[r + 1]:
+            m.Add(z[r][big] >= z[r + 1][big])
+    terms = []
+    for zr, (hi, lims) in zip(z, racks):
+        for row, lim in zip(need, lims):
+            m.Add(sum(int(math.floor(a * 1000)) * zz for a, zz in zip(row, zr) if a > 0)
+                  <= int(math.ceil((lim + EPS) * 1000)))
+        for (u, d), w in streams.items():
+            prod = m.NewIntVar(0, min(hi[u], p[u]) * min(hi[d], p[d]), "")
+            m.AddMultiplicationEquality(prod, [zr[u], zr[d]])
+            terms.append(w * prod)
+    m.Maximize(sum(terms))
+    s = cpsat_solver()
+    s.parameters.num_workers = CUT_WORKERS
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        s.parameters.max_time_in_seconds = left
+    if s.Solve(m) not in (cp_model.FEASIBLE, cp_model.OPTIMAL):
+        return None
+    return s.BestObjectiveBound()
 
 
 def _limits(pm, ni: int, max_heap: float, node: bool) -> tuple[float, float, float]:
@@ -261,19 +328,35 @@ def _limits(pm, ni: int, max_heap: float, node: bool) -> tuple[float, float, flo
     return (max_heap * (len(n.slots) if node else 1), n.cpu, n.memory_mb)
 
 
-def _maximal_kinds(pm, ks: list[int], reps: list[int], max_heap: float, node: bool) -> list[int]:
-    """The node kinds (representatives) whose contents no other kind's include: a kind with
-    every group's cap and every limit at most another's holds nothing the other does not (of
-    equal ones, the first kept). Storm's largeCluster01: 6 kinds, one of them the largest in
-    everything."""
+def _kind_limits(pm, ks: list[int], ni: int, max_heap: float, node: bool) -> tuple[list[int], tuple]:
+    """(caps, limits) of a worker (node) of node ni: each group's ``worker_cap`` (``node_cap``)
+    and ``_limits``."""
     capf = pm.node_cap if node else pm.worker_cap
-    vec = [np.array([capf(pm.groups[k], ni) for k in ks] + list(_limits(pm, ni, max_heap, node)))
-           for ni in reps]
-    keep = []
-    for a, va in enumerate(vec):
-        if not any((vb >= va).all() and ((vb > va).any() or b < a) for b, vb in enumerate(vec) if b != a):
-            keep.append(reps[a])
-    return keep
+    return [capf(pm.groups[k], ni) for k in ks], _limits(pm, ni, max_heap, node)
+
+
+def _maximal(kinds: list[tuple[list[int], tuple]]) -> list[int]:
+    """The indices of the kinds ((caps, limits) of a worker, node or rack) whose contents no
+    other kind's include: a kind with every group's cap and every limit at most another's holds
+    nothing the other does not (of equal ones, the first kept). Storm's largeCluster01: 6 node
+    kinds, one of them the largest in everything."""
+    vec = [np.array(list(hi) + list(lim), dtype=float) for hi, lim in kinds]
+    return [a for a, va in enumerate(vec)
+            if not any((vb >= va).all() and ((vb > va).any() or b < a) for b, vb in enumerate(vec) if b != a)]
+
+
+def _rack_limits(pm, ks: list[int], max_heap: float) -> list[tuple[list[int], tuple[float, float, float]]]:
+    """(caps, limits) of each rack with slots: a group's cap the sum of its nodes'
+    ``node_cap`` (at most its size), and on-heap (slots x max heap), CPU and memory summed over
+    the rack's nodes: what any plan's executors on that rack meet, a relaxation of its nodes."""
+    out = []
+    for ri in range(len(pm.racks)):
+        nis = [ni for ni, n in enumerate(pm.nodes) if pm.node_rack[ni] == ri and n.slots]
+        if not nis:
+            continue
+        hi = [min(pm.groups[k].size, sum(pm.node_cap(pm.groups[k], ni) for ni in nis)) for k in ks]
+        out.append((hi, tuple(float(sum(x)) for x in zip(*(_limits(pm, ni, max_heap, True) for ni in nis)))))
+    return out
 
 
 def _enumerated_pricer(pm, ti, ks, col, streams, reps, node, deadline):
@@ -342,33 +425,30 @@ def _Solutions(z):
 
 
 class _ModelPricer:
-    """The pricer by CP-SAT (contents past the enumeration's cap): for the duals y, per node kind
-    of ``reps``, max sum_streams w z_u z_d - sum floor(y S) z / S over the kind's contents (caps,
-    on-heap, CPU and memory as ``_nodetable.worker_contents_of`` sums them, coefficients rounded
-    down and limits up, so every content is in the model; a worker's incompatible groups not
-    both), products by ``AddMultiplicationEquality``. Its value is CP-SAT's proven bound, at
-    least the largest reduced cost; its columns the contents it found with a positive one."""
+    """The pricer by CP-SAT (contents past the enumeration's cap): for the duals y, per kind of
+    ``kinds`` ((caps, (on-heap, CPU, memory)) of a worker, node or rack), max sum_streams w z_u z_d
+    - sum floor(y S) z / S over the kind's contents (the caps, and on-heap, CPU and memory summed
+    as ``_nodetable.worker_contents_of`` does, coefficients rounded down and limits up, so every
+    content is in the model; with ``apart``, a worker's incompatible groups not both), products
+    by ``AddMultiplicationEquality``. Its value is CP-SAT's proven bound, at least the largest
+    reduced cost; its columns the contents it found with a positive one."""
 
-    def __init__(self, pm, ks, streams, reps, max_heap, node, deadline):
-        self.pm, self.ks, self.streams, self.reps = pm, ks, streams, reps
-        self.max_heap, self.node, self.deadline = max_heap, node, deadline
-        C = len(ks)
-        self.start = np.eye(C)
+    def __init__(self, comps, streams, kinds, apart, deadline):
+        self.comps, self.streams, self.kinds, self.apart = comps, streams, kinds, apart
+        self.deadline = deadline
+        self.start = np.eye(len(comps))
 
-    def _model(self, ni: int, y: np.ndarray):
+    def _model(self, hi: list[int], lims: tuple, y: np.ndarray):
         from ortools.sat.python import cp_model
 
-        pm, ks = self.pm, self.ks
-        capf = pm.node_cap if self.node else pm.worker_cap
-        comps = [pm.groups[k].comp for k in ks]
+        comps = self.comps
         m = cp_model.CpModel()
-        hi = [capf(pm.groups[k], ni) for k in ks]
         z = [m.NewIntVar(0, h, f"z{i}") for i, h in enumerate(hi)]
         need = [[c.memory_onheap_mb for c in comps], [c.cpu for c in comps], [c.memory_mb for c in comps]]
-        for row, lim in zip(need, _limits(pm, ni, self.max_heap, self.node)):
+        for row, lim in zip(need, lims):
             m.Add(sum(int(math.floor(a * 1000)) * zz for a, zz in zip(row, z) if a > 0)
                   <= int(math.ceil((lim + EPS) * 1000)))
-        if not self.node:
+        if self.apart:
             nz = {}
             for i, a in enumerate(comps):
                 for j in range(i):
@@ -392,12 +472,13 @@ class _ModelPricer:
 
         from .gap import cpsat_solver
 
+        C = len(self.comps)
         best, cols = -math.inf, []
-        for ni in self.reps:
+        for hi, lims in self.kinds:
             left = None if self.deadline is None else self.deadline - time.monotonic()
             if left is not None and left <= 0:
-                return math.inf, np.zeros((0, len(self.ks)))
-            m, z = self._model(ni, y)
+                return math.inf, np.zeros((0, C))
+            m, z = self._model(hi, lims, y)
             s = cpsat_solver()
             s.parameters.num_workers = CUT_WORKERS
             if left is not None:
@@ -405,12 +486,12 @@ class _ModelPricer:
             found = _Solutions(z)
             st = s.Solve(m, found)
             if st not in (cp_model.FEASIBLE, cp_model.OPTIMAL):  # no bound proven (0 always fits)
-                return math.inf, np.zeros((0, len(self.ks)))
+                return math.inf, np.zeros((0, C))
             best = max(best, s.BestObjectiveBound() / PRICE_SCALE)
             if found.rows:  # every improving content found on the way: fewer rounds
                 Zs = np.array(found.rows, dtype=float)
                 cols.extend(Zs[_values(Zs, self.streams) - Zs @ y > 1e-9])
-        return best, np.array(cols).reshape(-1, len(self.ks))
+        return best, np.array(cols).reshape(-1, C)
 
 
 def _contents_lp(price, streams: dict, C: int, p, U: float, deadline: float | None, rounds: int = 60) -> float | None:

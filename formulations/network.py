@@ -430,7 +430,7 @@ def _count_cuts(run: Run, base: PlacementModel, state: dict, det: dict) -> None:
             run.notes.append(f"count cut of {t.id} failed ({type(e).__name__}: {e})")
             continue
         for lvl, cut in got.items():
-            if cut > state["excess"].get(ti, [0, 0, 0])["WN".index(lvl)]:
+            if cut > state["excess"].get(ti, [0, 0, 0])["WNR".index(lvl)]:
                 state["cuts"][(ti, lvl)] = max(cut, state["cuts"].get((ti, lvl), 0))
                 raised += 1
     if state["cuts"]:
@@ -443,7 +443,8 @@ def _cut_bounds(base: PlacementModel, state: dict) -> dict[int, float]:
     """:func:`count_bounds` with the worker and node cuts of :func:`_worker_cuts`' state."""
     return count_bounds(base, {ti: c for (ti, lvl), c in state["cuts"].items() if lvl == "W"},
                         excess=state["excess"],
-                        node_cuts={ti: c for (ti, lvl), c in state["cuts"].items() if lvl == "N"})
+                        node_cuts={ti: c for (ti, lvl), c in state["cuts"].items() if lvl == "N"},
+                        rack_cuts={ti: c for (ti, lvl), c in state["cuts"].items() if lvl == "R"})
 
 
 def _cuts_first(run: Run, pat, cuts: dict | None) -> bool:
@@ -927,19 +928,22 @@ def count_bound(pm: PlacementModel) -> float:
 
 def count_bounds(pm: PlacementModel, cuts: dict[int, int] | None = None,
                  excess: dict[int, list[int]] | None = None,
-                 node_cuts: dict[int, int] | None = None) -> dict[int, float]:
+                 node_cuts: dict[int, int] | None = None,
+                 rack_cuts: dict[int, int] | None = None) -> dict[int, float]:
     """{topology index: a lower bound on its share of the metric} (topologies without a stream
     are left out: their share is 0), from :func:`count_excess`'s pairs that every plan must
     separate at each level, divided by the topology's executor count. ``cuts`` ({topology
     index: a lower bound on its cross-worker pairs}, :func:`_worker_cuts`) replaces the worker
     level's count where it is higher, and ``node_cuts`` (the same for cross-node pairs) the
-    node level's: a pair in two workers is counted at the worker level whether or not it is
-    also in two nodes, so the levels add. ``excess``: :func:`count_excess` when already known."""
+    node level's, ``rack_cuts`` the rack level's: a pair in two workers is counted at the worker
+    level whether or not it is also in two nodes, so the levels add. ``excess``:
+    :func:`count_excess` when already known."""
     execs = {ti: float(t.executor_count) for ti, t in pm.topos}
     out = {}
     for ti, (w, n, r) in (count_excess(pm) if excess is None else excess).items():
         w = max(w, (cuts or {}).get(ti, 0))
         n = max(n, (node_cuts or {}).get(ti, 0))
+        r = max(r, (rack_cuts or {}).get(ti, 0))
         out[ti] = max(0.0, (w + n + r) / execs[ti] * (1.0 - 1e-12))
     return out
 

@@ -301,18 +301,21 @@ def test_count_cuts_never_exceed_the_optimum():
     (teeth). (The executor cut is no reference for it: that one leaves out pins, sites and
     resources, so it may be the lower.) A first version took every node kind's slots from its
     first node (node kinds do not look at slots) and claimed 0.8 where the optimum is 0.4."""
-    checked = raised = 0
+    checked = raised = racks = 0
     for seed, inst, ref, pm in proven_small_network(80):
-        counts = {"W": {}, "N": {}}
+        counts = {"W": {}, "N": {}, "R": {}}
         for ti, _ in pm.topos:
             for lvl, cut in W.count_cuts(pm, ti).items():
                 counts[lvl][ti] = cut
         b0 = sum(count_bounds(pm).values())
-        b = sum(count_bounds(pm, counts["W"], node_cuts=counts["N"]).values())
+        b = sum(count_bounds(pm, counts["W"], node_cuts=counts["N"], rack_cuts=counts["R"]).values())
         assert b0 - 1e-12 <= b <= ref.objective + 1e-9, (seed, b0, b, ref.objective)
         checked += 1
         raised += b > b0 + 1e-9
-    assert checked >= 50 and raised >= 20, (checked, raised)
+        racks += len(counts["R"])
+    # the rack level (topologies no rack holds alone) on 8 of these: each above the counting
+    # bound's rack level, 0 on all of them
+    assert checked >= 50 and raised >= 20 and racks >= 5, (checked, raised, racks)
 
 
 def test_count_cuts_priced_by_cp_sat_equal_the_enumerated_ones(monkeypatch):
@@ -320,13 +323,13 @@ def test_count_cuts_priced_by_cp_sat_equal_the_enumerated_ones(monkeypatch):
     (:class:`_workercut._ModelPricer`); both reach the same LP optimum, so on random instances
     the priced cuts equal the enumerated ones level by level (the duals rounded down at 1e-6 can
     only lower the priced cut, which the assertion would see), and stay within brute force's
-    optimum. Leaving out the dominated node kinds (``_maximal_kinds``) changes no cut."""
+    optimum. Leaving out the dominated node kinds (``_maximal``) changes no cut."""
     pairs = compared = 0
     priced_calls = []
     real_call = W._ModelPricer.__call__
 
     def counted(self, y):
-        priced_calls.append(self.node)
+        priced_calls.append(self.apart)
         return real_call(self, y)
 
     for seed, inst, ref, pm in proven_small_network(60):
@@ -337,7 +340,7 @@ def test_count_cuts_priced_by_cp_sat_equal_the_enumerated_ones(monkeypatch):
                 m.setattr(W._ModelPricer, "__call__", counted)
                 priced = W.count_cuts(pm, ti)
             with monkeypatch.context() as m:
-                m.setattr(W, "_maximal_kinds", lambda pm, ks, reps, heap, node: reps)
+                m.setattr(W, "_maximal", lambda kinds: list(range(len(kinds))))
                 every_kind = W.count_cuts(pm, ti)
             assert priced == enum == every_kind, (seed, ti, enum, priced, every_kind)
             pairs += len(enum)
@@ -362,8 +365,9 @@ def test_maximal_kinds_drop_only_dominated_kinds():
     t = inst.topologies[0]
     pm = PlacementModel(inst, "network", component_groups(0, t), build=False)
     ks = [k for k, g in enumerate(pm.groups) if g.ti == 0]
-    assert W._maximal_kinds(pm, ks, [0, 1, 2], 1000, True) == [0, 2]
-    assert W._maximal_kinds(pm, ks, [1, 0], 1000, True) == [0]
+    kinds = [W._kind_limits(pm, ks, ni, 1000, True) for ni in (0, 1, 2)]
+    assert W._maximal(kinds) == [0, 2]
+    assert W._maximal([kinds[1], kinds[0]]) == [1]
 
 
 def test_count_cut_of_a_wide_storm_topology(shared):
