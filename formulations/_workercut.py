@@ -182,9 +182,9 @@ def worker_cut(data: dict, time_limit: float, threads: int | None = None, seed: 
 COUNT_CONTENTS_MAX = 300_000
 COUNT_KINDS_MAX = 16
 # contents past COUNT_CONTENTS_MAX: the LP's columns priced by CP-SAT (one small model per node
-# kind and round), up to this many rounds and components (largeCluster01's TopologyName00023,
-# 5,402 executors in 6 components: its node level converges in 20 rounds)
-COUNT_PRICE_ROUNDS = 60
+# kind and round), for topologies of up to this many groups (largeCluster01's TopologyName00023,
+# 5,402 executors in 6 components: its node level converges in 7 rounds; 19 components did not
+# converge in 30 s)
 COUNT_PRICE_COMPONENTS_MAX = 12
 # the pricing's reduced costs in integers: duals rounded down at this scale (the maximum only
 # grows, so its bound stays valid)
@@ -253,23 +253,17 @@ def count_cuts(pm, ti: int, deadline: float | None = None) -> dict[str, int]:
             price = _ModelPricer(comps, streams, limits, not node, deadline)
         if price is None:
             continue
-        ub = _contents_lp(price, streams, len(ks), p, U, deadline,
-                          COUNT_PRICE_ROUNDS if isinstance(price, _ModelPricer) else 60)
-        if ub is not None:
-            cut = int(total) - int(math.floor(ub * (1 + 1e-9) + 1e-6))
-            if cut > 0:
-                out[level] = cut
+        ub = _contents_lp(price, streams, len(ks), p, U, deadline)
+        if ub is not None and (cut := int(total) - int(math.floor(ub * (1 + 1e-9) + 1e-6))) > 0:
+            out[level] = cut
     racks = _rack_limits(pm, ks, topo.max_heap_mb)
-    need = [[c.memory_onheap_mb for c in comps], [c.cpu for c in comps], [c.memory_mb for c in comps]]
-    whole = [float(np.dot(row, p)) for row in need]
+    whole = [float(np.dot(row, p)) for row in _needs(comps)]
     if len(racks) > 1 and not any((p <= hi).all() and all(w <= lim + EPS for w, lim in zip(whole, lims))
                                   for hi, lims in racks):
         # the rack level, where no rack holds the whole topology alone
         kept = _rack_split(comps, streams, [int(x) for x in p], racks, deadline)
-        if kept is not None:
-            cut = int(total) - int(math.floor(kept + 1e-6))
-            if cut > 0:
-                out["R"] = cut
+        if kept is not None and (cut := int(total) - int(math.floor(kept + 1e-6))) > 0:
+            out["R"] = cut
     return out
 
 
@@ -292,7 +286,6 @@ def _rack_split(comps, streams: dict, p: list[int], racks: list, deadline: float
     z = [[m.NewIntVar(0, min(h, p[c]), f"z{r}_{c}") for c, h in enumerate(hi)] for r, (hi, _) in enumerate(racks)]
     for c in range(len(p)):
         m.Add(sum(zr[c] for zr in z) == p[c])
-    need = [[c.memory_onheap_mb for c in comps], [c.cpu for c in comps], [c.memory_mb for c in comps]]
     # alike racks are interchangeable: their shares of the largest component (by memory) in
     # non-increasing order (TopologyName00047 on largeCluster03's two racks: 0.1 s, 12 s without)
     big = max(range(len(p)), key=lambda c: (p[c] * comps[c].memory_mb, -c))
@@ -301,13 +294,8 @@ def _rack_split(comps, streams: dict, p: list[int], racks: list, deadline: float
             m.Add(z[r][big] >= z[r + 1][big])
     terms = []
     for zr, (hi, lims) in zip(z, racks):
-        for row, lim in zip(need, lims):
-            m.Add(sum(int(math.floor(a * 1000)) * zz for a, zz in zip(row, zr) if a > 0)
-                  <= int(math.ceil((lim + EPS) * 1000)))
-        for (u, d), w in streams.items():
-            prod = m.NewIntVar(0, min(hi[u], p[u]) * min(hi[d], p[d]), "")
-            m.AddMultiplicationEquality(prod, [zr[u], zr[d]])
-            terms.append(w * prod)
+        _add_room(m, zr, comps, lims)
+        terms += _kept_pairs(m, zr, [min(h, q) for h, q in zip(hi, p)], streams)
     m.Maximize(sum(terms))
     s = cpsat_solver()
     s.parameters.num_workers = CUT_WORKERS
@@ -348,14 +336,23 @@ def _maximal(kinds: list[tuple[list[int], tuple]]) -> list[int]:
 def _rack_limits(pm, ks: list[int], max_heap: float) -> list[tuple[list[int], tuple[float, float, float]]]:
     """(caps, limits) of each rack with slots: a group's cap the sum of its nodes'
     ``node_cap`` (at most its size), and on-heap (slots x max heap), CPU and memory summed over
-    the rack's nodes: what any plan's executors on that rack meet, a relaxation of its nodes."""
+    the rack's nodes: what any plan's executors on that rack meet, a relaxation of its nodes.
+    Caps are read once per node kind (``node_kinds``): for largeCluster02's 28 wide topologies
+    0.08 s in all, 0.68 s when read node by node."""
+    from ._rasmodel import node_kinds
+
+    caps = {}
+    for nis in node_kinds(pm):
+        c = np.array([pm.node_cap(pm.groups[k], nis[0]) for k in ks])
+        caps.update((ni, c) for ni in nis)
     out = []
     for ri in range(len(pm.racks)):
         nis = [ni for ni, n in enumerate(pm.nodes) if pm.node_rack[ni] == ri and n.slots]
         if not nis:
             continue
-        hi = [min(pm.groups[k].size, sum(pm.node_cap(pm.groups[k], ni) for ni in nis)) for k in ks]
-        out.append((hi, tuple(float(sum(x)) for x in zip(*(_limits(pm, ni, max_heap, True) for ni in nis)))))
+        hi = np.minimum(sum(caps[ni] for ni in nis), [pm.groups[k].size for k in ks])
+        out.append(([int(x) for x in hi],
+                    tuple(float(sum(x)) for x in zip(*(_limits(pm, ni, max_heap, True) for ni in nis)))))
     return out
 
 
@@ -409,6 +406,30 @@ def _values(Z: np.ndarray, streams: dict) -> np.ndarray:
     return v
 
 
+def _needs(comps) -> list[list[float]]:
+    """Each group's on-heap, CPU and memory per executor, the rows of the limits' sums."""
+    return [[c.memory_onheap_mb for c in comps], [c.cpu for c in comps], [c.memory_mb for c in comps]]
+
+
+def _add_room(m, z, comps, lims) -> None:
+    """CP-SAT rows: z's on-heap, CPU and memory sums within ``lims``, coefficients rounded down
+    and limits up at 10^-3, so every count vector within them is a solution."""
+    for row, lim in zip(_needs(comps), lims):
+        m.Add(sum(int(math.floor(a * 1000)) * zz for a, zz in zip(row, z) if a > 0)
+              <= int(math.ceil((lim + EPS) * 1000)))
+
+
+def _kept_pairs(m, z, hi, streams: dict) -> list:
+    """CP-SAT terms w z_u z_d of the pairs z keeps together, each product an
+    ``AddMultiplicationEquality`` (``hi``: z's upper bounds)."""
+    terms = []
+    for (u, d), w in streams.items():
+        prod = m.NewIntVar(0, hi[u] * hi[d], f"p{u}_{d}")
+        m.AddMultiplicationEquality(prod, [z[u], z[d]])
+        terms.append(w * prod)
+    return terms
+
+
 def _Solutions(z):
     """A CP-SAT solution callback keeping the values of ``z`` of each solution found."""
     from ortools.sat.python import cp_model
@@ -444,10 +465,7 @@ class _ModelPricer:
         comps = self.comps
         m = cp_model.CpModel()
         z = [m.NewIntVar(0, h, f"z{i}") for i, h in enumerate(hi)]
-        need = [[c.memory_onheap_mb for c in comps], [c.cpu for c in comps], [c.memory_mb for c in comps]]
-        for row, lim in zip(need, lims):
-            m.Add(sum(int(math.floor(a * 1000)) * zz for a, zz in zip(row, z) if a > 0)
-                  <= int(math.ceil((lim + EPS) * 1000)))
+        _add_room(m, z, comps, lims)
         if self.apart:
             nz = {}
             for i, a in enumerate(comps):
@@ -459,12 +477,8 @@ class _ModelPricer:
                                 nz[q] = m.NewBoolVar(f"nz{q}")
                                 m.Add(z[q] <= hi[q] * nz[q])
                         m.AddBoolOr([nz[i].Not(), nz[j].Not()])
-        terms = []
-        for (u, d), w in self.streams.items():
-            prod = m.NewIntVar(0, hi[u] * hi[d], f"p{u}_{d}")
-            m.AddMultiplicationEquality(prod, [z[u], z[d]])
-            terms.append(w * PRICE_SCALE * prod)
-        m.Maximize(sum(terms) - sum(int(math.floor(y[i] * PRICE_SCALE)) * z[i] for i in range(len(z))))
+        m.Maximize(PRICE_SCALE * sum(_kept_pairs(m, z, hi, self.streams))
+                   - sum(int(math.floor(y[i] * PRICE_SCALE)) * z[i] for i in range(len(z))))
         return m, z
 
     def __call__(self, y: np.ndarray):

@@ -293,7 +293,8 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
     """(state, (metric, plan) or None): lower bounds on the topologies' cross-worker pairs by their
     worker cuts, and on their cross-node pairs by their node cuts
     (:mod:`formulations._workercut`), as a state {"data": each modelled cut's data by key
-    (topology index, "W" or "N"), "excess": :func:`count_excess`, "cuts": {key: its bound},
+    (topology index, "W" or "N"), "excess": :func:`count_excess`, "cuts": {key: its bound}
+    (the count cuts' keys also (topology index, "R")),
     "own": :func:`count_bounds` with those cuts, "proven": the keys whose cut is the least,
     "found": {topology index: the best worker partition's groups of (component, executor
     index)}} (give it back, with ``end``, a monotonic instant, to go on with the cuts not
@@ -403,10 +404,12 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
 
 def _count_cuts(run: Run, base: PlacementModel, state: dict, det: dict) -> None:
     """The count cuts (:func:`_workercut.count_cuts`: the LP over a topology's worker and node
-    contents) of each topology past the executor cuts' CUT_EXECUTORS_MAX executors or whose
-    executor cuts get less than CUT_MIN_S early (elsewhere the executor cuts, exact minima over
-    executors that leave out only pins, sites and generic resources, are as a rule the stronger), as the first values of the state's cuts, within
-    COUNT_SHARE of the time left; details ``count_cuts``. Fewest components first (their
+    contents, and its least split over racks where no rack holds it) of each topology past the
+    executor cuts' CUT_EXECUTORS_MAX executors or whose executor cuts get less than CUT_MIN_S
+    early (elsewhere the executor cuts, exact minima over executors that leave out only pins,
+    sites and generic resources, are as a rule the stronger), as the first values of the
+    state's cuts (keys (topology index, "W", "N" or "R")), within COUNT_SHARE of the time left;
+    details ``count_cuts``. Fewest components first (their
     contents are fewest: on Storm's largeCluster01 those of 2-6 components took 0.01-0.6 s each
     and gave nearly all the gain; those of 31-54 components reached the contents' cap in 0.1-0.8
     s and gave none), then the most executors."""
@@ -715,25 +718,21 @@ def _move_pair(run: Run, plan: Plan, a: str, b: str, racks: set[str], end: float
     """``plan`` with topology ``a`` placed again on ``racks`` only, with ``b`` out of the way,
     then ``b`` placed again anywhere on what is left (each by ``Run.start_plan`` on its residual
     instance), or None when either finds no plan that places all its executors."""
-    rest = Plan(placements=[q for q in plan.placements if q.topology != b])
-    res = Residuals(run.instance, rest)
+    res = Residuals(run.instance, Plan(placements=[q for q in plan.placements if q.topology != b]))
     sub = res.instance_for(a)
     sub = sub.model_copy(update={"cluster": sub.cluster.model_copy(update={
         "racks": [r for r in sub.cluster.racks if r.id in racks]})})
-    placed = []
-    for tid, sub_inst in ((a, sub), (b, None)):
-        if sub_inst is None:
-            sub_inst = Residuals(run.instance, Plan(placements=rest.placements + placed)).instance_for(tid)
+    for tid in (a, b):
+        if tid == b:
+            sub = res.instance_for(b)  # b is in no plan of ``res``: what all the others leave
         lim = None if end is None else max(0.1, end - time.monotonic())
-        sub_run = Run(sub_inst, "network", run.method, lim, run.threads, None, run.symmetry, run.seed, run.model)
+        sub_run = Run(sub, "network", run.method, lim, run.threads, None, run.symmetry, run.seed, run.model)
         sub_run.sub_solve = True
         got = sub_run.start_plan("storm.ras")
-        if got is None or not _places_all(sub_inst, got):
+        if got is None or not _places_all(sub, got):
             return None
-        if tid == a:
-            rest = Plan(placements=[q for q in rest.placements if q.topology != a])
-        placed.extend(got.placements)
-    return Plan(placements=rest.placements + placed)
+        res.replace(tid, got.placements)
+    return res.plan()
 
 
 def _replace_topology(run: Run, sub_inst, mine: Plan, metric: float, quick: bool, lim: float | None,
