@@ -44,7 +44,8 @@ from planner.model import Instance
 from planner.plan import Placement, Plan
 
 
-def alignment_pack(instance: Instance, deadline: float | None = None, locality: bool = True) -> tuple[Plan | None, str]:
+def alignment_pack(instance: Instance, deadline: float | None = None, locality: bool = True,
+                   rack_of: dict | None = None) -> tuple[Plan | None, str]:
     """Every executor of every topology placed by the rule above: (plan, "") or (None, why).
 
     ``locality``: the nodes where the executor's topology already has a worker that can take
@@ -92,6 +93,8 @@ def alignment_pack(instance: Instance, deadline: float | None = None, locality: 
                 pin = pinned[(t.id, r.id)] = np.array([(r.site is None or st.site[i] == r.site)
                                                        and (r.nodes is None or i in r.nodes) for i in range(N)])
             fit &= pin
+        if rack_of is not None and (want := rack_of.get((t.id, r.id, idx))) is not None:
+            fit &= st.node_rack == want
         cand = np.flatnonzero(fit)
         if cand.size == 0:
             return None, f"no node has room for {t.id}/{r.id}[{idx}] (placed {k} of {len(items)} executors)"

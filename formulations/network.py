@@ -146,6 +146,9 @@ def solve_network(run: Run) -> Result:
         own = _raise_floor(run, cuts, own)
         if best is not None and len(run.instance.topologies) > 1:
             best = _rack_moves(run, best, own, det) or best
+            guided = _rack_guide(run, base, best, own, det)
+            if guided is not None and guided[0] < best[0] - FLOOR_TOL * max(1.0, best[0]):
+                best = guided  # the topology search below goes on from it
             best = _topology_search(run, base, best[1], own, det) or best
         if best is not None and _at_floor(run, best[0]):
             return _floor_optimal(run, best[1], det, "the start plan", "none (the start plan meets the bound)")
@@ -440,6 +443,41 @@ def _count_cuts(run: Run, base: PlacementModel, state: dict, det: dict) -> None:
         state["own"] = _cut_bounds(base, state)
     if wide:
         det["count_cuts"] = {"raised": raised, "s": round(time.monotonic() - t0, 2)}
+    _joint_cut(run, base, state, end, det)
+
+
+def _joint_cut(run: Run, base: PlacementModel, state: dict, end: float | None, det: dict) -> None:
+    """The joint rack cut (:func:`_rackguide.joint_rack_cut`: the wide topologies' least share
+    of the metric's rack level when the racks hold every topology at once) of the wide
+    topologies, at most GUIDE_WIDE_MAX of them, until ``end``; details ``joint_rack_cut``. Its
+    gain over their own rack levels, state["joint_gain"], is added to the floor by
+    :func:`_raise_floor`. Storm's largeCluster03 with its ackers: TopologyName00000
+    and 00047, 39.12 where their rack-level count cuts give 28.51, proven in 3-5 s."""
+    from . import _rackguide
+
+    if len(base.topos) < 2:
+        return  # alone on the racks: the rack-level count cut is the same model
+    big, why = _rackguide.modelled(base)
+    if not big or why:
+        return
+    t0 = time.monotonic()
+    split = {ti: c for (ti, lvl), c in state["cuts"].items() if lvl == "R" and ti in big}
+    try:
+        got = _rackguide.joint_rack_cut(base, big, t0 + JOINT_FREE_S if end is None else end, split)
+    except Exception as e:  # a failed cut costs its bound, not the solve
+        run.notes.append(f"joint rack cut failed ({type(e).__name__}: {e})")
+        return
+    gain = 0.0
+    if got is not None:
+        # less the wide topologies' rack levels in their own bounds (the counting bound's or
+        # their rack-level count cuts): the own bounds' levels add, so only the excess is new
+        execs = dict(base.topos)
+        own = sum(max(state["excess"].get(ti, [0, 0, 0])[2], state["cuts"].get((ti, "R"), 0))
+                  / float(execs[ti].executor_count) for ti in big)
+        gain = max(0.0, got - own)
+        state["joint_gain"] = gain
+    det["joint_rack_cut"] = {"bound": None if got is None else round(got, 6), "gain": round(gain, 6),
+                             "s": round(time.monotonic() - t0, 2)}
 
 
 def _cut_bounds(base: PlacementModel, state: dict) -> dict[int, float]:
@@ -467,11 +505,15 @@ def _cuts_first(run: Run, pat, cuts: dict | None) -> bool:
 
 def _raise_floor(run: Run, cuts: dict, own: dict[int, float]) -> dict[int, float]:
     """The own bounds by topology with the worker, node and count cuts (``cuts``, :func:`_worker_cuts`' state),
-    made the solve's floor when a cut was found; ``own`` when none was."""
-    if not cuts["cuts"]:
+    whose sum with the joint rack cut's gain (:func:`_joint_cut`) becomes the solve's floor when a
+    cut was found; ``own`` when none was."""
+    if not cuts["cuts"] and not cuts.get("joint_gain"):
         return own
-    run.floor = sum(cuts["own"].values())
+    gain = cuts.get("joint_gain", 0.0)
+    run.floor = sum(cuts["own"].values()) + gain
     run.floor_from = "the counting bound with the worker and node cuts (network.count_bounds)"
+    if gain > 0.0:
+        run.floor_from += " and the joint rack cut"
     return cuts["own"]
 
 
@@ -714,6 +756,41 @@ def _rack_moves(run: Run, best: tuple[float, Plan], own: dict[int, float], det: 
     return (metric, plan) if stats["moved"] else None
 
 
+def _rack_guide(run: Run, base: PlacementModel, best: tuple[float, Plan], own: dict[int, float],
+                det: dict) -> tuple[float, Plan] | None:
+    """A second plan beside ``best``: the rack guide's (:mod:`formulations._rackguide`: every
+    topology's executors divided over the racks by one CP-SAT model, the wide topologies held
+    to their racks by the alignment packing), bettered by the topology search (details
+    ``topology_search_guided``), as (metric, plan); None when the guide does not apply (fewer
+    than two racks, no topology wider than GUIDE_FRAC of a rack, a model past GUIDE_VARS_MAX
+    counts) or finds no packable division. The model gets GUIDE_SHARE of the time left, the
+    search GUIDE_SEARCH_SHARE of what is left after it. On Storm's largeCluster03 with its
+    ackers the topology search from storm.ras's plan ends near 777, from the guide's near 722
+    (docs/benchmarks.md). A heuristic: no optimality claim."""
+    from . import _rackguide
+
+    if len(run.instance.cluster.racks) < 2:
+        return None
+    t0 = time.monotonic()
+    end = None if run.time_limit is None else t0 + GUIDE_SHARE * run.remaining()
+    try:
+        plan, info = _rackguide.guided_plans(run, base, best[1], end)
+    except Exception as e:  # a failed guide costs its time, not the solve
+        run.notes.append(f"rack guide failed ({type(e).__name__}: {e})")
+        return None
+    if not info["wide"]:
+        return None
+    det["rack_guide"] = info
+    got = None
+    if plan is not None:
+        search_end = None if run.time_limit is None else time.monotonic() + GUIDE_SEARCH_SHARE * run.remaining()
+        got = _topology_search(run, base, plan, own, det, end=search_end, key="topology_search_guided")
+        if got is not None:
+            info["objective"] = round(got[0], 9)
+    det["rack_guide_s"] = round(time.monotonic() - t0, 2)
+    return got
+
+
 def _move_pair(run: Run, plan: Plan, a: str, b: str, racks: set[str], end: float | None) -> Plan | None:
     """``plan`` with topology ``a`` placed again on ``racks`` only, with ``b`` out of the way,
     then ``b`` placed again anywhere on what is left (each by ``Run.start_plan`` on its residual
@@ -889,6 +966,11 @@ class Residuals:
 RACK_MOVE_TOPOLOGIES = 4
 RACK_MOVE_PARTNERS = 3
 RACK_MOVE_SHARE = 0.1
+# the rack guide (_rack_guide): its model's share of the time left, then its topology search's
+GUIDE_SHARE = 0.15
+GUIDE_SEARCH_SHARE = 0.25
+# the joint rack cut's time without a time limit (with one, the count cuts' share)
+JOINT_FREE_S = 30.0
 # plans within this relative distance of the counting bound are optimal; gains below it are none
 FLOOR_TOL = 1e-9
 # the topology search: its share of the time left, the least time left for a local search and

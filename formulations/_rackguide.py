@@ -1,0 +1,308 @@
+"""Rack guide: a start plan for ``network`` on clusters of several racks, from a division of
+every topology's executors over the racks chosen by one CP-SAT model.
+
+Why: on Storm's largeCluster03 with its ackers two topologies decide most of the metric.
+TopologyName00047 needs more memory than a rack has, TopologyName00000 about four fifths of a
+rack's CPU, and the cluster is 90 % full by CPU. Which rack takes how much of each, and where
+the other 48 topologies go, is one decision; the plans of storm.ras, of the alignment packing
+and of the topology search (which moves one topology at a time) split both topologies over the
+racks far more than the racks' sums require (their pairs split over racks: 95,020 of 00047's
+where CP-SAT's division below has about 10,000).
+
+The model (docs/formulations.md, *Rack guide*): per group (component) g and rack r with slots an
+integer count z_gr in [0, min(size, the rack's nodes' caps summed)], sum_r z_gr = size_g; per
+rack the CPU and memory of all groups within ``margin`` x the rack's sums, and each wide
+topology's on-heap within its max heap x the rack's slots. Wide topologies (``wide``: CPU or
+memory above GUIDE_FRAC of the smallest rack's) keep pairs within racks: maximise
+sum over wide t of floor(SCALE / E_t) x sum over streams u -> d and racks r of z_ur z_dr (the
+pairs they keep, weighted as the metric weights them). Every other topology is whole on one rack
+(a Boolean per rack), or free where no rack takes it whole. The current plan's division is the
+hint. It is a heuristic: rack sums are not nodes, so the margin leaves room for packing, and
+a division the packing cannot realise is tried again at the next, smaller margin.
+
+The plan: ``_alignpack.alignment_pack`` with each wide topology's executors held to their
+rack (its first z_g,r1 executors on the first rack, and so on); the other topologies are packed
+freely. The locality rule's packing is preferred (on largeCluster03 with its ackers it ends the
+topology search 15-20 below the plain rule's); the first margin whose plain packing succeeds is
+the fallback.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+
+# a topology is wide when its CPU or memory is above this share of the smallest rack's
+GUIDE_FRAC = 0.5
+# the racks' sums are scaled by these, in turn, until the packing realises the division
+GUIDE_MARGINS = (1.0, 0.97, 0.94, 0.91, 0.88)
+# the model's counts at most (groups x racks; largeCluster03 1,584) and wide topologies at most:
+# largeCluster01 and 02 (16 and 21 racks) have 10 and 15, and on largeCluster02 no division of the
+# margins 1.0-0.91 packed (5.3 s of a 60 s solve spent for nothing); largeCluster03 has 2
+GUIDE_VARS_MAX = 20_000
+GUIDE_WIDE_MAX = 4
+GUIDE_SCALE = 10**6
+GUIDE_WORKERS = 8
+
+
+def wide(pm) -> list[int]:
+    """Indices of the topologies with streams whose CPU or memory is above GUIDE_FRAC of the
+    smallest rack's (racks with slots)."""
+    sums = _rack_sums(pm)
+    if len(sums) < 2:
+        return []
+    cpu = min(s[0] for s in sums.values())
+    mem = min(s[1] for s in sums.values())
+    have = {pm.groups[ku].ti for ku, _, _ in pm.stream_pairs()}
+    dem: dict[int, list[float]] = {}
+    for g in pm.groups:
+        d = dem.setdefault(g.ti, [0.0, 0.0])
+        d[0] += g.comp.cpu * g.size
+        d[1] += g.comp.memory_mb * g.size
+    return [ti for ti in sorted(have) if dem[ti][0] > GUIDE_FRAC * cpu or dem[ti][1] > GUIDE_FRAC * mem]
+
+
+def modelled(pm) -> tuple[list[int], str | None]:
+    """(:func:`wide`, why the division model is not built, or None): past GUIDE_WIDE_MAX wide
+    topologies or GUIDE_VARS_MAX counts."""
+    big = wide(pm)
+    counts = len(pm.groups) * len(_rack_sums(pm))
+    if big and (len(big) > GUIDE_WIDE_MAX or counts > GUIDE_VARS_MAX):
+        return big, f"{len(big)} wide topologies, {counts} counts (at most {GUIDE_WIDE_MAX} and {GUIDE_VARS_MAX})"
+    return big, None
+
+
+def _rack_sums(pm) -> dict[int, tuple[float, float, int]]:
+    """{rack index of pm.racks: (CPU, memory, slots) of its nodes with slots}."""
+    out: dict[int, list] = {}
+    for ni, n in enumerate(pm.nodes):
+        if n.slots:
+            s = out.setdefault(pm.node_rack[ni], [0.0, 0.0, 0])
+            s[0] += n.cpu
+            s[1] += n.memory_mb
+            s[2] += len(n.slots)
+    return {r: tuple(s) for r, s in out.items()}
+
+
+def _division_model(pm, big: list[int], relax: bool, margin: float = 1.0, split: dict | None = None):
+    """(model, z, racks, total, lim): the division of every group's executors over the racks with
+    slots (z[r][k], ``racks`` indices of pm.racks), maximising the wide topologies' (``big``)
+    weighted pairs kept within racks; ``total`` the weighted pairs of those topologies in all.
+    Each group's count on a rack at most what the rack's nodes hold of it (``_rack_limits``), the
+    racks' CPU and memory sums, and each wide topology's on-heap within its max heap x the rack's
+    slots; ``lim`` the racks' (caps, limits) of ``_rack_limits``. ``relax``: a relaxation of
+    every plan's division (coefficients rounded down, limits up, the other topologies free; its
+    proven bound gives :func:`joint_rack_cut`); else the guide's model (coefficients up, limits x ``margin`` down, each other topology whole on one
+    rack where some rack holds it whole). ``split``: {topology index: pairs every plan splits over
+    racks} (its rack-level count cut), a row on that topology's pairs kept."""
+    from ortools.sat.python import cp_model
+
+    from ._workercut import _kept_pairs, _rack_limits
+
+    ks = list(range(len(pm.groups)))
+    topos = dict(pm.topos)
+    racks = sorted(_rack_sums(pm))
+    lim = _rack_limits(pm, ks, 1.0)  # in the order of pm.racks with slots, as ``racks``
+    bigset = set(big)
+    # the counts modelled: every group's, or, relaxed, the wide topologies' and one per (CPU,
+    # memory) of the others' executors (free there, so only their sums matter: largeCluster03
+    # with its ackers has 760 such groups)
+    items: dict = {}  # key: (size, its caps by rack, CPU, memory)
+    for k, g in enumerate(pm.groups):
+        key = ("cls", g.comp.cpu, g.comp.memory_mb) if relax and g.ti not in bigset else k
+        size, caps, _, _ = items.get(key, (0, [0] * len(lim), 0, 0))
+        items[key] = (size + g.size, [c + min(hi[k], g.size) for c, (hi, _) in zip(caps, lim)], g.comp.cpu,
+                      g.comp.memory_mb)
+    m = cp_model.CpModel()
+    zz = [{key: m.NewIntVar(0, min(it[1][r], it[0]), f"z{r}_{key}") for key, it in items.items()}
+          for r in range(len(lim))]
+    for key, it in items.items():
+        m.Add(sum(zr[key] for zr in zz) == it[0])
+    z = [[zr.get(k) for k in ks] for zr in zz]  # by group index (None for a group in a class)
+    for ti, t in pm.topos if not relax else ():
+        if ti in bigset:
+            continue
+        mine = [k for k in ks if pm.groups[k].ti == ti]
+        fits = [r for r, (hi, _) in enumerate(lim) if all(hi[k] >= pm.groups[k].size for k in mine)]
+        if not fits:
+            continue  # free: no rack takes it whole
+        y = {r: m.NewBoolVar(f"y{ti}_{r}") for r in fits}
+        m.AddExactlyOne(y.values())
+        for r in range(len(lim)):
+            for k in mine:
+                m.Add(z[r][k] == (pm.groups[k].size * y[r] if r in y else 0))
+
+    def row(terms, cap, scale):
+        if relax:
+            m.Add(sum(int(math.floor(a * 1000)) * v for a, v in terms) <= int(math.ceil(cap * 1000 + 1e-6)))
+        else:
+            m.Add(sum(int(math.ceil(a * 1000)) * v for a, v in terms) <= int(math.floor(cap * scale * 1000)))
+
+    for r, (_, (slots, cpu, mem)) in enumerate(lim):
+        for j, cap in ((2, cpu), (3, mem)):
+            row([(it[j], zz[r][key]) for key, it in items.items() if it[j] > 0], cap, margin)
+        for ti in big:
+            mine = [k for k in ks if pm.groups[k].ti == ti and pm.groups[k].comp.memory_onheap_mb > 0]
+            if mine:
+                row([(pm.groups[k].comp.memory_onheap_mb, z[r][k]) for k in mine], topos[ti].max_heap_mb * slots, 1.0)
+    terms, total = [], 0
+    for ti in big:
+        w = GUIDE_SCALE // max(1, topos[ti].executor_count)
+        streams: dict[tuple[int, int], int] = {}
+        pairs = 0
+        for ku, kd, _ in pm.stream_pairs():
+            if pm.groups[ku].ti == ti:
+                streams[(ku, kd)] = streams.get((ku, kd), 0) + 1
+                pairs += pm.groups[ku].size * pm.groups[kd].size
+        total += w * pairs
+        mine = [t for zr in z for t in _kept_pairs(m, zr, [pm.groups[k].size for k in ks], streams)]
+        if (least := (split or {}).get(ti, 0)) > 0:
+            m.Add(sum(mine) <= pairs - least)
+        terms += [w * t for t in mine]
+    m.Maximize(sum(terms))
+    return m, z, racks, total, lim
+
+
+def _solver(deadline: float | None):
+    """A CP-SAT solver with GUIDE_WORKERS workers and the time to ``deadline``; None when
+    none is left."""
+    from .gap import cpsat_solver
+
+    s = cpsat_solver()
+    s.parameters.num_workers = GUIDE_WORKERS
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        s.parameters.max_time_in_seconds = left
+    return s
+
+
+def divide(pm, big: list[int], margin: float, deadline: float | None, hint: dict | None = None):
+    """{group index: counts by rack (a list over ``racks``)} and ``racks`` (indices of
+    pm.racks), the guide model's best division (:func:`_division_model`) within ``deadline``,
+    or (None, racks) when it has none (infeasible, or none found in time). ``hint``: {(group
+    index, rack index): count}."""
+    from ortools.sat.python import cp_model
+
+    m, z, racks, _, _ = _division_model(pm, big, False, margin)
+    if hint:
+        for r, zr in enumerate(z):
+            for k, v in enumerate(zr):
+                m.AddHint(v, hint.get((k, racks[r]), 0))
+    s = _solver(deadline)
+    if s is None or s.Solve(m) not in (cp_model.FEASIBLE, cp_model.OPTIMAL):
+        return None, racks
+    return {k: [int(s.Value(zr[k])) for zr in z] for k in range(len(pm.groups))}, racks
+
+
+def joint_rack_cut(pm, big: list[int], deadline: float | None, split: dict | None = None) -> float | None:
+    """A lower bound on sum over the wide topologies ``big`` of their pairs split over racks
+    divided by their executors (their share of the metric's rack level), or None when CP-SAT
+    gives none by ``deadline``: the relaxed division model (:func:`_division_model`), in which
+    every plan's division is a solution, so GUIDE_SCALE x that sum is at least the weighted
+    pairs in all less CP-SAT's proven bound on the most kept (weights floor(GUIDE_SCALE / E_t),
+    at most GUIDE_SCALE / E_t). Unlike the rack-level count cut (``_workercut._rack_split``,
+    each topology alone on the racks' sums) the racks hold every topology at once.
+    Alike racks are interchangeable: their shares of the largest wide group (by memory) are
+    ordered."""
+    from ortools.sat.python import cp_model
+
+    if not big:
+        return None
+    m, z, racks, total, lim = _division_model(pm, big, True, split=split)
+    first = max((k for k, g in enumerate(pm.groups) if g.ti in big),
+                key=lambda k: (pm.groups[k].size * pm.groups[k].comp.memory_mb, -k))
+    for r in range(len(racks) - 1):
+        if lim[r] == lim[r + 1]:  # the same caps and sums: the racks can swap their shares
+            m.Add(z[r][first] >= z[r + 1][first])
+    s = _solver(deadline)
+    if s is None or s.Solve(m) not in (cp_model.FEASIBLE, cp_model.OPTIMAL):
+        return None
+    return max(0.0, (total - s.BestObjectiveBound()) / GUIDE_SCALE)
+
+
+def guided_plans(run, pm, plan, deadline: float | None, each_s: float = 5.0):
+    """(plan, info) from the rack guide, or (None, info): the model at each margin of
+    GUIDE_MARGINS in turn (each with an equal share of the time before ``deadline``, or
+    ``each_s`` without one), its division packed by ``alignment_pack`` with the wide topologies'
+    executors held to their racks, until the locality rule's packing succeeds; else the first
+    plain packing that did. ``plan``: the current plan, whose division is the hint. ``info``:
+    the wide topologies, the margins tried, the margin packed."""
+    inst = run.instance
+    big, why = modelled(pm)
+    info: dict = {"wide": [dict(pm.topos)[ti].id for ti in big], "margins": []}
+    if not big:
+        return None, info
+    if why:
+        info["skipped"] = why
+        return None, info
+    node_rack = {n.id: pm.node_rack[ni] for ni, n in enumerate(pm.nodes)}
+    group_of = {(g.topo.id, g.comp.id): k for k, g in enumerate(pm.groups)}
+    hint: dict = {}
+    if plan is not None:
+        for q in plan.placements:
+            key = (group_of[(q.topology, q.component)], node_rack[q.node])
+            hint[key] = hint.get(key, 0) + 1
+    fallback = None
+    for i, margin in enumerate(GUIDE_MARGINS):
+        now = time.monotonic()
+        if deadline is not None and now >= deadline:
+            break
+        # an equal share of the time left for each margin still to try and one more for the
+        # second, longer solve at the margin that packs
+        end = now + each_s if deadline is None else now + (deadline - now) / (len(GUIDE_MARGINS) - i + 1)
+        counts, racks = divide(pm, big, margin, end, hint)
+        info["margins"].append(margin)
+        if counts is None:
+            break  # infeasible at this margin (so at every smaller one), or no division in time
+        got, locality = _pack(inst, pm, big, counts, racks, deadline, fallback is None)
+        if got is None:
+            continue
+        if not locality:
+            fallback = (got, margin)
+            continue
+        info["packed"] = margin
+        # the division again with the rest of the time, from the one that packed (on
+        # largeCluster03 with its ackers CP-SAT's division at 1 s kept 65 of the wide
+        # topologies' metric split over racks, at 3 s 56), kept if it packs too
+        end = now + 2 * each_s if deadline is None else deadline
+        again, racks = divide(pm, big, margin, end, {(k, racks[r]): c for k, cs in counts.items()
+                                                      for r, c in enumerate(cs)})
+        if again is not None and again != counts:
+            better, locality = _pack(inst, pm, big, again, racks, deadline, False)
+            if better is not None:
+                info["second"] = True
+                got = better
+        return got, info
+    if fallback is not None:
+        info["packed"] = fallback[1]
+        info["locality"] = False
+        return fallback[0], info
+    return None, info
+
+
+def _pack(inst, pm, big: list[int], counts: dict, racks: list[int], deadline: float | None, plain: bool):
+    """(plan, locality) of ``alignment_pack`` with the wide topologies' executors held to
+    their racks by ``counts`` (:func:`divide`), the locality rule first, then (with ``plain``)
+    without it; (None, False) when neither packs a plan the evaluator passes."""
+    from planner.evaluate import evaluate
+
+    from ._alignpack import alignment_pack
+
+    cl_index = {r.id: i for i, r in enumerate(inst.cluster.racks)}  # ClusterState's rack order
+    rack_of = {}
+    for k, g in enumerate(pm.groups):
+        if g.ti not in big:
+            continue
+        idx = 0
+        for r, c in zip(racks, counts[k]):
+            for _ in range(c):
+                rack_of[(g.topo.id, g.comp.id, idx)] = cl_index[pm.racks[r]]
+                idx += 1
+    for locality in (True, False) if plain else (True,):
+        got, _ = alignment_pack(inst, deadline, locality, rack_of)
+        if got is not None and evaluate(inst, got, "network")["feasible"]:
+            return got, locality
+    return None, False
