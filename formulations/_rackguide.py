@@ -63,6 +63,25 @@ def wide(pm) -> list[int]:
     return [ti for ti in sorted(have) if dem[ti][0] > GUIDE_FRAC * cpu or dem[ti][1] > GUIDE_FRAC * mem]
 
 
+def rack_share(pm, plan, big: list[int]) -> float:
+    """The wide topologies' (``big``) share of ``plan``'s metric at the rack level: their pairs
+    split over racks, each divided by its topology's executors."""
+    group_of = {(g.topo.id, g.comp.id): k for k, g in enumerate(pm.groups)}
+    node_rack = {n.id: pm.node_rack[ni] for ni, n in enumerate(pm.nodes)}
+    counts: dict[int, dict[int, int]] = {}  # group: {rack: executors}
+    for q in plan.placements:
+        by = counts.setdefault(group_of[(q.topology, q.component)], {})
+        by[node_rack[q.node]] = by.get(node_rack[q.node], 0) + 1
+    topos = dict(pm.topos)
+    out = 0.0
+    for ku, kd, e in pm.stream_pairs():
+        if pm.groups[ku].ti in big:
+            down = counts.get(kd, {})
+            kept = sum(c * down.get(r, 0) for r, c in counts.get(ku, {}).items())
+            out += (pm.groups[ku].size * pm.groups[kd].size - kept) / float(topos[pm.groups[ku].ti].executor_count)
+    return out
+
+
 def modelled(pm) -> tuple[list[int], str | None]:
     """(:func:`wide`, why the division model is not built, or None): past GUIDE_WIDE_MAX wide
     topologies or GUIDE_VARS_MAX counts."""
@@ -223,13 +242,16 @@ def joint_rack_cut(pm, big: list[int], deadline: float | None, split: dict | Non
     return max(0.0, (total - s.BestObjectiveBound()) / GUIDE_SCALE)
 
 
-def guided_plans(run, pm, plan, deadline: float | None, each_s: float = 5.0):
+def guided_plans(run, pm, best, deadline: float | None, each_s: float = 5.0, least=None):
     """(plan, info) from the rack guide, or (None, info): the model at each margin of
     GUIDE_MARGINS in turn (each with an equal share of the time before ``deadline``, or
     ``each_s`` without one), its division packed by ``alignment_pack`` with the wide topologies'
     executors held to their racks, until the locality rule's packing succeeds; else the first
-    plain packing that did. ``plan``: the current plan, whose division is the hint. ``info``:
-    the wide topologies, the margins tried, the margin packed."""
+    plain packing that did. ``best``: (metric, plan) of the current plan, whose division is the
+    hint; not tried when its wide topologies' share of the metric's rack level
+    (:func:`rack_share`) is within ``network.GUIDE_MIN_EXCESS`` of the metric of ``least`` (a
+    lower bound on that share, or {topology index: a lower bound on its own}). ``info``: the wide
+    topologies, the margins tried, the margin packed, or why it was skipped."""
     inst = run.instance
     big, why = modelled(pm)
     info: dict = {"wide": [dict(pm.topos)[ti].id for ti in big], "margins": []}
@@ -238,6 +260,16 @@ def guided_plans(run, pm, plan, deadline: float | None, each_s: float = 5.0):
     if why:
         info["skipped"] = why
         return None, info
+    plan = None if best is None else best[1]
+    if plan is not None and least is not None:
+        from .network import GUIDE_MIN_EXCESS
+
+        low = least if not isinstance(least, dict) else sum(least.get(ti, 0.0) for ti in big)
+        share = rack_share(pm, plan, big)
+        info.update(rack_share=round(share, 6), least=round(low, 6))
+        if share - low <= GUIDE_MIN_EXCESS * max(1.0, best[0]):
+            info["skipped"] = f"the wide topologies' rack level {share:.6g} is within {GUIDE_MIN_EXCESS:g} of the metric of {low:.6g}"
+            return None, info
     node_rack = {n.id: pm.node_rack[ni] for ni, n in enumerate(pm.nodes)}
     group_of = {(g.topo.id, g.comp.id): k for k, g in enumerate(pm.groups)}
     hint: dict = {}

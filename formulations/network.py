@@ -146,7 +146,7 @@ def solve_network(run: Run) -> Result:
         own = _raise_floor(run, cuts, own)
         if best is not None and len(run.instance.topologies) > 1:
             best = _rack_moves(run, best, own, det) or best
-            guided = _rack_guide(run, base, best, own, det)
+            guided = _rack_guide(run, base, best, own, det, cuts)
             if guided is not None and guided[0] < best[0] - FLOOR_TOL * max(1.0, best[0]):
                 best = guided  # the topology search below goes on from it
             best = _topology_search(run, base, best[1], own, det) or best
@@ -476,6 +476,7 @@ def _joint_cut(run: Run, base: PlacementModel, state: dict, end: float | None, d
                   / float(execs[ti].executor_count) for ti in big)
         gain = max(0.0, got - own)
         state["joint_gain"] = gain
+        state["joint_bound"] = got
     det["joint_rack_cut"] = {"bound": None if got is None else round(got, 6), "gain": round(gain, 6),
                              "s": round(time.monotonic() - t0, 2)}
 
@@ -757,13 +758,15 @@ def _rack_moves(run: Run, best: tuple[float, Plan], own: dict[int, float], det: 
 
 
 def _rack_guide(run: Run, base: PlacementModel, best: tuple[float, Plan], own: dict[int, float],
-                det: dict) -> tuple[float, Plan] | None:
+                det: dict, cuts: dict | None = None) -> tuple[float, Plan] | None:
     """A second plan beside ``best``: the rack guide's (:mod:`formulations._rackguide`: every
     topology's executors divided over the racks by one CP-SAT model, the wide topologies held
     to their racks by the alignment packing), bettered by the topology search (details
     ``topology_search_guided``), as (metric, plan); None when the guide does not apply (fewer
     than two racks, no topology wider than GUIDE_FRAC of a rack, a model past GUIDE_VARS_MAX
-    counts) or finds no packable division. The model gets GUIDE_SHARE of the time left, the
+    counts, or ``best``'s wide topologies within GUIDE_MIN_EXCESS of the metric above the least
+    rack level known for them: the joint rack cut's, else their own rack levels, from the cuts'
+    state ``cuts``) or finds no packable division. The model gets GUIDE_SHARE of the time left, the
     search GUIDE_SEARCH_SHARE of what is left after it. On Storm's largeCluster03 with its
     ackers the topology search from storm.ras's plan ends near 777, from the guide's near 722
     (docs/benchmarks.md). A heuristic: no optimality claim."""
@@ -774,7 +777,14 @@ def _rack_guide(run: Run, base: PlacementModel, best: tuple[float, Plan], own: d
     t0 = time.monotonic()
     end = None if run.time_limit is None else t0 + GUIDE_SHARE * run.remaining()
     try:
-        plan, info = _rackguide.guided_plans(run, base, best[1], end)
+        least = None
+        if cuts is not None:
+            least = cuts.get("joint_bound")
+            if least is None:
+                execs = dict(base.topos)
+                least = {ti: max(cuts["excess"].get(ti, [0, 0, 0])[2], cuts["cuts"].get((ti, "R"), 0))
+                         / float(execs[ti].executor_count) for ti, _ in base.topos}
+        plan, info = _rackguide.guided_plans(run, base, best, end, least=least)
     except Exception as e:  # a failed guide costs its time, not the solve
         run.notes.append(f"rack guide failed ({type(e).__name__}: {e})")
         return None
@@ -969,6 +979,11 @@ RACK_MOVE_SHARE = 0.1
 # the rack guide (_rack_guide): its model's share of the time left, then its topology search's
 GUIDE_SHARE = 0.15
 GUIDE_SEARCH_SHARE = 0.25
+# the guide is not tried when the wide topologies' rack level in the plan is within this share of
+# the plan's metric of the least known for it: then it has little to gain (largeCluster03
+# without its ackers is above it: 14.7 over the joint cut's 0, of 223; the guide is tried there,
+# 12-15 s of a 60 s solve, and its plan loses to the rack moves' by 20)
+GUIDE_MIN_EXCESS = 0.02
 # the joint rack cut's time without a time limit (with one, the count cuts' share)
 JOINT_FREE_S = 30.0
 # plans within this relative distance of the counting bound are optimal; gains below it are none

@@ -112,6 +112,23 @@ def test_the_guided_plan_holds_the_wide_topologies_to_their_racks():
     assert _kept(pm, G.wide(pm), c) == _kept(pm, G.wide(pm), counts)
 
 
+def test_rack_share_counts_the_wide_topologies_pairs_over_racks_and_gates_the_guide():
+    """``rack_share`` against the evaluator's definition (``_rack_share`` below), and the guide
+    is skipped when a plan's share is at the least known for it."""
+    inst = parse_instance(_two_racks())
+    pm = _base(inst)
+    big = G.wide(pm)
+    run = Run(inst, "network", "exact.cpsat", 20.0, None, None, True, 0)
+    plan, _ = G.guided_plans(run, pm, None, None)
+    share = G.rack_share(pm, plan, big)
+    assert share == pytest.approx(_rack_share(inst, plan, ["w", "x"])) and share > 0
+    metric = evaluate(inst, plan, "network")["network_metric"]
+    got, info = G.guided_plans(run, pm, (metric, plan), None, least=share)
+    assert got is None and "within" in info["skipped"]
+    got, info = G.guided_plans(run, pm, (metric, plan), None, least=0.0)
+    assert got is not None and "skipped" not in info
+
+
 def test_no_guide_on_one_rack_or_without_a_wide_topology():
     d = _two_racks()
     one = parse_instance({**d, "cluster": {"racks": [{"id": "r0", "nodes": d["cluster"]["racks"][0]["nodes"]
@@ -136,7 +153,8 @@ def test_the_rack_guide_on_storms_third_cluster_with_its_ackers(shared):
     pm = _base(inst)
     run = Run(inst, "network", "exact.cpsat", 60.0, None, None, True, 0)
     start = run.start_plan("storm.ras")
-    plan, info = G.guided_plans(run, pm, start, None, each_s=3.0)
+    plan, info = G.guided_plans(run, pm, (evaluate(inst, start, "network")["network_metric"], start), None,
+                                each_s=3.0)
     assert info["wide"] == ["TopologyName00000", "TopologyName00047"]
     assert plan is not None and evaluate(inst, plan, "network")["feasible"]
     rack_of = inst.cluster.rack_of()
