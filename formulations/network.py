@@ -767,9 +767,9 @@ def _rack_guide(run: Run, base: PlacementModel, best: tuple[float, Plan], own: d
     counts, or ``best``'s wide topologies within GUIDE_MIN_EXCESS of the metric above the least
     rack level known for them: the joint rack cut's, else their own rack levels, from the cuts'
     state ``cuts``) or finds no packable division. The model gets GUIDE_SHARE of the time left, the
-    search GUIDE_SEARCH_SHARE of what is left after it. On Storm's largeCluster03 with its
-    ackers the topology search from storm.ras's plan ends near 777, from the guide's near 722
-    (docs/benchmarks.md). A heuristic: no optimality claim."""
+    search GUIDE_SEARCH_SHARE of what is left after it. Storm's largeCluster03 with its ackers
+    at 60 s: 705-737, against 761-791 without the guide (docs/benchmarks.md, session 33). A
+    heuristic: no optimality claim."""
     from . import _rackguide
 
     if len(run.instance.cluster.racks) < 2:
