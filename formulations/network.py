@@ -308,8 +308,7 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
     CP-SAT stops as soon as it proves the plan's cut the least. The first call (``state`` None)
     also runs the count cuts (:func:`_count_cuts`) in their own time, or, in a sub-solve of the
     topology search, takes the whole solve's cuts (``run.known_cut``). Time: until ``end``, or
-    CUT_SHARE of the time left, each cut its share by executors of the time left, or with a plan
-    its topology's share of the excess left when larger (at least
+    CUT_SHARE of the time left, each cut its share by executors of the time left (at least
     CUT_MIN_S; without ``end`` at most CUT_EACH_S x the square of the topology's components /
     executors, which is each cut's time without a time limit)."""
     from . import _workercut
