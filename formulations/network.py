@@ -356,11 +356,6 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
     if end is None and run.time_limit is not None:
         end = t_cuts + CUT_SHARE * run.remaining()
     left_exec = sum(data[k]["E"] for k in order)
-    # with a plan, each cut's share is also at least its topology's share of the excess left
-    # (largeCluster03 with its ackers: TopologyName00001, 53 executors and 9.8 of the excess, had
-    # 0.59 s by executors, found nothing, and its cuts, 315 and 237 pairs, need 2.6 s each)
-    gap = {} if plan is None else {k: max(0.0, excess[k[0]]) for k in order}
-    left_gap = sum(gap.values())
     stats = det.setdefault(key, {"modelled": len(state["data"]), "solved": 0, "proven": 0})
     for k in order:
         ti, lvl = k
@@ -377,12 +372,8 @@ def _worker_cuts(run: Run, base: PlacementModel, plan: Plan | None, own: dict[in
             left = end - time.monotonic()
             # its share by executors of the time left (a cut proven early leaves its time to
             # the rest: on largeCluster03, 5 s each for the two largest left none for 22 others)
-            share = d["E"] / max(1, left_exec)
-            if left_gap > 0.0:
-                share = max(share, gap[k] / left_gap)
-            lim = min(each, max(CUT_MIN_S, left * share), left)
+            lim = min(each, max(CUT_MIN_S, left * d["E"] / max(1, left_exec)), left)
         left_exec -= d["E"]
-        left_gap -= gap.get(k, 0.0)
         if lim < CUT_MIN_S:
             continue
         where = labels.get(inst.topologies[ti].id)
