@@ -183,23 +183,6 @@ def _division_model(pm, big: list[int], relax: bool, margin: float = 1.0, split:
     return m, z, racks, total, lim
 
 
-def _solver(deadline: float | None, workers: int = GUIDE_WORKERS, linearization: int | None = None):
-    """A CP-SAT solver with ``workers`` workers (and ``linearization_level``, when given) and
-    the time to ``deadline``; None when none is left."""
-    from .gap import cpsat_solver
-
-    s = cpsat_solver()
-    s.parameters.num_workers = workers
-    if linearization is not None:
-        s.parameters.linearization_level = linearization
-    if deadline is not None:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return None
-        s.parameters.max_time_in_seconds = left
-    return s
-
-
 def divide(pm, big: list[int], margin: float, deadline: float | None, hint: dict | None = None):
     """{group index: counts by rack (a list over ``racks``)} and ``racks`` (indices of
     pm.racks), the guide model's best division (:func:`_division_model`) within ``deadline``,
@@ -207,12 +190,14 @@ def divide(pm, big: list[int], margin: float, deadline: float | None, hint: dict
     index, rack index): count}."""
     from ortools.sat.python import cp_model
 
+    from ._workercut import cpsat_until
+
     m, z, racks, _, _ = _division_model(pm, big, False, margin)
     if hint:
         for r, zr in enumerate(z):
             for k, v in enumerate(zr):
                 m.AddHint(v, hint.get((k, racks[r]), 0))
-    s = _solver(deadline)
+    s = cpsat_until(deadline, GUIDE_WORKERS)
     if s is None or s.Solve(m) not in (cp_model.FEASIBLE, cp_model.OPTIMAL):
         return None, racks
     return {k: [int(s.Value(zr[k])) for zr in z] for k in range(len(pm.groups))}, racks
@@ -230,6 +215,8 @@ def joint_rack_cut(pm, big: list[int], deadline: float | None, split: dict | Non
     ordered."""
     from ortools.sat.python import cp_model
 
+    from ._workercut import cpsat_until
+
     if not big:
         return None
     m, z, racks, total, lim = _division_model(pm, big, True, split=split)
@@ -240,7 +227,7 @@ def joint_rack_cut(pm, big: list[int], deadline: float | None, split: dict | Non
             m.Add(z[r][first] >= z[r + 1][first])
     # one worker with the full LP: largeCluster03 with its ackers proven in 2.9 s each time, where
     # 8 default workers took 4.1-7.7 s (4 workers: not within 15 s)
-    s = _solver(deadline, 1, 2)
+    s = cpsat_until(deadline, 1, 2)
     if s is None or s.Solve(m) not in (cp_model.FEASIBLE, cp_model.OPTIMAL):
         return None
     return max(0.0, (total - s.BestObjectiveBound()) / GUIDE_SCALE)

@@ -279,8 +279,6 @@ def _rack_split(comps, streams: dict, p: list[int], racks: list, deadline: float
     0.1 s; the counting bound's rack level is 0)."""
     from ortools.sat.python import cp_model
 
-    from .gap import cpsat_solver
-
     m = cp_model.CpModel()
     racks = sorted(racks, key=lambda k: (list(k[1]), list(k[0])))  # alike racks next to each other
     z = [[m.NewIntVar(0, min(h, p[c]), f"z{r}_{c}") for c, h in enumerate(hi)] for r, (hi, _) in enumerate(racks)]
@@ -297,16 +295,28 @@ def _rack_split(comps, streams: dict, p: list[int], racks: list, deadline: float
         _add_room(m, zr, comps, lims)
         terms += _kept_pairs(m, zr, [min(h, q) for h, q in zip(hi, p)], streams)
     m.Maximize(sum(terms))
+    s = cpsat_until(deadline)
+    if s is None or s.Solve(m) not in (cp_model.FEASIBLE, cp_model.OPTIMAL):
+        return None
+    return s.BestObjectiveBound()
+
+
+def cpsat_until(deadline: float | None, workers: int = CUT_WORKERS, linearization: int | None = None):
+    """A CP-SAT solver (``gap.cpsat_solver``) with ``workers`` workers (and
+    ``linearization_level``, when given) and the time to ``deadline`` (a monotonic instant);
+    None when none is left."""
+    from .gap import cpsat_solver
+
     s = cpsat_solver()
-    s.parameters.num_workers = CUT_WORKERS
+    s.parameters.num_workers = workers
+    if linearization is not None:
+        s.parameters.linearization_level = linearization
     if deadline is not None:
         left = deadline - time.monotonic()
         if left <= 0:
             return None
         s.parameters.max_time_in_seconds = left
-    if s.Solve(m) not in (cp_model.FEASIBLE, cp_model.OPTIMAL):
-        return None
-    return s.BestObjectiveBound()
+    return s
 
 
 def _limits(pm, ni: int, max_heap: float, node: bool) -> tuple[float, float, float]:
@@ -484,19 +494,15 @@ class _ModelPricer:
     def __call__(self, y: np.ndarray):
         from ortools.sat.python import cp_model
 
-        from .gap import cpsat_solver
-
         C = len(self.comps)
         best, cols = -math.inf, []
         for hi, lims in self.kinds:
-            left = None if self.deadline is None else self.deadline - time.monotonic()
-            if left is not None and left <= 0:
+            if self.deadline is not None and self.deadline <= time.monotonic():
                 return math.inf, np.zeros((0, C))
             m, z = self._model(hi, lims, y)
-            s = cpsat_solver()
-            s.parameters.num_workers = CUT_WORKERS
-            if left is not None:
-                s.parameters.max_time_in_seconds = left
+            s = cpsat_until(self.deadline)
+            if s is None:
+                return math.inf, np.zeros((0, C))
             found = _Solutions(z)
             st = s.Solve(m, found)
             if st not in (cp_model.FEASIBLE, cp_model.OPTIMAL):  # no bound proven (0 always fits)
