@@ -452,7 +452,7 @@ def _joint_cut(run: Run, base: PlacementModel, state: dict, end: float | None, d
     topologies, at most GUIDE_WIDE_MAX of them, until ``end``; details ``joint_rack_cut``. Its
     gain over their own rack levels, state["joint_gain"], is added to the floor by
     :func:`_raise_floor`. Storm's largeCluster03 with its ackers: TopologyName00000
-    and 00047, 39.12 where their rack-level count cuts give 28.51, proven in 3-5 s."""
+    and 00047, 39.12 where their rack-level count cuts give 28.51, proven in 2.9 s."""
     from . import _rackguide
 
     if len(base.topos) < 2:
@@ -469,16 +469,22 @@ def _joint_cut(run: Run, base: PlacementModel, state: dict, end: float | None, d
         return
     gain = 0.0
     if got is not None:
-        # less the wide topologies' rack levels in their own bounds (the counting bound's or
-        # their rack-level count cuts): the own bounds' levels add, so only the excess is new
-        execs = dict(base.topos)
-        own = sum(max(state["excess"].get(ti, [0, 0, 0])[2], state["cuts"].get((ti, "R"), 0))
-                  / float(execs[ti].executor_count) for ti in big)
-        gain = max(0.0, got - own)
+        # less the wide topologies' rack levels in their own bounds: the own bounds' levels
+        # add, so only the excess is new
+        gain = max(0.0, got - _rack_levels(base, state, big))
         state["joint_gain"] = gain
         state["joint_bound"] = got
     det["joint_rack_cut"] = {"bound": None if got is None else round(got, 6), "gain": round(gain, 6),
                              "s": round(time.monotonic() - t0, 2)}
+
+
+def _rack_levels(base: PlacementModel, state: dict, tis: list[int]) -> float:
+    """The topologies ``tis``' rack levels in their own bounds: the counting bound's pairs
+    split over racks, or their rack-level count cuts where higher (the cuts' ``state``), each
+    divided by its topology's executors."""
+    execs = dict(base.topos)
+    return sum(max(state["excess"].get(ti, [0, 0, 0])[2], state["cuts"].get((ti, "R"), 0))
+               / float(execs[ti].executor_count) for ti in tis)
 
 
 def _cut_bounds(base: PlacementModel, state: dict) -> dict[int, float]:
@@ -764,9 +770,9 @@ def _rack_guide(run: Run, base: PlacementModel, best: tuple[float, Plan], own: d
     to their racks by the alignment packing), bettered by the topology search (details
     ``topology_search_guided``), as (metric, plan); None when the guide does not apply (fewer
     than two racks, no topology wider than GUIDE_FRAC of a rack, a model past GUIDE_VARS_MAX
-    counts, or ``best``'s wide topologies within GUIDE_MIN_EXCESS of the metric above the least
-    rack level known for them: the joint rack cut's, else their own rack levels, from the cuts'
-    state ``cuts``) or finds no packable division. The model gets GUIDE_SHARE of the time left, the
+    counts, or ``best``'s wide topologies within ``_rackguide.GUIDE_MIN_EXCESS`` of the metric
+    above the least rack level known for them: the joint rack cut's, else their own rack levels,
+    from the cuts' state ``cuts``) or finds no packable division. The model gets GUIDE_SHARE of the time left, the
     search GUIDE_SEARCH_SHARE of what is left after it. Storm's largeCluster03 with its ackers
     at 60 s: 705-737, against 761-791 without the guide (docs/benchmarks.md, session 33). A
     heuristic: no optimality claim."""
@@ -781,9 +787,7 @@ def _rack_guide(run: Run, base: PlacementModel, best: tuple[float, Plan], own: d
         if cuts is not None:
             least = cuts.get("joint_bound")
             if least is None:
-                execs = dict(base.topos)
-                least = {ti: max(cuts["excess"].get(ti, [0, 0, 0])[2], cuts["cuts"].get((ti, "R"), 0))
-                         / float(execs[ti].executor_count) for ti, _ in base.topos}
+                least = _rack_levels(base, cuts, _rackguide.wide(base))
         plan, info = _rackguide.guided_plans(run, base, best, end, least=least)
     except Exception as e:  # a failed guide costs its time, not the solve
         run.notes.append(f"rack guide failed ({type(e).__name__}: {e})")
@@ -979,11 +983,6 @@ RACK_MOVE_SHARE = 0.1
 # the rack guide (_rack_guide): its model's share of the time left, then its topology search's
 GUIDE_SHARE = 0.15
 GUIDE_SEARCH_SHARE = 0.25
-# the guide is not tried when the wide topologies' rack level in the plan is within this share of
-# the plan's metric of the least known for it: then it has little to gain (largeCluster03
-# without its ackers is above it: 14.7 over the joint cut's 0, of 223; the guide is tried there,
-# 12-15 s of a 60 s solve, and its plan loses to the rack moves' by 20)
-GUIDE_MIN_EXCESS = 0.02
 # the joint rack cut's time without a time limit (with one, the count cuts' share)
 JOINT_FREE_S = 30.0
 # plans within this relative distance of the counting bound are optimal; gains below it are none
