@@ -120,9 +120,10 @@ def _division_model(pm, big: list[int], relax: bool, margin: float = 1.0, split:
     racks' CPU and memory sums, and each wide topology's on-heap within its max heap x the rack's
     slots; ``lim`` the racks' (caps, limits) of ``_rack_limits``. ``relax``: a relaxation of
     every plan's division (coefficients rounded down, limits up, the other topologies free; its
-    proven bound gives :func:`joint_rack_cut`); else the guide's model (coefficients up, limits x ``margin`` down, each other topology whole on one
-    rack where some rack holds it whole). ``split``: {topology index: pairs every plan splits over
-    racks} (its rack-level count cut), a row on that topology's pairs kept."""
+    proven bound gives :func:`joint_rack_cut`); else the guide's model (coefficients up, limits x
+    ``margin`` down, each other topology whole on one rack where some rack holds it whole).
+    ``split``: {topology index: pairs every plan splits over racks} (its rack-level count cut),
+    a row on that topology's pairs kept."""
     from ortools.sat.python import cp_model
 
     from ._workercut import _kept_pairs, _rack_limits
@@ -249,8 +250,8 @@ def guided_plans(run, pm, best, deadline: float | None, each_s: float = 5.0, lea
     plain packing that did. ``best``: (metric, plan) of the current plan, whose division is the
     hint; not tried when its wide topologies' share of the metric's rack level
     (:func:`rack_share`) is within GUIDE_MIN_EXCESS of the metric of ``least`` (a lower bound
-    on that share). ``info``: the wide
-    topologies, the margins tried, the margin packed, or why it was skipped."""
+    on that share). ``info``: the wide topologies, the margins tried, the margin packed, or why
+    it was skipped."""
     inst = run.instance
     big, why = modelled(pm)
     info: dict = {"wide": [dict(pm.topos)[ti].id for ti in big], "margins": []}
