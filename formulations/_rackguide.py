@@ -32,7 +32,6 @@ the fallback.
 
 from __future__ import annotations
 
-import math
 import time
 
 
@@ -57,11 +56,13 @@ GUIDE_WORKERS = 8
 def wide(pm) -> list[int]:
     """Indices of the topologies with streams whose CPU or memory is above GUIDE_FRAC of the
     smallest rack's (racks with slots)."""
-    sums = _rack_sums(pm)
+    from ._workercut import _rack_limits
+
+    sums = [lims for _, lims in _rack_limits(pm, [], 1.0)]
     if len(sums) < 2:
         return []
-    cpu = min(s[0] for s in sums.values())
-    mem = min(s[1] for s in sums.values())
+    cpu = min(s[1] for s in sums)
+    mem = min(s[2] for s in sums)
     have = {pm.groups[ku].ti for ku, _, _ in pm.stream_pairs()}
     dem: dict[int, list[float]] = {}
     for g in pm.groups:
@@ -71,21 +72,29 @@ def wide(pm) -> list[int]:
     return [ti for ti in sorted(have) if dem[ti][0] > GUIDE_FRAC * cpu or dem[ti][1] > GUIDE_FRAC * mem]
 
 
+def _plan_counts(pm, plan) -> dict[tuple[int, int], int]:
+    """{(group index, rack index of pm.racks): executors of ``plan`` there}."""
+    group_of = {(g.topo.id, g.comp.id): k for k, g in enumerate(pm.groups)}
+    node_rack = {n.id: pm.node_rack[ni] for ni, n in enumerate(pm.nodes)}
+    counts: dict[tuple[int, int], int] = {}
+    for q in plan.placements:
+        key = (group_of[(q.topology, q.component)], node_rack[q.node])
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def rack_share(pm, plan, big: list[int]) -> float:
     """The wide topologies' (``big``) share of ``plan``'s metric at the rack level: their pairs
     split over racks, each divided by its topology's executors."""
-    group_of = {(g.topo.id, g.comp.id): k for k, g in enumerate(pm.groups)}
-    node_rack = {n.id: pm.node_rack[ni] for ni, n in enumerate(pm.nodes)}
-    counts: dict[int, dict[int, int]] = {}  # group: {rack: executors}
-    for q in plan.placements:
-        by = counts.setdefault(group_of[(q.topology, q.component)], {})
-        by[node_rack[q.node]] = by.get(node_rack[q.node], 0) + 1
+    by: dict[int, dict[int, int]] = {}  # group: {rack: executors}
+    for (k, r), c in _plan_counts(pm, plan).items():
+        by.setdefault(k, {})[r] = c
     topos = dict(pm.topos)
     out = 0.0
     for ku, kd, e in pm.stream_pairs():
         if pm.groups[ku].ti in big:
-            down = counts.get(kd, {})
-            kept = sum(c * down.get(r, 0) for r, c in counts.get(ku, {}).items())
+            down = by.get(kd, {})
+            kept = sum(c * down.get(r, 0) for r, c in by.get(ku, {}).items())
             out += (pm.groups[ku].size * pm.groups[kd].size - kept) / float(topos[pm.groups[ku].ti].executor_count)
     return out
 
@@ -94,22 +103,16 @@ def modelled(pm) -> tuple[list[int], str | None]:
     """(:func:`wide`, why the division model is not built, or None): past GUIDE_WIDE_MAX wide
     topologies or GUIDE_VARS_MAX counts."""
     big = wide(pm)
-    counts = len(pm.groups) * len(_rack_sums(pm))
+    counts = len(pm.groups) * len(_slot_racks(pm))
     if big and (len(big) > GUIDE_WIDE_MAX or counts > GUIDE_VARS_MAX):
         return big, f"{len(big)} wide topologies, {counts} counts (at most {GUIDE_WIDE_MAX} and {GUIDE_VARS_MAX})"
     return big, None
 
 
-def _rack_sums(pm) -> dict[int, tuple[float, float, int]]:
-    """{rack index of pm.racks: (CPU, memory, slots) of its nodes with slots}."""
-    out: dict[int, list] = {}
-    for ni, n in enumerate(pm.nodes):
-        if n.slots:
-            s = out.setdefault(pm.node_rack[ni], [0.0, 0.0, 0])
-            s[0] += n.cpu
-            s[1] += n.memory_mb
-            s[2] += len(n.slots)
-    return {r: tuple(s) for r, s in out.items()}
+def _slot_racks(pm) -> list[int]:
+    """The racks (indices of pm.racks) with a node with slots, in the order of
+    ``_workercut._rack_limits``."""
+    return sorted({pm.node_rack[ni] for ni, n in enumerate(pm.nodes) if n.slots})
 
 
 def _division_model(pm, big: list[int], relax: bool, margin: float = 1.0, split: dict | None = None):
@@ -126,11 +129,11 @@ def _division_model(pm, big: list[int], relax: bool, margin: float = 1.0, split:
     a row on that topology's pairs kept."""
     from ortools.sat.python import cp_model
 
-    from ._workercut import _kept_pairs, _rack_limits
+    from ._workercut import _kept_pairs, _rack_limits, room_row
 
     ks = list(range(len(pm.groups)))
     topos = dict(pm.topos)
-    racks = sorted(_rack_sums(pm))
+    racks = _slot_racks(pm)
     lim = _rack_limits(pm, ks, 1.0)  # in the order of pm.racks with slots, as ``racks``
     bigset = set(big)
     # the counts modelled: every group's, or, relaxed, the wide topologies' and one per (CPU,
@@ -160,20 +163,14 @@ def _division_model(pm, big: list[int], relax: bool, margin: float = 1.0, split:
         for r in range(len(lim)):
             for k in mine:
                 m.Add(z[r][k] == (pm.groups[k].size * y[r] if r in y else 0))
-
-    def row(terms, cap, scale):
-        if relax:
-            m.Add(sum(int(math.floor(a * 1000)) * v for a, v in terms) <= int(math.ceil(cap * 1000 + 1e-6)))
-        else:
-            m.Add(sum(int(math.ceil(a * 1000)) * v for a, v in terms) <= int(math.floor(cap * scale * 1000)))
-
     for r, (_, (slots, cpu, mem)) in enumerate(lim):
         for j, cap in ((2, cpu), (3, mem)):
-            row([(it[j], zz[r][key]) for key, it in items.items() if it[j] > 0], cap, margin)
+            room_row(m, [(it[j], zz[r][key]) for key, it in items.items() if it[j] > 0], cap, relax, margin)
         for ti in big:
             mine = [k for k in ks if pm.groups[k].ti == ti and pm.groups[k].comp.memory_onheap_mb > 0]
             if mine:
-                row([(pm.groups[k].comp.memory_onheap_mb, z[r][k]) for k in mine], topos[ti].max_heap_mb * slots, 1.0)
+                room_row(m, [(pm.groups[k].comp.memory_onheap_mb, z[r][k]) for k in mine],
+                         topos[ti].max_heap_mb * slots, relax)
     terms, total = [], 0
     for ti in big:
         w = GUIDE_SCALE // max(1, topos[ti].executor_count)
@@ -224,16 +221,13 @@ def joint_rack_cut(pm, big: list[int], deadline: float | None, split: dict | Non
     ordered."""
     from ortools.sat.python import cp_model
 
-    from ._workercut import cpsat_until
+    from ._workercut import cpsat_until, order_alike
 
     if not big:
         return None
     m, z, racks, total, lim = _division_model(pm, big, True, split=split)
-    first = max((k for k, g in enumerate(pm.groups) if g.ti in big),
-                key=lambda k: (pm.groups[k].size * pm.groups[k].comp.memory_mb, -k))
-    for r in range(len(racks) - 1):
-        if lim[r] == lim[r + 1]:  # the same caps and sums: the racks can swap their shares
-            m.Add(z[r][first] >= z[r + 1][first])
+    order_alike(m, z, lim, max((k for k, g in enumerate(pm.groups) if g.ti in big),
+                               key=lambda k: (pm.groups[k].size * pm.groups[k].comp.memory_mb, -k)))
     # one worker with the full LP: largeCluster03 with its ackers proven in 2.9 s each time, where
     # 8 default workers took 4.1-7.7 s (4 workers: not within 15 s)
     s = cpsat_until(deadline, 1, 2)
@@ -268,13 +262,7 @@ def guided_plans(run, pm, best, deadline: float | None, each_s: float = 5.0, lea
             info["skipped"] = (f"the wide topologies' rack level {share:.6g} is within {GUIDE_MIN_EXCESS:g} "
                                f"of the metric of {least:.6g}")
             return None, info
-    node_rack = {n.id: pm.node_rack[ni] for ni, n in enumerate(pm.nodes)}
-    group_of = {(g.topo.id, g.comp.id): k for k, g in enumerate(pm.groups)}
-    hint: dict = {}
-    if plan is not None:
-        for q in plan.placements:
-            key = (group_of[(q.topology, q.component)], node_rack[q.node])
-            hint[key] = hint.get(key, 0) + 1
+    hint = None if plan is None else _plan_counts(pm, plan)
     fallback = None
     for i, margin in enumerate(GUIDE_MARGINS):
         now = time.monotonic()

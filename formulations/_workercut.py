@@ -286,10 +286,7 @@ def _rack_split(comps, streams: dict, p: list[int], racks: list, deadline: float
         m.Add(sum(zr[c] for zr in z) == p[c])
     # alike racks are interchangeable: their shares of the largest component (by memory) in
     # non-increasing order (TopologyName00047 on largeCluster03's two racks: 0.1 s, 12 s without)
-    big = max(range(len(p)), key=lambda c: (p[c] * comps[c].memory_mb, -c))
-    for r in range(len(racks) - 1):
-        if racks[r] == racks[r + 1]:
-            m.Add(z[r][big] >= z[r + 1][big])
+    order_alike(m, z, racks, max(range(len(p)), key=lambda c: (p[c] * comps[c].memory_mb, -c)))
     terms = []
     for zr, (hi, lims) in zip(z, racks):
         _add_room(m, zr, comps, lims)
@@ -422,11 +419,32 @@ def _needs(comps) -> list[list[float]]:
 
 
 def _add_room(m, z, comps, lims) -> None:
-    """CP-SAT rows: z's on-heap, CPU and memory sums within ``lims``, coefficients rounded down
-    and limits up at 10^-3, so every count vector within them is a solution."""
+    """CP-SAT rows: z's on-heap, CPU and memory sums within ``lims``, relaxed
+    (:func:`room_row`), so every count vector within them is a solution."""
     for row, lim in zip(_needs(comps), lims):
-        m.Add(sum(int(math.floor(a * 1000)) * zz for a, zz in zip(row, z) if a > 0)
-              <= int(math.ceil((lim + EPS) * 1000)))
+        room_row(m, [(a, zz) for a, zz in zip(row, z) if a > 0], lim)
+
+
+def room_row(m, terms: list, cap: float, relax: bool = True, scale: float = 1.0) -> None:
+    """The CP-SAT row sum a x <= cap over ``terms`` ((a, x) pairs) in integers at 10^-3:
+    relaxed (coefficients rounded down, the limit up, so every x meeting the real row meets it),
+    or, with ``relax`` False, restricted to ``scale`` x cap (coefficients up, the limit down, so
+    every x meeting it meets the real row at that scale)."""
+    if relax:
+        m.Add(sum(int(math.floor(a * 1000)) * x for a, x in terms) <= int(math.ceil((cap + EPS) * 1000)))
+    else:
+        m.Add(sum(int(math.ceil(a * 1000)) * x for a, x in terms) <= int(math.floor(cap * scale * 1000)))
+
+
+def order_alike(m, z, keys: list, first: int) -> None:
+    """Symmetry rows for interchangeable racks (equal ``keys``: their caps and limits): within
+    each class of alike racks, in index order, their counts z[r][first] non-increasing."""
+    last: dict = {}
+    for r, key in enumerate(keys):
+        key = repr(key)
+        if key in last:
+            m.Add(z[last[key]][first] >= z[r][first])
+        last[key] = r
 
 
 def _kept_pairs(m, z, hi, streams: dict) -> list:

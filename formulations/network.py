@@ -778,8 +778,6 @@ def _rack_guide(run: Run, base: PlacementModel, best: tuple[float, Plan], own: d
     heuristic: no optimality claim."""
     from . import _rackguide
 
-    if len(run.instance.cluster.racks) < 2:
-        return None
     t0 = time.monotonic()
     end = None if run.time_limit is None else t0 + GUIDE_SHARE * run.remaining()
     try:
