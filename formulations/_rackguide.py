@@ -324,3 +324,96 @@ def _pack(inst, pm, big: list[int], counts: dict, racks: list[int], deadline: fl
         if got is not None and evaluate(inst, got, "network")["feasible"]:
             return got, locality
     return None, False
+
+
+def rack_instance(inst, rack_id: str, counts: dict[str, int]):
+    """The one topology of ``inst`` with ``counts`` executors of each component (those with none
+    left out, with their streams and incompatibilities) on the rack ``rack_id`` alone: the
+    instance whose plans are one rack's part of a plan of ``inst`` for that division. Its
+    network metric times its executors is the pairs that part splits over workers and nodes."""
+    t = inst.topologies[0]
+    keep = {c.id for c in t.components if counts.get(c.id, 0) > 0}
+    comps = [c.model_copy(update={"parallelism": counts[c.id],
+                                  "incompatible": [x for x in c.incompatible if x in keep]})
+             for c in t.components if c.id in keep]
+    streams = [s for s in t.streams if s.source in keep and s.target in keep]
+    topo = t.model_copy(update={"components": comps, "streams": streams, "traffic": None})
+    racks = [r for r in inst.cluster.racks if r.id == rack_id]
+    return inst.model_copy(update={"topologies": [topo], "cluster": inst.cluster.model_copy(update={"racks": racks})})
+
+
+def divisible(inst, pm) -> str | None:
+    """Why :func:`divided_plan` does not apply, or None: one topology on several racks with
+    slots, wide (:func:`wide`), with no executor pinned to nodes or a site (a rack's instance
+    would drop the pin's nodes) and no measured traffic (its indices are the whole topology's)."""
+    if len(inst.topologies) != 1 or len(_slot_racks(pm)) < 2:
+        return "not one topology on several racks"
+    t = inst.topologies[0]
+    if any(c.nodes or c.site for c in t.components) or t.traffic:
+        return "pinned executors or measured traffic"
+    if not wide(pm):
+        return "the topology is not wide"
+    return None
+
+
+def divided_plan(run, pm, deadline: float | None, solve, each_s: float = 10.0) -> tuple[tuple | None, dict]:
+    """((metric, plan) or None, info): one topology's plan from a division of its executors
+    over the racks (:func:`divide`, its pairs kept within racks most), each rack's part solved
+    alone by ``solve`` (the network solve of a :class:`Run` on :func:`rack_instance`, proven on
+    the racks measured) and the parts put together. A division whose racks do not all get a plan
+    is tried again at the next margin of GUIDE_MARGINS. Time: until ``deadline`` (``each_s`` a
+    rack solve without one), each rack's solve its share by executors of the time left."""
+    from planner.evaluate import evaluate
+    from planner.plan import Placement, Plan
+
+    from ._rasmodel import Run
+
+    inst = run.instance
+    info: dict = {"margins": []}
+    for margin in GUIDE_MARGINS:
+        now = time.monotonic()
+        if deadline is not None and deadline - now < 1.0:
+            info["stopped"] = "time"
+            break
+        counts, racks = divide(pm, [0], margin, None if deadline is None else now + 0.2 * (deadline - now))
+        info["margins"].append(margin)
+        if counts is None:
+            break  # infeasible at this margin (so at every smaller one), or no division in time
+        by_rack = [{} for _ in racks]
+        for k, g in enumerate(pm.groups):
+            for r, c in enumerate(counts[k]):
+                by_rack[r][g.comp.id] = by_rack[r].get(g.comp.id, 0) + c
+        left_exec = sum(sum(v.values()) for v in by_rack)
+        placements, offset, parts = [], {}, []
+        for r, v in zip(racks, by_rack):
+            execs = sum(v.values())
+            if not execs:
+                continue
+            lim = None if deadline is None else max(0.5, (deadline - time.monotonic()) * execs / left_exec)
+            left_exec -= execs
+            sub = rack_instance(inst, pm.racks[r], v)
+            sub_run = Run(sub, "network", run.method, each_s if lim is None else lim, run.threads, None,
+                          run.symmetry, run.seed, run.model)
+            sub_run.sub_solve = True
+            res = solve(sub_run)
+            got = None if res.plan is None or res.status.value not in ("optimal", "feasible") else \
+                evaluate(sub, res.plan, "network")
+            if got is None or not got["feasible"]:
+                parts = None
+                break
+            parts.append((pm.racks[r], res.status.value, round(got["network_metric"] * execs, 6)))
+            for p in res.plan.placements:
+                placements.append(Placement(topology=p.topology, component=p.component,
+                                            executor=p.executor + offset.get(p.component, 0), node=p.node,
+                                            slot=p.slot))
+            for c, q in v.items():
+                offset[c] = offset.get(c, 0) + q
+        if parts is None:
+            continue
+        plan = Plan(placements=placements)
+        m = evaluate(inst, plan, "network")
+        if not m["feasible"]:
+            continue
+        info.update(margin=margin, racks=parts)
+        return (float(m["network_metric"]), plan), info
+    return None, info
