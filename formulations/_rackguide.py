@@ -359,8 +359,8 @@ def divisible(inst, pm) -> str | None:
 def divided_plan(run, pm, deadline: float | None, solve, each_s: float = 10.0) -> tuple[tuple | None, dict]:
     """((metric, plan) or None, info): one topology's plan from a division of its executors
     over the racks (:func:`divide`, its pairs kept within racks most), each rack's part solved
-    alone by ``solve`` (the network solve of a :class:`Run` on :func:`rack_instance`, proven on
-    the racks measured) and the parts put together. A division whose racks do not all get a plan
+    alone by ``solve`` (the network solve of a :class:`Run` on :func:`rack_instance`; on the
+    racks measured each part was proven) and the parts put together. A division whose racks do not all get a plan
     is tried again at the next margin of GUIDE_MARGINS. Time: until ``deadline`` (``each_s`` a
     rack solve without one), each rack's solve its share by executors of the time left."""
     from planner.evaluate import evaluate
