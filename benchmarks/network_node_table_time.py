@@ -6,7 +6,7 @@ Prints whether it was built, its rows, seconds, the sum of its values and the co
 threads (2 by default, ``_nodetable.table_threads``); 1 here is the DP of before session 12's
 threads.
 """
-import time, sys, numpy as np
+import time, sys
 from formulations import _patterns as P
 from formulations._nodetable import NodeTable
 from formulations._gen import layered

@@ -33,7 +33,6 @@ even-routing bound. Routes, each with ``--limit`` seconds, one after another:
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path

@@ -456,7 +456,7 @@ def gen_shukla_app(count: int, seed: int, **params: Any) -> Iterator[Instance]:
         comps = [{"id": "source", "kind": "spout", "perf_model": "source"}]
         comps += [{"id": names[v], "kind": "bolt", "perf_model": kind[v]} for v in range(n)]
         comps.append({"id": "sink", "kind": "bolt", "perf_model": "sink"})
-        nodes, racks = [], []
+        nodes = []
         for copy in range(p["pool_copies"]):
             for ty, slots, price, cnt in SHUKLA_POOL:
                 for k in range(cnt):

@@ -320,6 +320,8 @@ def test_solver_process_is_kept_and_an_abandoned_run_is_not_taken_for_the_next()
         r2 = sb.run(bb.digest, bb.json, "network", "storm.even", 10, 0, 30)
         assert sb.proc.pid == pid  # one process for both runs
         assert r1["status"] == want_a.status.value and same_value(r1["objective"], want_a.objective)
+        want_b = planner.solve(b, "network", "storm.even")
+        assert r2["status"] == want_b.status.value and same_value(r2["objective"], want_b.objective)
 
         def interrupt(*_):
             raise KeyboardInterrupt

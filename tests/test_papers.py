@@ -520,3 +520,7 @@ def test_random_throughput_instances(seed):
         assert all(v >= 1 for v in n.plan.parallelism["t"].values())
     else:
         assert "FirstAssignment" in n.message
+    # the even baseline's claimed rate is one the evaluator finds sustainable too
+    assert b.status in (Status.FEASIBLE, Status.INFEASIBLE), b.message
+    if b.status == Status.FEASIBLE:
+        assert b.plan.input_rate <= b.metrics["sustainable_rate"] * (1 + 1e-9)

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from heuristics import storm as S
-from heuristics.common import ClusterState, guarantee_satisfaction, user_order
+from heuristics.common import guarantee_satisfaction, user_order
 from planner.api import evaluate, load_instance, solve
 from planner.instances import shipped
 from planner.model import InstanceError, parse_instance
