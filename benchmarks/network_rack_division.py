@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from collections import Counter
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -33,6 +34,7 @@ from scipy.optimize import linprog
 from formulations._gen import layered
 from formulations._nodetable import _node_vectors, worker_contents
 from formulations._rasmodel import PlacementModel, component_groups
+from formulations._workercut import _values
 from planner import rates
 from planner.model import parse_instance
 
@@ -42,7 +44,9 @@ SCALE = 1000  # the cuts' coefficients in thousandths of a pair, rounded up
 def content_cut(X: np.ndarray, kept: np.ndarray, v: np.ndarray, m: int, rounds: int = 30):
     """(pi, mu, LP value): the content LP max kept.l s.t. X^T l <= v, sum l <= m at ``v`` by
     column generation over the rows of X, and mu = max(0, max_p kept(p) - pi.p) over all of
-    them, so kept pairs <= pi.v' + m mu for every v'."""
+    them, so kept pairs <= pi.v' + m mu for every v'. The count cuts' ``_workercut._contents_lp``
+    is the same Lagrangian bound at one v, but returns the bound only; the cuts here need the
+    prices for the other divisions."""
     K = X.shape[1]
     cols = set(np.flatnonzero(np.all(X <= v, axis=1)).tolist())
     pi, val = np.zeros(K), 0.0
@@ -83,8 +87,8 @@ def main() -> None:
     t0 = time.monotonic()
     Y = _node_vectors(pm, 0, 50_000_000)[0].astype(np.float64)
     Q = worker_contents(pm, 0, 0, 500_000).astype(np.float64)
-    kY = sum(Y[:, u] * Y[:, d] for u, d in S)
-    kQ = sum(Q[:, u] * Q[:, d] for u, d in S)
+    streams = Counter(S)  # the count cuts' stream weights (_workercut._values)
+    kY, kQ = _values(Y, streams), _values(Q, streams)
     racks = [[ni for ni in range(len(pm.nodes)) if pm.node_rack[ni] == r] for r in range(R)]
     assert len({len(rs) for rs in racks}) == 1, "racks of as many nodes"
     mN = [len(rs) for rs in racks]

@@ -149,7 +149,7 @@ def solve_network(run: Run) -> Result:
         cuts, got = _worker_cuts(run, base, None if best is None else best[1], own, det, counts=not one)
         best = got or best
         own = _raise_floor(run, cuts, own)
-        if best is not None and len(run.instance.topologies) > 1:
+        if best is not None and not one:
             best = _rack_moves(run, best, own, det) or best
             guided = _rack_guide(run, base, best, own, det, cuts)
             if guided is not None and guided[0] < best[0] - FLOOR_TOL * max(1.0, best[0]):
@@ -158,14 +158,13 @@ def solve_network(run: Run) -> Result:
         if best is not None and _at_floor(run, best[0]):
             return _floor_optimal(run, best[1], det, "the start plan", "none (the start plan meets the bound)")
         pat, info, const = patterns.build_network(base, run.deadline(0.75), run.threads)
-        if one and not run.sub_solve and not _node_tabled(pat):
+        if _untabled(run, pat):
             # no node table: the count cuts are this topology's bound (seed 1's 100x12x10: 18.21)
             _count_cuts(run, base, cuts, det)
             own = _raise_floor(run, cuts, own)
             if best is not None and _at_floor(run, best[0]):
                 return _floor_optimal(run, best[1], det, "the plan")
-        if _untabled(run, pat):
-            got = _rack_division(run, base, best, det)
+            got = _rack_division(run, base, best, det) if run.time_limit is not None else None
             if got is not None:
                 best = got
                 if _at_floor(run, best[0]):
@@ -522,23 +521,19 @@ def _cuts_first(run: Run, pat, cuts: dict | None) -> bool:
     alone that reached it (largeCluster03, 52-54 executors) it ended with no bound at 10, 30
     and 60 s, while each cut is restarted from nothing by every call, so one long call proves
     what two short ones do not (TopologyName00019's cut: 17 s)."""
-    if cuts is None or not set(cuts["data"]) - cuts["proven"]:
+    if cuts is None or run.time_limit is None or not set(cuts["data"]) - cuts["proven"]:
         return False
     return _untabled(run, pat)
 
 
 def _untabled(run: Run, pat) -> bool:
-    """One topology, a time limit, not a sub-solve, and no node family priced by table
-    (``pat``, :func:`patterns.build_network`): the configuration model has no exact node
-    pricing (:func:`_cuts_first`, :func:`_rack_division`)."""
-    if run.time_limit is None or run.sub_solve or len(run.instance.topologies) != 1:
+    """One topology, not a sub-solve, and no node family of the configuration model ``pat``
+    (:func:`patterns.build_network`) priced by table: that model has no exact node pricing, so
+    the count cuts run (one topology's wait for the tables), then, with a time limit, the rack
+    division (:func:`_rack_division`) and the cuts first (:func:`_cuts_first`)."""
+    if run.sub_solve or len(run.instance.topologies) != 1:
         return False
-    return not _node_tabled(pat)
-
-
-def _node_tabled(pat) -> bool:
-    """Whether a node family of the configuration model ``pat`` is priced by table."""
-    return any(f.table is not None for f in pat.families if f.name.startswith("node"))
+    return not any(f.table is not None for f in pat.families if f.name.startswith("node"))
 
 
 def _raise_floor(run: Run, cuts: dict, own: dict[int, float]) -> dict[int, float]:
