@@ -33,6 +33,7 @@ import time
 import numpy as np
 
 from ._patterns import stream_matrix
+from ._rasmodel import node_kinds
 
 TOL = 1e-9
 # Sizes past which the search does not run. A descent step scores every worker and group against
@@ -42,6 +43,8 @@ TOL = 1e-9
 # workers, 389 groups: 9.9e9, and a 32 GB array) ran out of memory (session 26).
 SEARCH_WORK_MAX = 2e9
 MOVE_ENTRIES_MAX = 3e8
+# value() sums einsum's dense products up to this many (workers x groups^2), by stream pairs past it
+VALUE_DENSE_MAX = 1e7
 
 
 class WorkerSearch:
@@ -71,11 +74,20 @@ class WorkerSearch:
         self.nres = np.array([[n.resources.get(r, 0.0) for r in res] for n in pm.nodes], dtype=float).reshape(self.N, len(res))
         self.ncpu = np.array([n.cpu for n in pm.nodes], dtype=float)
         self.nmem = np.array([n.memory_mb for n in pm.nodes], dtype=float)
-        self.ncap = np.array([[pm.node_cap(g, ni) for g in G] for ni in range(self.N)], dtype=np.int64).reshape(self.N, K)
-        # a worker's caps are its node's (per node, not per worker: 80 nodes x 12 slots x 792
-        # groups on Storm's largeCluster03)
-        ncap_w = np.array([[pm.worker_cap(g, ni) for g in G] for ni in range(self.N)], dtype=np.int64).reshape(self.N, K)
-        self.wcap = ncap_w[self.wnode]
+        # caps read once per node kind (node_kinds), not per node: a worker's caps are its node's,
+        # and alike nodes have the same (Storm's largeCluster03: 80 nodes x 792 groups, 1.6 s)
+        kinds = node_kinds(pm)
+        kind_of = np.zeros(self.N, dtype=np.int64)
+        for i, nis in enumerate(kinds):
+            kind_of[nis] = i
+        ncap = np.array([[pm.node_cap(g, nis[0]) for g in G] for nis in kinds], dtype=np.int64).reshape(len(kinds), K)
+        self.ncap = ncap[kind_of]
+        ncap_w = np.array([[pm.worker_cap(g, nis[0]) for g in G] for nis in kinds], dtype=np.int64).reshape(len(kinds), K)
+        self.wcap = ncap_w[kind_of][self.wnode]
+        # the streams as pairs (a <= b) with their weights, for value() on large states
+        ia, ib = np.nonzero(np.triu(self.A))
+        self.pair_a, self.pair_b = ia, ib
+        self.pair_w = np.where(ia == ib, 0.5, 1.0) * self.A[ia, ib]
         # groups that may not share a worker: other topologies, incompatible components
         inc = self.topo[:, None] != self.topo[None, :]
         by_topo: dict[int, list[int]] = {}
@@ -136,8 +148,13 @@ class WorkerSearch:
         Y = self.node_sums(X)
         Z = self.rack_sums(Y)
         A = self.A
-        return 0.5 * float(np.einsum("wk,kl,wl->", X, A, X) + np.einsum("nk,kl,nl->", Y, A, Y)
-                           + np.einsum("rk,kl,rl->", Z, A, Z))
+        if X.size * self.K <= VALUE_DENSE_MAX:  # the sums every recorded search made, bit for bit
+            return 0.5 * float(np.einsum("wk,kl,wl->", X, A, X) + np.einsum("nk,kl,nl->", Y, A, Y)
+                               + np.einsum("rk,kl,rl->", Z, A, Z))
+        # large: by stream pairs; einsum's dense triple sum took 2 s of a 0.8 s search cap on
+        # Storm's largeCluster03 with its ackers (960 workers x 792 groups)
+        a, b, w = self.pair_a, self.pair_b, self.pair_w
+        return float(sum(np.einsum("ip,ip->p", M[:, a], M[:, b], dtype=float) @ w for M in (X, Y, Z)))
 
     # --- search -------------------------------------------------------------------------------
     def _move_mask(self, X: np.ndarray, Y: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -392,13 +409,20 @@ class WorkerSearch:
         """The plan of worker counts X (each group's executors taken in member order)."""
         from ._patterns import deal_workers
 
+        # the workers by node in one pass (a scan of every worker per node took 14 s of a 10 s
+        # limit for one topology on Storm's largeCluster01: 1,312 nodes x 65,600 workers)
+        by_node: list[list[int]] = [[] for _ in range(self.N)]
+        for w, ni in enumerate(self.wnode.tolist()):
+            by_node[ni].append(w)
+        used = set(np.flatnonzero(X.any(axis=1)).tolist())
         nodes = []
         for ni in range(self.N):
-            ws = [w for w in range(self.Wn) if self.wnode[w] == ni]
+            ws = by_node[ni]
+            if not used.intersection(ws):
+                continue
             # deal_workers takes the node's ports in order: keep each worker on its own port
             parts = [{k: int(q) for k, q in enumerate(X[w]) if q} for w in ws]
-            if any(parts):
-                nodes.append((ni, parts))
+            nodes.append((ni, parts))
         return deal_workers(self.pm, nodes)
 
 

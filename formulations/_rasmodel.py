@@ -499,6 +499,10 @@ class Run:
     def expired(self) -> bool:
         return self.time_limit is not None and time.monotonic() - self.t0 >= self.time_limit
 
+    def past(self, share: float) -> bool:
+        """Whether ``share`` of the time limit is spent (never without a limit)."""
+        return self.time_limit is not None and time.monotonic() >= self.deadline(share)
+
     @property
     def pattern_off(self) -> bool:
         return self.model == "compact"

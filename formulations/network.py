@@ -157,76 +157,90 @@ def solve_network(run: Run) -> Result:
             best = _topology_search(run, base, best[1], own, det) or best
         if best is not None and _at_floor(run, best[0]):
             return _floor_optimal(run, best[1], det, "the start plan", "none (the start plan meets the bound)")
-        pat, info, const = patterns.build_network(base, run.deadline(0.75), run.threads)
-        if _untabled(run, pat):
-            # no node table: the count cuts are this topology's bound (seed 1's 100x12x10: 18.21)
-            _count_cuts(run, base, cuts, det)
-            own = _raise_floor(run, cuts, own)
-            if best is not None and _at_floor(run, best[0]):
-                return _floor_optimal(run, best[1], det, "the plan")
-            got = _rack_division(run, base, best, det) if run.time_limit is not None else None
-            if got is not None:
-                best = got
+        if best is not None and run.past(MODEL_END):
+            # the searches before the model used its build time (Storm's largeCluster01 at 8 s:
+            # they end at 6.5 s, and the model's build, seeding and rack search then ran to 11 s)
+            det["model"] = f"not built: the searches before it used {MODEL_END:.0%} of the time limit"
+            run.notes.append("configuration model not built (no time left for it)")
+            incumbent = best[1]
+            if one and not run.sub_solve:  # no node table either: its count cuts are the bound
+                _count_cuts(run, base, cuts, det)
+                own = _raise_floor(run, cuts, own)
                 if _at_floor(run, best[0]):
-                    return _floor_optimal(run, best[1], det, "the rack division's plan")
-        if _cuts_first(run, pat, cuts):
-            # one topology whose node tables are refused: the configuration model's column
-            # generation then has no exact node pricing and ended with no bound on every such
-            # Storm topology measured (session 31), while a longer cut may prove one
-            cuts, got = _worker_cuts(run, base, None if best is None else best[1], own, det, state=cuts,
-                                     end=run.deadline(TOPO_LATE_END), key="worker_cuts_untabled")
-            best = got or best
-            own = _raise_floor(run, cuts, own)
-            cuts_done = True
-            if best is not None and _at_floor(run, best[0]):
-                return _floor_optimal(run, best[1], det, "the plan", "none (the plan meets the bound)")
-        start = None
-        for plan in (seed, None if best is None else best[1]):  # their columns go to the master
-            v = None if plan is None else patterns.seed_network(base, pat, info, plan)
-            if v is not None and (start is None or v > start[0] + 1e-9):
-                start = (v, plan)
-        if len(info["racks"]) > 1:
-            # once column generation has its bound, only the rack search can close the gap (the
-            # compact model's bound is far weaker at these sizes): it may run to 95 % of the limit
-            out = patterns.network_racks(base, pat, info, run.backend, run.threads, incumbent=start,
-                                         search_deadline=run.deadline(0.95))
+                    return _floor_optimal(run, best[1], det, "the plan")
         else:
-            out = patterns.run_patterns(pat, run.backend, run.threads)
+            pat, info, const = patterns.build_network(base, run.deadline(MODEL_END), run.threads)
+            if _untabled(run, pat):
+                # no node table: the count cuts are this topology's bound (seed 1's 100x12x10: 18.21)
+                _count_cuts(run, base, cuts, det)
+                own = _raise_floor(run, cuts, own)
+                if best is not None and _at_floor(run, best[0]):
+                    return _floor_optimal(run, best[1], det, "the plan")
+                got = _rack_division(run, base, best, det) if run.time_limit is not None else None
+                if got is not None:
+                    best = got
+                    if _at_floor(run, best[0]):
+                        return _floor_optimal(run, best[1], det, "the rack division's plan")
+            if _cuts_first(run, pat, cuts):
+                # one topology whose node tables are refused: the configuration model's column
+                # generation then has no exact node pricing and ended with no bound on every such
+                # Storm topology measured (session 31), while a longer cut may prove one
+                cuts, got = _worker_cuts(run, base, None if best is None else best[1], own, det, state=cuts,
+                                         end=run.deadline(TOPO_LATE_END), key="worker_cuts_untabled")
+                best = got or best
+                own = _raise_floor(run, cuts, own)
+                cuts_done = True
+                if best is not None and _at_floor(run, best[0]):
+                    return _floor_optimal(run, best[1], det, "the plan", "none (the plan meets the bound)")
+            start = None
+            for plan in (seed, None if best is None else best[1]):  # their columns go to the master
+                v = None if plan is None else patterns.seed_network(base, pat, info, plan)
+                if v is not None and (start is None or v > start[0] + 1e-9):
+                    start = (v, plan)
+            if len(info["racks"]) > 1:
+                # once column generation has its bound, only the rack search can close the gap (the
+                # compact model's bound is far weaker at these sizes): it may run to 95 % of the limit
+                out = patterns.network_racks(base, pat, info, run.backend, run.threads, incumbent=start,
+                                             search_deadline=run.deadline(0.95))
+            else:
+                out = patterns.run_patterns(pat, run.backend, run.threads)
+                if out["chosen"] is not None:
+                    out["chosen"] = [(pat.families[c.family].name, c, v) for c, v in out["chosen"]]
+                elif start is not None and out["status"] != "infeasible":
+                    out.update(status="feasible", value=start[0], chosen=start[1])
+            det = {"model": "configuration", **det, **out.get("stats", {})}
+            plan = None
             if out["chosen"] is not None:
-                out["chosen"] = [(pat.families[c.family].name, c, v) for c, v in out["chosen"]]
-            elif start is not None and out["status"] != "infeasible":
-                out.update(status="feasible", value=start[0], chosen=start[1])
-        det = {"model": "configuration", **det, **out.get("stats", {})}
-        plan = None
-        if out["chosen"] is not None:
-            plan = out["chosen"] if isinstance(out["chosen"], Plan) else patterns.network_plan(base, out["chosen"])
-        if out.get("bound") is not None and out["status"] != "infeasible":
-            pat_bound = const - out["bound"]
-        if out["status"] in ("feasible", "unknown") and plan is not None and run.floor > 0.0:
-            m = evaluate(run.instance, plan, "network")
-            if m["feasible"] and _at_floor(run, m["network_metric"]):
-                # the model's plan meets the bound known without it (the worker cuts)
-                run.notes.append(f"the plan meets {run.floor_from}")
-                out = {**out, "status": "optimal"}
-                pat_bound = max(pat_bound or 0.0, run.floor)
-                det["bound_from"] = run.floor_from
-        if out["status"] == "optimal":
-            return run.pattern_result(out, plan, bound=pat_bound, details=det)
-        incumbent = plan
-        cfg_infeasible = out["status"] == "infeasible"  # proven by its LP; the compact model explains it
-        if not cfg_infeasible:
-            run.notes.append("configuration model did not finish its proof")
+                plan = out["chosen"] if isinstance(out["chosen"], Plan) else patterns.network_plan(base, out["chosen"])
+            if out.get("bound") is not None and out["status"] != "infeasible":
+                pat_bound = const - out["bound"]
+            if out["status"] in ("feasible", "unknown") and plan is not None and run.floor > 0.0:
+                m = evaluate(run.instance, plan, "network")
+                if m["feasible"] and _at_floor(run, m["network_metric"]):
+                    # the model's plan meets the bound known without it (the worker cuts)
+                    run.notes.append(f"the plan meets {run.floor_from}")
+                    out = {**out, "status": "optimal"}
+                    pat_bound = max(pat_bound or 0.0, run.floor)
+                    det["bound_from"] = run.floor_from
+            if out["status"] == "optimal":
+                return run.pattern_result(out, plan, bound=pat_bound, details=det)
+            incumbent = plan
+            cfg_infeasible = out["status"] == "infeasible"  # proven by its LP; the compact model explains it
+            if not cfg_infeasible:
+                run.notes.append("configuration model did not finish its proof")
     hint = incumbent or run.hint_plan()
     if not run.compact_affordable(base, sum(1 for _ in base.stream_pairs())):
         if cfg_infeasible:
             return run.configuration_infeasible(det)
-        if incumbent is not None and len(run.instance.topologies) > 1 and run.time_limit is not None:
+        if incumbent is not None and len(run.instance.topologies) > 1 and run.time_limit is not None \
+                and not run.past(TOPO_LATE_END):
             # the time the compact model cannot use goes to whole sub-solves of the topology
             # search (Storm's largeCluster03 left 15 s of 60 unused)
             got = _topology_search(run, base, incumbent, own, det, whole=True, end=run.deadline(TOPO_LATE_END),
                                    key="topology_search_late", cuts=cuts)
             incumbent = incumbent if got is None else got[1]
-        if cuts is not None and not cuts_done and incumbent is not None and run.time_limit is not None:
+        if cuts is not None and not cuts_done and incumbent is not None and run.time_limit is not None \
+                and not run.past(TOPO_LATE_END):
             # the cuts not proven go on in the time left (a topology alone on a big cluster:
             # the configuration model's tables are too large, the compact model too)
             cuts, got = _worker_cuts(run, base, incumbent, own, det, state=cuts, end=run.deadline(TOPO_LATE_END),
@@ -1056,6 +1070,8 @@ COUNT_SHARE = 0.15
 # when the compact model is too large for the time left, the topology search's whole sub-solves
 # go on until this share of the limit
 TOPO_LATE_END = 0.9
+# the configuration model is built until this share of the time limit, and not begun after it
+MODEL_END = 0.75
 # a sub-instance's nodes at most: those of the topology and the freest (Storm's largeCluster01
 # has 1,312 nodes; its sub-instances' local searches took 7 s each and gained nothing)
 TOPO_NODES = 100
