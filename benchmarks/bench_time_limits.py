@@ -8,9 +8,13 @@ A case is KIND:A:B:METHOD:
                        types) with C components on M machines
   hetero-w:C:M:METHOD  the same instance with weighted routing
   app:T:P:METHOD       slots, `shukla-app` with T tasks and P source-to-sink paths at 100 tuples/s
+  storm:K:A:METHOD     network on Storm's largeClusterK (K = 1, 2, 3; ../shared/data/storm-largecluster)
+                       without ackers (A = 0) or with the ackers of its stormconf (A = 1)
+  storm-topo:K:I:METHOD  network, TopologyNameI alone (its number, e.g. 4) on largeClusterK's nodes
 
 Usage: python benchmarks/bench_time_limits.py [--limit 10] [--repo PATH] CASE ...
 e.g.   python benchmarks/bench_time_limits.py --limit 10 hetero:20:30:exact.milp-highs app:21:6:exact.cpsat
+       python benchmarks/bench_time_limits.py --limit 8 storm:1:0:exact.cpsat storm:3:1:exact.cpsat
 """
 
 from __future__ import annotations
@@ -36,6 +40,20 @@ elif kind == "hetero-w":
     inst = next(gen_hetero(1, 1, scenarios=["medium"], components=a, machines=b, types=3))
     for t in inst.topologies: t.routing = "weighted"
     prob = "throughput"
+elif kind in ("storm", "storm-topo"):
+    from pathlib import Path
+    from planner.storm import load_cluster_dir
+    for shared in (Path.cwd().parent / "shared", Path("/work/shared")):
+        if (shared / "data" / "storm-largecluster").is_dir():
+            break
+    else:
+        raise SystemExit("../shared/data/storm-largecluster is absent")
+    inst = load_cluster_dir(shared / "data" / "storm-largecluster" / f"largeCluster{a:02d}",
+                            ackers="conf" if kind == "storm" and b else "none")
+    if kind == "storm-topo":
+        t = next(t for t in inst.topologies if t.id == f"TopologyName{b:05d}")
+        inst = inst.model_copy(update={"topologies": [t]})
+    prob = "network"
 else:
     inst = generate("shukla-app", 1, 0, tasks=[a], paths=[b], rates=[100])[0]
     prob = "slots"
