@@ -293,6 +293,7 @@ def _pulp_to_scipy_milp(prob, time_limit: float | None, deadline: float | None =
     opts: dict[str, Any] = {"disp": False, "mip_rel_gap": MIP_REL_GAP}
     if deadline is not None:  # the arrays above took their time (seconds for throughput's 20 x 30)
         time_limit = max(time_left(time_limit, deadline), 0.01)
+    if time_limit is not None:  # also without a deadline (solve_gap): 4302435 had dropped this line
         opts["time_limit"] = float(time_limit)
     with _quiet_stdout():  # HiGHS prints a debug line from C++ now and then
         res = milp(c, constraints=cons, integrality=integrality, bounds=Bounds(lb, ub), options=opts)

@@ -67,3 +67,18 @@ def test_infeasible_gap():
     d = parse_orlib("1 2\n1 1\n5 5\n6\n")  # two items of weight 5, capacity 6
     for s in ("cpsat", "highs", "cbc"):
         assert solve_gap(d, "min", s).status == "infeasible"
+
+
+@pytest.mark.parametrize("solver", ["highs", "cpsat"])
+def test_time_limit_holds_on_a_hard_instance(shared, solver):
+    """chu1997 d10100 is not solved in seconds by either solver. HiGHS was given no time limit
+    when the caller passed no deadline (solve_gap: a 15 s limit still ran past 300 s, found in
+    session 35): the limit must hold, and the stopped solve reports its plan and bound."""
+    import time
+
+    data = read_orlib(shared / "data" / "gap" / "chu1997" / "d10100")
+    t0 = time.monotonic()
+    r = solve_gap(data, "min", solver, time_limit=3)
+    assert time.monotonic() - t0 < 3 + 5
+    assert r.status == "feasible" and r.value is not None and r.bound is not None and r.bound <= r.value
+    assert "time limit" in r.message
