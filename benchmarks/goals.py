@@ -38,7 +38,7 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,7 +57,6 @@ class Cell:
     problem: str
     build: tuple
     limit: float = 60.0
-    options: dict = field(default_factory=dict, hash=False, compare=False)
     methods: tuple = ("exact.cpsat",)  # run unless --backends names others
 
     @property
@@ -154,7 +153,7 @@ def run_one(cell: Cell, method: str) -> dict:
         return _run_gap(cell, method, row)
     inst = instance(cell.build)
     t = time.perf_counter()
-    r = planner.solve(inst, cell.problem, method, time_limit=cell.limit, **cell.options)
+    r = planner.solve(inst, cell.problem, method, time_limit=cell.limit)
     row["seconds"] = round(time.perf_counter() - t, 2)
     row.update(status=r.status.value, objective=r.objective, bound=r.bound)
     if r.plan is not None and r.status.value in ("optimal", "feasible"):

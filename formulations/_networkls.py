@@ -84,6 +84,9 @@ class WorkerSearch:
         self.ncap = ncap[kind_of]
         ncap_w = np.array([[pm.worker_cap(g, nis[0]) for g in G] for nis in kinds], dtype=np.int64).reshape(len(kinds), K)
         self.wcap = ncap_w[kind_of][self.wnode]
+        self.by_node: list[list[int]] = [[] for _ in range(self.N)]  # worker indices by node, for plan()
+        for w, ni in enumerate(self.wnode.tolist()):
+            self.by_node[ni].append(w)
         # the streams as pairs (a <= b) with their weights, for value() on large states
         ia, ib = np.nonzero(np.triu(self.A))
         self.pair_a, self.pair_b = ia, ib
@@ -147,8 +150,8 @@ class WorkerSearch:
         """Co-location value (worker + node + rack) of worker counts X."""
         Y = self.node_sums(X)
         Z = self.rack_sums(Y)
-        A = self.A
         if X.size * self.K <= VALUE_DENSE_MAX:  # the sums every recorded search made, bit for bit
+            A = self.A
             return 0.5 * float(np.einsum("wk,kl,wl->", X, A, X) + np.einsum("nk,kl,nl->", Y, A, Y)
                                + np.einsum("rk,kl,rl->", Z, A, Z))
         # large: by stream pairs; einsum's dense triple sum took 2 s of a 0.8 s search cap on
@@ -409,15 +412,12 @@ class WorkerSearch:
         """The plan of worker counts X (each group's executors taken in member order)."""
         from ._patterns import deal_workers
 
-        # the workers by node in one pass (a scan of every worker per node took 14 s of a 10 s
-        # limit for one topology on Storm's largeCluster01: 1,312 nodes x 65,600 workers)
-        by_node: list[list[int]] = [[] for _ in range(self.N)]
-        for w, ni in enumerate(self.wnode.tolist()):
-            by_node[ni].append(w)
+        # the workers by node kept from __init__ (a scan of every worker per node took 14 s of a
+        # 10 s limit for one topology on Storm's largeCluster01: 1,312 nodes x 65,600 workers)
         used = set(np.flatnonzero(X.any(axis=1)).tolist())
         nodes = []
         for ni in range(self.N):
-            ws = by_node[ni]
+            ws = self.by_node[ni]
             if not used.intersection(ws):
                 continue
             # deal_workers takes the node's ports in order: keep each worker on its own port

@@ -164,18 +164,16 @@ def solve_network(run: Run) -> Result:
             run.notes.append("configuration model not built (no time left for it)")
             incumbent = best[1]
             if one and not run.sub_solve:  # no node table either: its count cuts are the bound
-                _count_cuts(run, base, cuts, det)
-                own = _raise_floor(run, cuts, own)
-                if _at_floor(run, best[0]):
-                    return _floor_optimal(run, best[1], det, "the plan")
+                own, done = _deferred_count_cuts(run, base, cuts, own, best, det)
+                if done is not None:
+                    return done
         else:
             pat, info, const = patterns.build_network(base, run.deadline(MODEL_END), run.threads)
             if _untabled(run, pat):
                 # no node table: the count cuts are this topology's bound (seed 1's 100x12x10: 18.21)
-                _count_cuts(run, base, cuts, det)
-                own = _raise_floor(run, cuts, own)
-                if best is not None and _at_floor(run, best[0]):
-                    return _floor_optimal(run, best[1], det, "the plan")
+                own, done = _deferred_count_cuts(run, base, cuts, own, best, det)
+                if done is not None:
+                    return done
                 got = _rack_division(run, base, best, det) if run.time_limit is not None else None
                 if got is not None:
                     best = got
@@ -548,6 +546,17 @@ def _untabled(run: Run, pat) -> bool:
     if run.sub_solve or len(run.instance.topologies) != 1:
         return False
     return not any(f.table is not None for f in pat.families if f.name.startswith("node"))
+
+
+def _deferred_count_cuts(run: Run, base: PlacementModel, cuts: dict, own: dict[int, float], best, det: dict):
+    """One topology's count cuts where no node table is built (:func:`_untabled`, or no model
+    at all): (the own bounds raised by them, the optimal Result when ``best`` meets the floor,
+    else None)."""
+    _count_cuts(run, base, cuts, det)
+    own = _raise_floor(run, cuts, own)
+    if best is not None and _at_floor(run, best[0]):
+        return own, _floor_optimal(run, best[1], det, "the plan")
+    return own, None
 
 
 def _raise_floor(run: Run, cuts: dict, own: dict[int, float]) -> dict[int, float]:
