@@ -47,6 +47,15 @@ FIN_SHARE = 0.5  # NodeTable: a DP level skips the pairs whose source is not fin
 # 60 s limit, so it was abandoned at 29 s and the solve ended feasible, bound 11.76; at 0.85,
 # 38 s, proven in 44-48 s, 3 runs of 3; the search after the table still has to 95 % of the limit)
 TABLE_STOP = 0.85
+# NodeTable: a DP level after the second costs about this share of the first level's time per
+# stored pair (the first level finds and stores the pairs and applies level 2 to them; the
+# later ones reuse the stored pairs, and from level 3 on only from rows the level before
+# raised). Measured (session 36, 2 threads): 100x12x10 seed 0, levels 3 and 4 took 0.09 and 0.05
+# of level 1's 9.6 s; 100x10x10 seed 1, 0.20 and 0.15 of its 2.1 s. Before, every level was
+# estimated at level 1's cost, so the estimate was 1.4-3.3 times the build (100x11x10 seed 1:
+# 26.3 s estimated, 12.1 s built), and that table was refused or built by a few hundredths of a
+# second of the time left (its solve feasible 19.11 / 16.6-18.8 at 60 s, or optimal in 18 s).
+LATER_LEVEL_COST = 0.25
 # NodeTable.zero_rows: the rack subproblems' row sets kept per zero set, bytes (all of a table's)
 ZERO_ROWS_BYTES = 300_000_000
 # Memory budgets in bytes. TABLE_BYTES: traffic's count tables (``_trafficbp``, all node classes
@@ -254,6 +263,9 @@ class NodeTable:
         K = len(G)
         self.K = K
         self.ok = False
+        self.refused: str | None = None  # why the table was not built (``node_table`` reports it)
+        self.est_seconds: float | None = None  # the DP's estimated time (``_sparse_levels``)
+        self.dp_s: float | None = None  # and its time, once built
         self.dense = dense
         self._top: np.ndarray | None = None
         nw = len(pm.nodes[ni].slots)
@@ -263,6 +275,7 @@ class NodeTable:
             # 20,000 (``worker_patterns``): the build gate below counts the work
             got = worker_contents(pm, ni, ti, content_cap)
             if got is None:
+                self.refused = f"more than {content_cap:,} worker contents"
                 return
             parts.append(got)
         P = np.concatenate(parts) if parts else np.zeros((0, K), dtype=np.int64)
@@ -270,6 +283,8 @@ class NodeTable:
             limit = TABLE_BYTES // table_row_bytes(K, nw)
         vec = _node_vectors(pm, ni, limit, deadline=deadline)
         if vec is None or not len(P):
+            self.refused = (f"more than {limit:,} count vectors (the memory budget left), or their enumeration "
+                            f"passed the deadline" if vec is None else "no worker content")
             return
         self.merge = merge_free_heaps(pm) if merge_free else None
         if pair_limit is None:  # the merge-free DP also keeps two int8 levels a pair
@@ -576,9 +591,10 @@ class NodeTable:
     def _sparse_levels(self, Y, codes, nw, deadline, pair_limit, budget, pair_rate,
                        threads: int = 1) -> list[np.ndarray] | None:
         """W_0..W_nw on the feasible rows only (class docstring), -inf where no split covers;
-        None when the estimated work (pairs x levels at ``pair_rate`` a second, from a sample
-        of 512 contents, plus a per-content cost) exceeds ``budget`` seconds or the build passes
-        ``deadline``.
+        None when the estimated time (``est_seconds``: the pairs, counted on a sample of 512
+        contents, at ``pair_rate`` a second for the first level and ``LATER_LEVEL_COST`` of it
+        for each later one on the stored pairs, plus a per-content cost) exceeds ``budget``
+        seconds, or when the build passes ``deadline`` (``self.refused`` says which).
 
         Merge-free splits (``self.merge``, ``merge_free_heaps``): in a split with no two
         workers whose heaps fit one worker, every two workers' heaps sum to more than the max
@@ -649,7 +665,8 @@ class NodeTable:
             found = []
             for i, j in enumerate(sample):
                 if i % 64 == 63 and deadline is not None and time.monotonic() > deadline:
-                    return None  # the sample alone ran past the deadline
+                    self.refused = "its sample of pairs passed the deadline"
+                    return None
                 found.append(targets(int(j)))
             self.est_pairs = sum(len(t) for t in found) * len(P) / len(sample)
             if threads > 1:
@@ -665,9 +682,15 @@ class NodeTable:
             # 41 s of CPU all found again, 10.6 s all stored)
             # with threads, the measured speed-up of the whole build (100x12x10: 42.9 s with
             # one thread, 26.1 s with two, 2 cores)
-            work = self.est_pairs + max(0.0, self.est_pairs - pair_limit)
+            # the pairs past pair_limit cost a first level's work again at each later level
+            stored_est = min(self.est_pairs, float(pair_limit))
+            over = max(0.0, self.est_pairs - pair_limit)
+            first_s = self.est_pairs / pair_rate + 2e-5 * len(P)
+            later_s = (levels_used - 1) * ((LATER_LEVEL_COST * stored_est + over) / pair_rate + 2e-5 * len(P))
             speedup = 1.0 if threads == 1 else min(float(threads), 1.6)
-            if (work / pair_rate + 2e-5 * len(P)) * levels_used / speedup > budget:
+            self.est_seconds = (first_s + later_s) / speedup
+            if self.est_seconds > budget:
+                self.refused = f"estimated {self.est_seconds:.1f} s, over its budget of {budget:.1f} s"
                 return None
         dec = None
         if self._lut is None:
@@ -772,6 +795,7 @@ class NodeTable:
             mine = pairs[t]
             for i, j in enumerate(code_order if m == 1 else range(len(P))):
                 if i % 64 == 0 and deadline is not None and time.monotonic() > deadline:
+                    self.refused = "its build passed its deadline"
                     return False
                 done2 = False
                 if m > 1 and j in mine:
@@ -811,6 +835,7 @@ class NodeTable:
             n = int(np.count_nonzero(fin))
             return (None if n > FIN_SHARE * N else fin), n
 
+        t_start = time.monotonic()
         pool = ThreadPoolExecutor(T) if T > 1 else None
         try:
             for m in range(1, nw + 1):
@@ -845,6 +870,7 @@ class NodeTable:
         finally:
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
+        self.dp_s = time.monotonic() - t_start
         return levels
 
     def content(self, j: int) -> tuple:
@@ -1035,12 +1061,22 @@ def node_table(pm, nodes: list[int], edges, deadline: float | None, threads: int
     used = sum(t.row_bytes() for t in cache.values() if t is not None)
     nw = len(pm.nodes[ni].slots)
     limit = max(0, TABLE_BYTES - used) // table_row_bytes(len(pm.groups), nw)
+    t0 = time.monotonic()
     t = NodeTable(pm, ni, edges, limit=limit,
                   deadline=None if deadline is None else time.monotonic() + TABLE_STOP * left,
                   budget=None if deadline is None else TABLE_SHARE * left,
                   threads=table_threads(threads))
     table = t if t.ok else None
     cache[sig] = table
+    # what each build did, for the solve's details (``build_network``: "node_tables")
+    note = {"node": int(ni), "built": t.ok, "s": round(time.monotonic() - t0, 2)}
+    if t.est_seconds is not None:
+        note["estimated_s"] = round(t.est_seconds, 2)
+    if table is not None:
+        note["rows"] = int(len(t.Y))
+    else:
+        note["refused"] = t.refused or "not built"
+    pm.__dict__.setdefault("_node_table_notes", []).append(note)
     return table
 
 

@@ -1239,7 +1239,8 @@ def build_network(pm, deadline, threads, tables: bool = True) -> tuple[PatternMo
     lcm = math.lcm(*(int(t.executor_count) for _, t in pm.topos)) if pm.topos else 1
     unit = 1.0 / lcm if lcm <= 10**6 else 0.0
     return PatternModel(rows, fams, one_rack_const, deadline, 1), {"edges": edges, "const": const, "racks": racks,
-                                                                   "unit": unit}, const
+                                                                   "unit": unit,
+                                                                   "tables": list(pm.__dict__.get("_node_table_notes", []))}, const
 
 
 def _with_conv(pr: Pricer, conv) -> Pricer:

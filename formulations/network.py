@@ -207,6 +207,8 @@ def solve_network(run: Run) -> Result:
                 elif start is not None and out["status"] != "infeasible":
                     out.update(status="feasible", value=start[0], chosen=start[1])
             det = {"model": "configuration", **det, **out.get("stats", {})}
+            if info.get("tables"):
+                det["node_tables"] = info["tables"]
             plan = None
             if out["chosen"] is not None:
                 plan = out["chosen"] if isinstance(out["chosen"], Plan) else patterns.network_plan(base, out["chosen"])

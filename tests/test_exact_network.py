@@ -1512,6 +1512,37 @@ def test_node_table_pairs_over_the_limit_give_the_same_levels(size):
         assert np.array_equal(t.value, ref.value) and np.array_equal(t.sel, ref.sel)
 
 
+def test_node_table_refusals_say_why():
+    """A node table that is not built says why (``NodeTable.refused``, reported by the solve's
+    details): over its time budget by its estimate, past its deadline; a built one has no
+    reason, its estimate and its DP's time."""
+    from formulations import _nodetable as NT
+    from formulations import _patterns as P
+
+    pm = _network_pm(parse_instance(layered(30, 6, 4, 0)))
+    _, info, _ = P.build_network(pm, None, 1, tables=False)
+    built = NT.NodeTable(pm, 0, info["edges"], budget=1e6, deadline=time.monotonic() + 1e6)
+    assert built.ok and built.refused is None
+    assert built.est_seconds > 0 and built.dp_s >= 0
+    over = NT.NodeTable(pm, 0, info["edges"], budget=built.est_seconds / 2, deadline=time.monotonic() + 1e6)
+    assert not over.ok and "over its budget" in over.refused
+    assert over.est_seconds == pytest.approx(built.est_seconds)
+    late = NT.NodeTable(pm, 0, info["edges"], deadline=time.monotonic() - 1.0)
+    assert not late.ok and "deadline" in late.refused
+
+
+def test_network_details_name_the_node_tables():
+    """The network solve's details list each node table it built or refused (node, seconds,
+    estimate, rows or the reason): seed 1's 100x11x10 went unproven for want of its table, and
+    nothing in the result said so."""
+    inst = parse_instance(layered(30, 6, 4, 0, problem="network"))
+    r = planner.solve(inst, "network", "exact.cpsat", time_limit=30)
+    assert r.status.value == "optimal"
+    tables = r.details["node_tables"]
+    assert [t["node"] for t in tables] == [0] and tables[0]["built"] and tables[0]["rows"] > 0
+    assert "refused" not in tables[0] and tables[0]["estimated_s"] > 0
+
+
 def test_node_tables_share_one_row_budget():
     """The rows of a solve's node tables (one per class of nodes with distinct limits) share
     TABLE_BYTES: with a budget that holds the first class's table and not both, the second class
@@ -1539,6 +1570,8 @@ def test_node_tables_share_one_row_budget():
     built = [t for t in pm2._node_tables.values()]
     assert built[0] is not None and len(built[0].Y) == len(first.Y)
     assert built[1] is None
+    notes = pm2._node_table_notes
+    assert notes[0]["built"] and not notes[1]["built"] and "count vectors" in notes[1]["refused"]
     assert sum(f.table is not None and hasattr(f.table, "t") for f in model2.families) < \
         sum(f.table is not None and hasattr(f.table, "t") for f in model.families)
 
