@@ -156,6 +156,8 @@ def run_one(cell: Cell, method: str) -> dict:
     r = planner.solve(inst, cell.problem, method, time_limit=cell.limit)
     row["seconds"] = round(time.perf_counter() - t, 2)
     row.update(status=r.status.value, objective=r.objective, bound=r.bound)
+    if r.status.value == "error":  # the solver's own error (e.g. a missing module): the row says which
+        row["message"] = (r.message or "")[:300]
     if r.plan is not None and r.status.value in ("optimal", "feasible"):
         ev = planner.evaluate(inst, r.plan, cell.problem)
         row["evaluator_ok"] = bool(ev["feasible"])
@@ -299,8 +301,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="Groups: " + ", ".join(sorted({c.group for c in cells()})) + ".")
-    ap.add_argument("--only", default="", help="comma-separated groups or group/name cells (a trailing * matches a prefix)")
-    ap.add_argument("--skip", default="", help="groups or cells to leave out")
+    ap.add_argument("--only", action="append", default=[],
+                    help="comma-separated groups or group/name cells (a trailing * matches a prefix); may be repeated")
+    ap.add_argument("--skip", action="append", default=[], help="groups or cells to leave out; may be repeated")
     ap.add_argument("--backends", default="", help="comma-separated exact methods for every cell (default: each cell's "
                     "own, exact.cpsat, and exact.milp-highs beside it for even-routing throughput and GAP)")
     ap.add_argument("--baseline", type=Path, default=BASELINE, help=f"baseline file (default {BASELINE.relative_to(ROOT)})")
@@ -317,7 +320,7 @@ def main() -> None:
         cell = {c.key: c for c in every}[a.one]
         print(json.dumps(run_one(cell, (backends or list(cell.methods))[0])), flush=True)
         return
-    chosen = select(every, a.only, a.skip)
+    chosen = select(every, ",".join(a.only), ",".join(a.skip))
     if a.list:
         for c in chosen:
             print(f"{c.key}  ({c.problem}, limit {c.limit:g} s; {', '.join(backends or c.methods)})")
@@ -337,7 +340,8 @@ def main() -> None:
             sink.write(json.dumps(r) + "\n")
             sink.flush()
             v = verdict(base.get(f"{c.key}|{m}"), r)
-            print(f"[{i}/{total}] {c.key} {m}: {r['status']} {_fmt(r.get('objective'))} / {_fmt(r.get('bound'))} "
+            why = f" ({r['message']})" if r["status"] == "error" and r.get("message") else ""
+            print(f"[{i}/{total}] {c.key} {m}: {r['status']}{why} {_fmt(r.get('objective'))} / {_fmt(r.get('bound'))} "
                   f"in {_fmt(r.get('seconds'))} s - {v}", file=sys.stderr, flush=True)
     print(f"Commit {_commit()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {load0:.2f} at the start, "
           f"{os.getloadavg()[0]:.2f} at the end; {time.time() - t0:.0f} s wall; rows in {a.out}")
@@ -345,6 +349,9 @@ def main() -> None:
         print(f"Baseline: commit {meta.get('commit')}, {meta.get('date')}")
     print()
     print(table(rows, base))
+    for r in rows:
+        if r.get("message") and r["status"] != "skipped":
+            print(f"{r['cell']} {r['method']}: {r['message']}")
     verdicts = [verdict(base.get(f"{r['cell']}|{r['method']}"), r) for r in rows]
     counts = {v: verdicts.count(v) for v in sorted(set(verdicts))}
     print("\n" + ", ".join(f"{n} {v}" for v, n in counts.items()))

@@ -64,6 +64,17 @@ def test_select_by_group_cell_and_prefix():
         goals.select(cells, "nope", "")
 
 
+def test_repeated_only_and_skip_add_up():
+    """``--only`` given twice selects both (argparse kept only the last one: session 36 asked
+    for network-s1 and one network-s0 cell, and got the one cell)."""
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "goals.py"), "--only", "network-s1",
+                        "--only", "network-s0/100x12x10", "--skip", "network-s1/100x9x10", "--list"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    listed = [ln.split()[0] for ln in p.stdout.splitlines() if ln.strip()]
+    assert listed == ["network-s0/100x12x10", "network-s1/100x10x10", "network-s1/100x11x10", "network-s1/100x12x10"]
+
+
 def test_one_cell_end_to_end_against_a_baseline(tmp_path):
     """A real solve in the child interpreter; the table compares it with a baseline that says
     otherwise, so the verdict and --check's exit code must follow."""
