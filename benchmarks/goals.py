@@ -28,6 +28,8 @@ Usage:
     PYTHONPATH=. python benchmarks/goals.py --record             # write the baseline from this run
     PYTHONPATH=. python benchmarks/goals.py --list               # the cells, without running them
     PYTHONPATH=. python benchmarks/goals.py --check              # exit 1 if any cell regressed
+    git worktree add /tmp/before HEAD~3                          # before and after, alternating, 3 rounds:
+    PYTHONPATH=. python benchmarks/goals.py --only network-s1/100x11x10 --repo /tmp/before --repo . --repeat 3
 """
 
 from __future__ import annotations
@@ -199,24 +201,29 @@ def _run_gap(cell: Cell, method: str, row: dict) -> dict:
     return row
 
 
-def run_isolated(cell: Cell, method: str) -> dict:
-    """``run_one`` in a fresh interpreter; a crash or a hang is an ``error`` row."""
+def run_isolated(cell: Cell, method: str, repo: Path | None = None) -> dict:
+    """``run_one`` in a fresh interpreter; a crash or a hang is an ``error`` row. ``repo``: a
+    checkout whose code the child imports (its ``planner`` and ``formulations`` first on the
+    path, so the generators too: they are seeded and have not changed since the goals were set),
+    and the row names it (``repo``: its commit)."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--one", cell.key, "--backends", method]
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    code = ROOT if repo is None else repo
+    env = dict(os.environ, PYTHONPATH=str(code) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t = time.perf_counter()
+    tag = {} if repo is None else {"repo": _commit(repo)}
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=cell.limit + 120, env=env)
     except subprocess.TimeoutExpired:
-        return {"cell": cell.key, "problem": cell.problem, "method": method, "limit": cell.limit,
+        return {"cell": cell.key, "problem": cell.problem, "method": method, "limit": cell.limit, **tag,
                 "status": "error", "message": f"no answer within {cell.limit + 120:g} s",
                 "seconds": round(time.perf_counter() - t, 2)}
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if p.returncode != 0 or not lines:
         tail = (p.stderr or p.stdout).strip().splitlines()[-1:] or ["no output"]
-        return {"cell": cell.key, "problem": cell.problem, "method": method, "limit": cell.limit,
+        return {"cell": cell.key, "problem": cell.problem, "method": method, "limit": cell.limit, **tag,
                 "status": "error", "message": f"exit {p.returncode}: {tail[0][:300]}",
                 "seconds": round(time.perf_counter() - t, 2)}
-    return json.loads(lines[-1])
+    return {**json.loads(lines[-1]), **tag}
 
 
 def verdict(base: dict | None, now: dict) -> str:
@@ -261,7 +268,8 @@ def table(rows: list[dict], base: dict[str, dict]) -> str:
         ratio = "-"
         if b is not None and b.get("seconds") and r.get("seconds") and b["status"] == r["status"] == "optimal":
             ratio = f"{r['seconds'] / b['seconds']:.2f}"
-        out.append(f"| {r['cell']} | {r['method']} | {r['status']} | {_fmt(r.get('objective'))} | {_fmt(r.get('bound'))} | "
+        method = r["method"] + (f" @{r['repo']}" if r.get("repo") else "")
+        out.append(f"| {r['cell']} | {method} | {r['status']} | {_fmt(r.get('objective'))} | {_fmt(r.get('bound'))} | "
                    f"{_fmt(r.get('seconds'))} | {bcell} | {ratio} | {verdict(b, r)} |")
     return "\n".join(out)
 
@@ -273,9 +281,9 @@ def load_baseline(path: Path) -> tuple[dict[str, dict], dict]:
     return {f"{r['cell']}|{r['method']}": r for r in data["rows"]}, {k: v for k, v in data.items() if k != "rows"}
 
 
-def _commit() -> str:
+def _commit(repo: Path = ROOT) -> str:
     try:
-        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+        return subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -311,6 +319,11 @@ def main() -> None:
     ap.add_argument("--check", action="store_true", help="exit 1 if any cell regressed, disagrees or its plan fails")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "goals" / f"run-{time.strftime('%Y%m%dT%H%M%S')}.jsonl",
                     help="JSON lines, one row per finished cell (default results/goals/run-<time>.jsonl)")
+    ap.add_argument("--repo", action="append", type=Path, default=[],
+                    help="a checkout whose solver code the cells run (e.g. a git worktree of an older commit); "
+                         "repeated, each cell runs under each in turn, so a before/after pair shares the machine's "
+                         "moment (default: this checkout)")
+    ap.add_argument("--repeat", type=int, default=1, help="run the selection this many times, in rounds")
     ap.add_argument("--list", action="store_true", help="list the selected cells and exit")
     ap.add_argument("--one", default="", help=argparse.SUPPRESS)  # the child: one cell, one method, a JSON row on stdout
     a = ap.parse_args()
@@ -320,6 +333,13 @@ def main() -> None:
         cell = {c.key: c for c in every}[a.one]
         print(json.dumps(run_one(cell, (backends or list(cell.methods))[0])), flush=True)
         return
+    for r in a.repo:
+        if not (r / "planner" / "__init__.py").exists():
+            raise SystemExit(f"goals.py: --repo {r}: no planner package there (give the root of a checkout)")
+    if a.record and a.repo:
+        raise SystemExit("goals.py: --record writes this checkout's baseline; it cannot be used with --repo")
+    if a.repeat < 1:
+        raise SystemExit(f"goals.py: --repeat {a.repeat}: give 1 or more")
     chosen = select(every, ",".join(a.only), ",".join(a.skip))
     if a.list:
         for c in chosen:
@@ -330,18 +350,20 @@ def main() -> None:
     rows: list[dict] = []
     t0 = time.time()
     load0 = os.getloadavg()[0]
-    runs = [(c, m) for c in chosen for m in (backends or c.methods)]
+    repos = [r.resolve() for r in a.repo] or [None]
+    runs = [(c, m, r) for _ in range(a.repeat) for c in chosen for m in (backends or c.methods) for r in repos]
     total = len(runs)
     with open(a.out, "a") as sink:
-        for i, (c, m) in enumerate(runs, 1):
-            r = run_isolated(c, m)
+        for i, (c, m, repo) in enumerate(runs, 1):
+            r = run_isolated(c, m, repo)
             r["load"] = round(os.getloadavg()[0], 2)
             rows.append(r)
             sink.write(json.dumps(r) + "\n")
             sink.flush()
             v = verdict(base.get(f"{c.key}|{m}"), r)
             why = f" ({r['message']})" if r["status"] == "error" and r.get("message") else ""
-            print(f"[{i}/{total}] {c.key} {m}: {r['status']}{why} {_fmt(r.get('objective'))} / {_fmt(r.get('bound'))} "
+            at = f" @{r['repo']}" if r.get("repo") else ""
+            print(f"[{i}/{total}] {c.key} {m}{at}: {r['status']}{why} {_fmt(r.get('objective'))} / {_fmt(r.get('bound'))} "
                   f"in {_fmt(r.get('seconds'))} s - {v}", file=sys.stderr, flush=True)
     print(f"Commit {_commit()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {load0:.2f} at the start, "
           f"{os.getloadavg()[0]:.2f} at the end; {time.time() - t0:.0f} s wall; rows in {a.out}")
