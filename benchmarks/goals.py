@@ -322,7 +322,8 @@ def main() -> None:
     ap.add_argument("--repo", action="append", type=Path, default=[],
                     help="a checkout whose solver code the cells run (e.g. a git worktree of an older commit); "
                          "repeated, each cell runs under each in turn, so a before/after pair shares the machine's "
-                         "moment (default: this checkout)")
+                         "moment (default: this checkout). A fresh worktree's first cells also compile its numba "
+                         "kernels (cached in its __pycache__ after): warm it first, or use --repeat 2")
     ap.add_argument("--repeat", type=int, default=1, help="run the selection this many times, in rounds")
     ap.add_argument("--list", action="store_true", help="list the selected cells and exit")
     ap.add_argument("--one", default="", help=argparse.SUPPRESS)  # the child: one cell, one method, a JSON row on stdout
