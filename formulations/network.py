@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -168,66 +169,11 @@ def solve_network(run: Run) -> Result:
                 if done is not None:
                     return done
         else:
-            pat, info, const = patterns.build_network(base, run.deadline(MODEL_END), run.threads)
-            if _untabled(run, pat):
-                # no node table: the count cuts are this topology's bound (seed 1's 100x12x10: 18.21)
-                own, done = _deferred_count_cuts(run, base, cuts, own, best, det)
-                if done is not None:
-                    return done
-                got = _rack_division(run, base, best, det) if run.time_limit is not None else None
-                if got is not None:
-                    best = got
-                    if _at_floor(run, best[0]):
-                        return _floor_optimal(run, best[1], det, "the rack division's plan")
-            if _cuts_first(run, pat, cuts):
-                # one topology whose node tables are refused: the configuration model's column
-                # generation then has no exact node pricing and ended with no bound on every such
-                # Storm topology measured (session 31), while a longer cut may prove one
-                cuts, got = _worker_cuts(run, base, None if best is None else best[1], own, det, state=cuts,
-                                         end=run.deadline(TOPO_LATE_END), key="worker_cuts_untabled")
-                best = got or best
-                own = _raise_floor(run, cuts, own)
-                cuts_done = True
-                if best is not None and _at_floor(run, best[0]):
-                    return _floor_optimal(run, best[1], det, "the plan", "none (the plan meets the bound)")
-            start = None
-            for plan in (seed, None if best is None else best[1]):  # their columns go to the master
-                v = None if plan is None else patterns.seed_network(base, pat, info, plan)
-                if v is not None and (start is None or v > start[0] + 1e-9):
-                    start = (v, plan)
-            if len(info["racks"]) > 1:
-                # once column generation has its bound, only the rack search can close the gap (the
-                # compact model's bound is far weaker at these sizes): it may run to 95 % of the limit
-                out = patterns.network_racks(base, pat, info, run.backend, run.threads, incumbent=start,
-                                             search_deadline=run.deadline(0.95))
-            else:
-                out = patterns.run_patterns(pat, run.backend, run.threads)
-                if out["chosen"] is not None:
-                    out["chosen"] = [(pat.families[c.family].name, c, v) for c, v in out["chosen"]]
-                elif start is not None and out["status"] != "infeasible":
-                    out.update(status="feasible", value=start[0], chosen=start[1])
-            det = {"model": "configuration", **det, **out.get("stats", {})}
-            if info.get("tables"):
-                det["node_tables"] = info["tables"]
-            plan = None
-            if out["chosen"] is not None:
-                plan = out["chosen"] if isinstance(out["chosen"], Plan) else patterns.network_plan(base, out["chosen"])
-            if out.get("bound") is not None and out["status"] != "infeasible":
-                pat_bound = const - out["bound"]
-            if out["status"] in ("feasible", "unknown") and plan is not None and run.floor > 0.0:
-                m = evaluate(run.instance, plan, "network")
-                if m["feasible"] and _at_floor(run, m["network_metric"]):
-                    # the model's plan meets the bound known without it (the worker cuts)
-                    run.notes.append(f"the plan meets {run.floor_from}")
-                    out = {**out, "status": "optimal"}
-                    pat_bound = max(pat_bound or 0.0, run.floor)
-                    det["bound_from"] = run.floor_from
-            if out["status"] == "optimal":
-                return run.pattern_result(out, plan, bound=pat_bound, details=det)
-            incumbent = plan
-            cfg_infeasible = out["status"] == "infeasible"  # proven by its LP; the compact model explains it
-            if not cfg_infeasible:
-                run.notes.append("configuration model did not finish its proof")
+            st = _configuration_stage(run, base, seed, best, cuts, own, det)
+            if st.done is not None:
+                return st.done
+            incumbent, pat_bound, cfg_infeasible = st.incumbent, st.pat_bound, st.cfg_infeasible
+            cuts, own, cuts_done, det = st.cuts, st.own, st.cuts_done, st.det
     hint = incumbent or run.hint_plan()
     if not run.compact_affordable(base, sum(1 for _ in base.stream_pairs())):
         if cfg_infeasible:
@@ -259,6 +205,96 @@ def solve_network(run: Run) -> Result:
     if not res.ok and incumbent is not None and res.status.value == "unknown":
         return run.configuration_plan_kept(incumbent, pat_bound, {"model": "configuration"}, res.details, res.bound)
     return res
+
+
+@dataclass
+class _Stage:
+    """What the configuration model stage (:func:`_configuration_stage`) leaves to the rest of
+    :func:`solve_network`: its result when it ends the solve (``done``), else its plan, its
+    bound (``pat_bound``), whether its LP proved the instance infeasible, and the worker cuts'
+    state, the topologies' own bounds and the details as it changed them."""
+
+    done: Result | None = None
+    incumbent: Plan | None = None
+    pat_bound: float | None = None
+    cfg_infeasible: bool = False
+    cuts: dict | None = None
+    own: dict | None = None
+    cuts_done: bool = False
+    det: dict = field(default_factory=dict)
+
+
+def _configuration_stage(run: Run, base: PlacementModel, seed: Plan | None, best, cuts: dict | None,
+                         own: dict[int, float], det: dict) -> _Stage:
+    """The configuration model of :func:`solve_network` (begun before ``MODEL_END`` of the
+    limit): its build with the node tables, then, on one topology without a node table, the
+    deferred count cuts and the rack division (or the worker cuts first, :func:`_cuts_first`);
+    then the master seeded with the start plan's and the best plan's columns, solved with the
+    rack search on several racks. ``best``: (metric, plan) or None."""
+    pat_bound = None
+    cuts_done = False
+    pat, info, const = patterns.build_network(base, run.deadline(MODEL_END), run.threads)
+    if _untabled(run, pat):
+        # no node table: the count cuts are this topology's bound (seed 1's 100x12x10: 18.21)
+        own, done = _deferred_count_cuts(run, base, cuts, own, best, det)
+        if done is not None:
+            return _Stage(done=done)
+        got = _rack_division(run, base, best, det) if run.time_limit is not None else None
+        if got is not None:
+            best = got
+            if _at_floor(run, best[0]):
+                return _Stage(done=_floor_optimal(run, best[1], det, "the rack division's plan"))
+    if _cuts_first(run, pat, cuts):
+        # one topology whose node tables are refused: the configuration model's column
+        # generation then has no exact node pricing and ended with no bound on every such
+        # Storm topology measured (session 31), while a longer cut may prove one
+        cuts, got = _worker_cuts(run, base, None if best is None else best[1], own, det, state=cuts,
+                                 end=run.deadline(TOPO_LATE_END), key="worker_cuts_untabled")
+        best = got or best
+        own = _raise_floor(run, cuts, own)
+        cuts_done = True
+        if best is not None and _at_floor(run, best[0]):
+            return _Stage(done=_floor_optimal(run, best[1], det, "the plan", "none (the plan meets the bound)"))
+    start = None
+    for plan in (seed, None if best is None else best[1]):  # their columns go to the master
+        v = None if plan is None else patterns.seed_network(base, pat, info, plan)
+        if v is not None and (start is None or v > start[0] + 1e-9):
+            start = (v, plan)
+    if len(info["racks"]) > 1:
+        # once column generation has its bound, only the rack search can close the gap (the
+        # compact model's bound is far weaker at these sizes): it may run to 95 % of the limit
+        out = patterns.network_racks(base, pat, info, run.backend, run.threads, incumbent=start,
+                                     search_deadline=run.deadline(0.95))
+    else:
+        out = patterns.run_patterns(pat, run.backend, run.threads)
+        if out["chosen"] is not None:
+            out["chosen"] = [(pat.families[c.family].name, c, v) for c, v in out["chosen"]]
+        elif start is not None and out["status"] != "infeasible":
+            out.update(status="feasible", value=start[0], chosen=start[1])
+    det = {"model": "configuration", **det, **out.get("stats", {})}
+    if info.get("tables"):
+        det["node_tables"] = info["tables"]
+    plan = None
+    if out["chosen"] is not None:
+        plan = out["chosen"] if isinstance(out["chosen"], Plan) else patterns.network_plan(base, out["chosen"])
+    if out.get("bound") is not None and out["status"] != "infeasible":
+        pat_bound = const - out["bound"]
+    if out["status"] in ("feasible", "unknown") and plan is not None and run.floor > 0.0:
+        m = evaluate(run.instance, plan, "network")
+        if m["feasible"] and _at_floor(run, m["network_metric"]):
+            # the model's plan meets the bound known without it (the worker cuts)
+            run.notes.append(f"the plan meets {run.floor_from}")
+            out = {**out, "status": "optimal"}
+            pat_bound = max(pat_bound or 0.0, run.floor)
+            det["bound_from"] = run.floor_from
+    if out["status"] == "optimal":
+        return _Stage(done=run.pattern_result(out, plan, bound=pat_bound, details=det))
+    incumbent = plan
+    cfg_infeasible = out["status"] == "infeasible"  # proven by its LP; the compact model explains it
+    if not cfg_infeasible:
+        run.notes.append("configuration model did not finish its proof")
+    return _Stage(incumbent=incumbent, pat_bound=pat_bound, cfg_infeasible=cfg_infeasible, cuts=cuts, own=own,
+                  cuts_done=cuts_done, det=det)
 
 
 # the worker-level local search's budget of work: LS_KICKS_PER kicks per executor x node, within
