@@ -41,14 +41,12 @@ elif kind == "hetero-w":
     for t in inst.topologies: t.routing = "weighted"
     prob = "throughput"
 elif kind in ("storm", "storm-topo"):
-    from pathlib import Path
+    from planner.generate import default_storm_large_dir
     from planner.storm import load_cluster_dir
-    for shared in (Path.cwd().parent / "shared", Path("/work/shared")):
-        if (shared / "data" / "storm-largecluster").is_dir():
-            break
-    else:
-        raise SystemExit("../shared/data/storm-largecluster is absent")
-    inst = load_cluster_dir(shared / "data" / "storm-largecluster" / f"largeCluster{a:02d}",
+    data = default_storm_large_dir()  # $PLANNER_SHARED, beside the checkout, or /work/shared
+    if data is None:
+        raise SystemExit("../shared/data/storm-largecluster is absent (set PLANNER_SHARED)")
+    inst = load_cluster_dir(data / f"largeCluster{a:02d}",
                             ackers="conf" if kind == "storm" and b else "none")
     if kind == "storm-topo":
         t = next(t for t in inst.topologies if t.id == f"TopologyName{b:05d}")

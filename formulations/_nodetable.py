@@ -283,8 +283,12 @@ class NodeTable:
             limit = TABLE_BYTES // table_row_bytes(K, nw)
         vec = _node_vectors(pm, ni, limit, deadline=deadline)
         if vec is None or not len(P):
-            self.refused = (f"more than {limit:,} count vectors (the memory budget left), or their enumeration "
-                            f"passed the deadline" if vec is None else "no worker content")
+            if vec is not None:
+                self.refused = "no worker content"
+            elif deadline is not None and time.monotonic() > deadline:  # _node_vectors' other None
+                self.refused = "the enumeration of its count vectors passed the deadline"
+            else:
+                self.refused = f"more than {limit:,} count vectors (the memory budget left)"
             return
         self.merge = merge_free_heaps(pm) if merge_free else None
         if pair_limit is None:  # the merge-free DP also keeps two int8 levels a pair
@@ -1073,7 +1077,7 @@ def node_table(pm, nodes: list[int], edges, deadline: float | None, threads: int
     if t.est_seconds is not None:
         note["estimated_s"] = round(t.est_seconds, 2)
     if table is not None:
-        note["rows"] = int(len(t.Y))
+        note.update(rows=int(len(t.Y)), dp_s=round(t.dp_s, 2))  # dp_s: what estimated_s estimates
     else:
         note["refused"] = t.refused or "not built"
     pm.__dict__.setdefault("_node_table_notes", []).append(note)

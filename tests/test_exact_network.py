@@ -1540,7 +1540,7 @@ def test_network_details_name_the_node_tables():
     assert r.status.value == "optimal"
     tables = r.details["node_tables"]
     assert [t["node"] for t in tables] == [0] and tables[0]["built"] and tables[0]["rows"] > 0
-    assert "refused" not in tables[0] and tables[0]["estimated_s"] > 0
+    assert "refused" not in tables[0] and tables[0]["estimated_s"] > 0 and tables[0]["dp_s"] >= 0
 
 
 def test_node_tables_share_one_row_budget():
@@ -1571,7 +1571,8 @@ def test_node_tables_share_one_row_budget():
     assert built[0] is not None and len(built[0].Y) == len(first.Y)
     assert built[1] is None
     notes = pm2._node_table_notes
-    assert notes[0]["built"] and not notes[1]["built"] and "count vectors" in notes[1]["refused"]
+    assert notes[0]["built"] and not notes[1]["built"] and "more than" in notes[1]["refused"]
+    assert "memory budget" in notes[1]["refused"]
     assert sum(f.table is not None and hasattr(f.table, "t") for f in model2.families) < \
         sum(f.table is not None and hasattr(f.table, "t") for f in model.families)
 
