@@ -35,6 +35,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -100,9 +101,10 @@ def cells() -> list[Cell]:
 
 
 def shared_dir() -> Path | None:
-    for p in (ROOT.parent / "shared", Path("/work/shared")):
-        if (p / "data" / "gap").is_dir():
-            return p
+    """../shared as the tests find it: $PLANNER_SHARED, beside the checkout, or /work/shared."""
+    for cand in (os.environ.get("PLANNER_SHARED"), ROOT.parent / "shared", Path("/work/shared")):
+        if cand and (Path(cand) / "data" / "gap").is_dir():
+            return Path(cand)
     return None
 
 
@@ -281,7 +283,9 @@ def load_baseline(path: Path) -> tuple[dict[str, dict], dict]:
     return {f"{r['cell']}|{r['method']}": r for r in data["rows"]}, {k: v for k, v in data.items() if k != "rows"}
 
 
+@functools.lru_cache(maxsize=None)
 def _commit(repo: Path = ROOT) -> str:
+    """The short commit of ``repo`` (asked once per run: ``--repo`` tags every row with it)."""
     try:
         return subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, check=True).stdout.strip()

@@ -118,3 +118,12 @@ def test_repo_runs_the_other_checkouts_code(tmp_path):
     assert rows[1]["objective"] == 5 and rows[1]["evaluator_ok"] is True
     assert rows[0]["repo"] == "unknown" and rows[1]["repo"] == goals._commit(ROOT)
     assert "the other checkout was imported" in p.stdout  # the message is printed beside the table
+
+
+def test_shared_dir_honours_planner_shared(tmp_path, monkeypatch):
+    """The GAP cells find ../shared where the tests do: $PLANNER_SHARED first."""
+    (tmp_path / "data" / "gap").mkdir(parents=True)
+    monkeypatch.setenv("PLANNER_SHARED", str(tmp_path))
+    assert goals.shared_dir() == tmp_path
+    monkeypatch.setenv("PLANNER_SHARED", str(tmp_path / "absent"))
+    assert goals.shared_dir() != tmp_path / "absent"  # a folder without data/gap is passed over
