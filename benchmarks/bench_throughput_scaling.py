@@ -42,6 +42,13 @@ stopped by it counts as "not refuted", so the bound printed stays valid), fixed-
     PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --search tiny5,hetero6 [--search-limit 600]
         [--start-bp RATE]
 
+    PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --bp-chain hetero8 [--limit 60]
+        [--bp-limit 400] [--chain-total 1500] [--chain-polish 10]
+
+(session 37) chains ``bp_probe`` as a plan search from exact.milp-highs's plan within --limit:
+each probe at best x (1 + 1e-5) within --bp-limit; each plan found polished and checked by the
+evaluator; stops at a probe that is not feasible or after --chain-total seconds of probes.
+
 (branch tput-enum) measures whether a search over the count vector N could prove the best known
 rates (formulations/_tputenum.py): on hetero 6 x 6 at R = 2644.87 x (1 + 1e-5) and hetero 8 x 10
 at R = 9532.0 x (1 + 1e-5) (the best rates on record in docs/benchmarks.md; the probe rates
@@ -208,6 +215,53 @@ def count_search(cases: list[str], limit: float, start_bp: float | None = None) 
               f"({st['undecided']} undecided) | {st['incumbents']} | {'feasible' if ev['feasible'] else ev['violations']} "
               f"| {t1 - t0:.0f} + {t2 - t1:.0f} |", flush=True)
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
+
+
+def bp_chain(case: str, start_limit: float, probe_limit: float, total: float, polish_s: float) -> None:
+    """Chain tput-bp's branch and price as a plan search (session 37): from exact.milp-highs's
+    plan within ``start_limit``, probe ``bp_probe`` at best x (1 + 1e-5) (at most
+    ``probe_limit`` s each); each placement it returns is rated exactly, polished
+    (``polish_counts``, at most ``polish_s`` s) and checked by the evaluator, and becomes the next
+    best. Stops at a probe that is not feasible ("infeasible" is the probe's certified refutation:
+    no even placement sustains that rate) or after ``total`` s of probes."""
+    from formulations import _tputbp as BP
+    from formulations import throughput as T
+
+    fam, comps, machines = SHAPES[case]
+    inst = instance(fam, comps, machines)
+    d = T.prepare(planner.load_instance(inst))
+    print(f"load average at start: {os.getloadavg()[0]:.2f}\n")
+    r0 = planner.solve(inst, "throughput", "exact.milp-highs", time_limit=start_limit)
+    if not r0.ok:
+        raise SystemExit(f"exact.milp-highs found no plan in {start_limit} s: {r0.message}")
+    n = T.canonical(d, T.counts_from_plan(d, r0.plan))
+    best = T.even_rate(d, n)
+    print(f"{fam} {comps} x {machines}: exact.milp-highs at {start_limit:.0f} s: {r0.status.value} {best:.2f}, "
+          f"bound {r0.bound:.2f} ({r0.seconds:.1f} s)\n")
+    print("| step | probe rate | bp_probe | boxes | seconds | rate found | polished | N | evaluator |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    t0, step = time.monotonic(), 0
+    while time.monotonic() - t0 < total:
+        step += 1
+        R = best * (1 + 1e-5)
+        st: dict = {}
+        t1 = time.monotonic()
+        out, nn = BP.bp_probe(d, R, t1 + min(probe_limit, total - (t1 - t0)), st)
+        sec = time.monotonic() - t1
+        if nn is None:
+            print(f"| {step} | {R:.2f} | {out} | {st.get('nodes', 0)} | {sec:.1f} |  |  |  |  |", flush=True)
+            break
+        found = T.even_rate(d, nn)
+        pn, pr = T.polish_counts(d, T.canonical(d, nn), time.monotonic() + polish_s)
+        if pr < found:
+            pn, pr = T.canonical(d, nn), found
+        ev = planner.evaluate(inst, T.make_plan(d, pn, pr), "throughput")
+        print(f"| {step} | {R:.2f} | {out} | {st.get('nodes', 0)} | {sec:.1f} | {found:.2f} | {pr:.2f} | "
+              f"{[sum(row) for row in pn]} | {'feasible' if ev['feasible'] else ev['violations']} |", flush=True)
+        if not ev["feasible"]:
+            break
+        best, n = pr, pn
+    print(f"\nbest {best:.2f} after {time.monotonic() - t0:.0f} s of probes; load average at end: {os.getloadavg()[0]:.2f}")
 
 
 def nasiri(nodes: list[int], routings: list[str], limit: float, solvers: list[str]) -> None:
@@ -403,6 +457,9 @@ def main() -> None:
     ap.add_argument("--search", default="", help="run the count-vector search on these cases (tiny5, hetero5, hetero6, hetero8)")
     ap.add_argument("--search-limit", type=float, default=600.0, help="--search: seconds per instance")
     ap.add_argument("--start-bp", type=float, default=None, help="--search: start from bp_probe's placement at this rate")
+    ap.add_argument("--bp-chain", default="", help="chain bp_probe as a plan search on this case (session 37)")
+    ap.add_argument("--chain-total", type=float, default=1500.0, help="--bp-chain: seconds of probes in all")
+    ap.add_argument("--chain-polish", type=float, default=10.0, help="--bp-chain: seconds of polish per plan found")
     ap.add_argument("--nasiri", default="", help="the Nasiri reproduction's micro instances on these machine counts (3,6)")
     ap.add_argument("--routings", default="even,weighted", help="--nasiri: routings")
     ap.add_argument("--weighted", default="", help="scaling cases with weighted routing (cpsat-weighted): "
@@ -413,6 +470,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="--partial-cuts: dives' seed")
     ap.add_argument("--fill-budget", type=int, default=20000, help="--partial-cuts: search nodes per fill")
     a = ap.parse_args()
+    if a.bp_chain:
+        if a.bp_chain not in SHAPES:
+            ap.error(f"--bp-chain: unknown case {a.bp_chain!r}; known: {', '.join(SHAPES)}")
+        bp_chain(a.bp_chain, a.limit, a.bp_limit, a.chain_total, a.chain_polish)
+        return
     if a.partial_cuts:
         best = {"hetero6": a.rate6, "hetero8": a.rate8, "tiny5": a.rate5}
         R = a.rate if a.rate is not None else best[a.partial_cuts] * (1 + 1e-5)
