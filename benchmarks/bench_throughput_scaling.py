@@ -97,6 +97,16 @@ def cell(r) -> str:
     return f"{r.seconds:.1f} s {s}{gap}"
 
 
+def _bp_note(r) -> str:
+    """The branch-and-price plan search's part in a solve (session 37), when it ran."""
+    bp = r.details.get("bp_search")
+    if not bp:
+        return ""
+    if "error" in bp:
+        return f" (bp_search error: {bp['error']})"
+    return f" (bp_search {bp['start_rate']:.2f} -> {bp['rate']:.2f} in {bp['seconds']:.0f} s, {bp['found']} plans)"
+
+
 def _bisect(feasible, lo: float, hi: float, tol: float) -> tuple[float, float]:
     """Largest probe not refuted in [lo, hi] to a relative tol: (last not refuted, first refuted)."""
     while hi / lo - 1 > tol:
@@ -457,6 +467,9 @@ def main() -> None:
     ap.add_argument("--search", default="", help="run the count-vector search on these cases (tiny5, hetero5, hetero6, hetero8)")
     ap.add_argument("--search-limit", type=float, default=600.0, help="--search: seconds per instance")
     ap.add_argument("--start-bp", type=float, default=None, help="--search: start from bp_probe's placement at this rate")
+    ap.add_argument("--shapes", default="", help="default run: only these cases (hetero5, hetero6, hetero8, tiny5, tiny8)")
+    ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                    help="default run: a method option for every solve (repeatable), e.g. bp_search=false")
     ap.add_argument("--bp-chain", default="", help="chain bp_probe as a plan search on this case (session 37)")
     ap.add_argument("--chain-total", type=float, default=1500.0, help="--bp-chain: seconds of probes in all")
     ap.add_argument("--chain-polish", type=float, default=10.0, help="--bp-chain: seconds of polish per plan found")
@@ -512,6 +525,18 @@ def main() -> None:
     cases = [("hetero", 5, 5), ("hetero", 6, 6), ("hetero", 8, 10), ("tiny", 5, 5), ("tiny", 8, 10)]
     if a.quick:
         cases, a.limit = [("hetero", 4, 4), ("tiny", 4, 4)], 10.0
+    if a.shapes:
+        names = {f"{f}{c}": (f, c, m) for f, c, m in cases}
+        want = [x for x in a.shapes.split(",") if x]
+        if set(want) - set(names):
+            ap.error(f"--shapes: unknown case(s) {sorted(set(want) - set(names))}; known: {', '.join(names)}")
+        cases = [names[x] for x in want]
+    opts = {}
+    for kv in a.option:
+        k, sep, v = kv.partition("=")
+        if not sep or not k:
+            ap.error(f"--option {kv!r}: expected KEY=VALUE")
+        opts[k] = {"true": True, "false": False}.get(v.lower(), v)
     t0 = time.time()
     print(f"load average at start: {os.getloadavg()[0]:.2f}\n")
     print("| instance | components x machines | identical groups | weighted bound | start (rounded) | start (polished) | best rate | "
@@ -522,13 +547,14 @@ def main() -> None:
     for fam, comps, machines in cases:
         inst = instance(fam, comps, machines)
         d = prepare(planner.load_instance(inst))
-        rs = [planner.solve(inst, "throughput", m, time_limit=a.limit) for m in solvers]
+        rs = [planner.solve(inst, "throughput", m, time_limit=a.limit, **opts) for m in solvers]
         best = max((r.objective for r in rs if r.ok), default=float("nan"))
         wb = next((r.details.get("weighted_bound") for r in rs if r.details.get("weighted_bound")), None)
         st = max((r.details.get("start_rate", -1) for r in rs), default=-1)
         po = max((r.details.get("polish", {}).get("rate", -1) for r in rs), default=-1)
         print(f"| {fam} | {comps} x {machines} | {len(sym_pairs(d))} pairs | {wb:.1f} | {st:.1f} | {po:.1f} | {best:.1f} | "
-              + " | ".join(cell(r) for r in rs) + " |", flush=True)
+              + " | ".join(f"{cell(r)}, {r.objective:.2f} / {r.bound:.2f}" + _bp_note(r) if r.ok and r.bound
+                           else cell(r) for r in rs) + " |", flush=True)
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}; total wall time {time.time() - t0:.0f} s")
 
 
