@@ -43,11 +43,12 @@ stopped by it counts as "not refuted", so the bound printed stays valid), fixed-
         [--start-bp RATE]
 
     PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --bp-chain hetero8 [--limit 60]
-        [--bp-limit 400] [--chain-total 1500] [--chain-polish 10]
+        [--bp-limit 400] [--chain-total 1500] [--chain-polish 10] [--chain-start RATE]
 
 (session 37) chains ``bp_probe`` as a plan search from exact.milp-highs's plan within --limit:
 each probe at best x (1 + 1e-5) within --bp-limit; each plan found polished and checked by the
-evaluator; stops at a probe that is not feasible or after --chain-total seconds of probes.
+evaluator; stops at a probe that is not feasible or after --chain-total seconds of probes;
+--chain-start sets the first probe's rate (the path of a probe depends on its rate).
 
 (branch tput-enum) measures whether a search over the count vector N could prove the best known
 rates (formulations/_tputenum.py): on hetero 6 x 6 at R = 2644.87 x (1 + 1e-5) and hetero 8 x 10
@@ -227,13 +228,15 @@ def count_search(cases: list[str], limit: float, start_bp: float | None = None) 
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
 
 
-def bp_chain(case: str, start_limit: float, probe_limit: float, total: float, polish_s: float) -> None:
+def bp_chain(case: str, start_limit: float, probe_limit: float, total: float, polish_s: float,
+             first: float | None = None) -> None:
     """Chain tput-bp's branch and price as a plan search (session 37): from exact.milp-highs's
     plan within ``start_limit``, probe ``bp_probe`` at best x (1 + 1e-5) (at most
     ``probe_limit`` s each); each placement it returns is rated exactly, polished
     (``polish_counts``, at most ``polish_s`` s) and checked by the evaluator, and becomes the next
     best. Stops at a probe that is not feasible ("infeasible" is the probe's certified refutation:
-    no even placement sustains that rate) or after ``total`` s of probes."""
+    no even placement sustains that rate) or after ``total`` s of probes. ``first``: the first
+    probe's rate instead (a probe's depth-first path depends on its rate)."""
     from formulations import _tputbp as BP
     from formulations import throughput as T
 
@@ -253,7 +256,7 @@ def bp_chain(case: str, start_limit: float, probe_limit: float, total: float, po
     t0, step = time.monotonic(), 0
     while time.monotonic() - t0 < total:
         step += 1
-        R = best * (1 + 1e-5)
+        R = first if step == 1 and first is not None else best * (1 + 1e-5)
         st: dict = {}
         t1 = time.monotonic()
         out, nn = BP.bp_probe(d, R, t1 + min(probe_limit, total - (t1 - t0)), st)
@@ -472,6 +475,7 @@ def main() -> None:
                     help="default run: a method option for every solve (repeatable), e.g. bp_search=false")
     ap.add_argument("--bp-chain", default="", help="chain bp_probe as a plan search on this case (session 37)")
     ap.add_argument("--chain-total", type=float, default=1500.0, help="--bp-chain: seconds of probes in all")
+    ap.add_argument("--chain-start", type=float, default=None, help="--bp-chain: the first probe's rate")
     ap.add_argument("--chain-polish", type=float, default=10.0, help="--bp-chain: seconds of polish per plan found")
     ap.add_argument("--nasiri", default="", help="the Nasiri reproduction's micro instances on these machine counts (3,6)")
     ap.add_argument("--routings", default="even,weighted", help="--nasiri: routings")
@@ -486,7 +490,7 @@ def main() -> None:
     if a.bp_chain:
         if a.bp_chain not in SHAPES:
             ap.error(f"--bp-chain: unknown case {a.bp_chain!r}; known: {', '.join(SHAPES)}")
-        bp_chain(a.bp_chain, a.limit, a.bp_limit, a.chain_total, a.chain_polish)
+        bp_chain(a.bp_chain, a.limit, a.bp_limit, a.chain_total, a.chain_polish, a.chain_start)
         return
     if a.partial_cuts:
         best = {"hetero6": a.rate6, "hetero8": a.rate8, "tiny5": a.rate5}

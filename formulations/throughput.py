@@ -36,11 +36,6 @@ Then (option ``count_search``, default on) the count-vector search of ``_tputenu
 prove the incumbent when random dives estimate that it fits in the time left; if it does, the
 back end's own model is not run. CP-SAT's bisection probes just above the incumbent first.
 
-At time limits of ``BP_SEARCH_MIN_LIMIT`` and more (option ``bp_search``, default on), the
-incumbent is then raised by a plan search: ``_tputbp.bp_probe`` (branch and price over count
-classes) chained at best x (1 + TOL), each placement it returns polished. A heuristic here: its
-"infeasible" verdicts are not used as bounds.
-
 ``max_instances`` (default 10, Nasiri's example) caps the instances on one machine, which makes
 the even-routing search space finite: N_c <= sum of the caps of c's machines.
 docs/formulations.md gives the mathematics.
@@ -64,7 +59,7 @@ TOL = 1e-5  # relative: optimal means best rate >= bound / (1 + TOL)
 MILP_SYM_MAX = 10**5  # largest weight in the MILPs' symmetry-breaking key (numerics)
 SHARE_UNITS = 10**6  # CP-SAT weighted routing: flows in 1/D of a component's rate
 OPTIONS = {"hint": None, "max_instances": 10, "weighted_start": True, "polish": True, "count_search": True,
-           "weighted_cuts": True, "bp_search": True}
+           "weighted_cuts": True}
 POLISH_PROBE = 1.0  # seconds: one fixed-count probe in the start polish
 POLISH_SHARE = 0.2  # at most this share of the time left goes to the polish
 POLISH_MAX = 30.0  # seconds of polish when there is no time limit
@@ -77,11 +72,6 @@ COUNT_SEARCH_DIVES = 32  # random dives that estimate its size first
 COUNT_SEARCH_LPS = 10**6  # never tried when the estimate says more LPs than this
 COUNT_SEARCH_RANGE = 1e9  # nor when the count ranges left multiply to more than this (no dives)
 COUNT_SEARCH_COST = 0.75  # predicted seconds = estimated LPs x (seconds per LP in the dives) x this
-BP_SEARCH_MIN_LIMIT = 180.0  # even routing: the branch-and-price plan search runs only at time limits this long ...
-BP_SEARCH_SHARE = 0.5  # ... with at most this share of the time left
-BP_SEARCH_POLISH = 10.0  # seconds of polish, at most, after each placement it finds
-BP_SEARCH_STEP = 3e-4  # its first probe at the incumbent's rate x (1 + this); a probe that finds nothing divides it by 4
-BP_SEARCH_PROBE_MIN = 30.0  # seconds a probe may take at least (at most half the stage's time left otherwise)
 SOURCE = "Nasiri et al., J Big Data 2023 (problem statement); exact models in docs/formulations.md"
 
 
@@ -1134,8 +1124,7 @@ def _bisect(d: TPData, check, hint_n, deadline: float | None, search: Search, ga
 
 def solve_throughput(instance: Instance, backend: str, method: str, time_limit=None, seed=0,
                      hint: str | None = None, max_instances: int = 10, weighted_start: bool = True,
-                     polish: bool = True, count_search: bool = True, weighted_cuts: bool = True,
-                     bp_search: bool = True) -> Result:
+                     polish: bool = True, count_search: bool = True, weighted_cuts: bool = True) -> Result:
     """Shared driver of exact.cpsat / exact.milp-cbc / exact.milp-highs for ``throughput``."""
     d = prepare(instance, max_instances)
     deadline = None if time_limit is None else time.monotonic() + time_limit
@@ -1191,13 +1180,6 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
             _count_search_stage(d, search, deadline, details)
         except Exception as e:  # noqa: BLE001 - a speed-up only: its failure leaves the back end to prove
             details["count_search"] = {"error": f"{type(e).__name__}: {e}"[:300]}
-    if (d.routing == "even" and bp_search and time_limit is not None and time_limit >= BP_SEARCH_MIN_LIMIT
-            and search.best_n is not None and 0 < search.best_rate < math.inf
-            and search.hi > search.best_rate * (1 + TOL)):
-        try:
-            _bp_search_stage(d, search, deadline, details)
-        except Exception as e:  # noqa: BLE001 - a plan search only: its failure leaves the incumbent as it was
-            details["bp_search"] = {"error": f"{type(e).__name__}: {e}"[:300]}
     try:
         if search.best_n is not None and search.hi <= search.best_rate * (1 + TOL):
             pass  # proven by the count-vector search: the back end's model has nothing left to do
@@ -1400,48 +1382,6 @@ def _count_search_stage(d: TPData, search: Search, deadline: float | None, detai
         search.hi = min(search.hi, search.best_rate * (1 + TOL))
     stats.update(proven=proven, seconds=round(time.monotonic() - t0, 3))
     details["count_search"] = stats
-
-
-def _bp_search_stage(d: TPData, search: Search, deadline: float, details: dict) -> None:
-    """Even routing, long time limits: raise the incumbent b by ``_tputbp.bp_probe`` probes at
-    b (1 + s) within ``BP_SEARCH_SHARE`` of the time left. s starts at ``BP_SEARCH_STEP``; each
-    placement found is rated exactly, polished (``polish_counts``, at most ``BP_SEARCH_POLISH``
-    s) and becomes b, and s stays; a probe that returns none (refuted, or stopped at its share,
-    at most half the stage's time left and at least ``BP_SEARCH_PROBE_MIN`` s) divides s by 4,
-    down to TOL, after which the stage ends. The probe's depth-first path depends on its rate:
-    on hetero 8 x 10 a probe at 9532.13 found nothing in 402 s where one at 9535 found 9541.09
-    in 59-73 s (session 37). Its "infeasible" is not taken as a bound: its leaf MILPs are not
-    confirmed, as the count search's are."""
-    from . import _tputbp
-
-    t0 = time.monotonic()
-    stop = t0 + max(0.0, BP_SEARCH_SHARE * (deadline - t0))
-    stats: dict = {"probes": 0, "found": 0, "boxes": 0, "start_rate": search.best_rate}
-    details["bp_search"] = stats
-    step = BP_SEARCH_STEP
-    while time.monotonic() < stop - 0.05 and search.hi > search.best_rate * (1 + TOL):
-        st: dict = {}
-        now = time.monotonic()
-        until = min(stop, now + max(BP_SEARCH_PROBE_MIN, (stop - now) / 2))
-        out, n = _tputbp.bp_probe(d, min(search.best_rate * (1 + step), search.hi), until, st)
-        stats["probes"] += 1
-        stats["boxes"] += st.get("nodes", 0)
-        stats["last"] = out
-        r = -1.0
-        if n is not None and structurally_ok(d, n):
-            n = canonical(d, n)
-            r = even_rate(d, n)
-        if r <= search.best_rate:
-            if step <= TOL:
-                break
-            step = max(TOL, step / 4)
-            continue
-        pn, pr = polish_counts(d, n, min(stop, time.monotonic() + BP_SEARCH_POLISH))
-        if pr > r:
-            n, r = canonical(d, pn), pr
-        stats["found"] += 1
-        search.best_rate, search.best_n = r, n
-    stats.update(rate=search.best_rate, seconds=round(time.monotonic() - t0, 3))
 
 
 def _greedy_start(d: TPData) -> list[list[int]] | None:
@@ -1670,10 +1610,10 @@ def _bf_even(d: TPData, deadline) -> Result:
 
 def _make(backend: str, name: str):
     def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10,
-               weighted_start=True, polish=True, count_search=True, weighted_cuts=True, bp_search=True, **_other):
+               weighted_start=True, polish=True, count_search=True, weighted_cuts=True, **_other):
         return core.watched(lambda: solve_throughput(instance, backend, name, time_limit, seed, hint, max_instances,
                                                      bool(weighted_start), bool(polish), bool(count_search),
-                                                     bool(weighted_cuts), bool(bp_search)))
+                                                     bool(weighted_cuts)))
 
     method.__name__ = f"throughput_{backend}"
     method.__doc__ = f"Exact throughput (Nasiri et al.) with {backend}: see the module docstring."

@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import math
 import random
-import time
 
 import pytest
 
@@ -415,55 +414,6 @@ def test_config_branch_and_price_at_tiny_5x5():
     ref = planner.solve(inst, "throughput", "exact.milp-highs")
     assert ref.status == Status.OPTIMAL
     _bp_check(inst, ref.objective)
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_bp_search_stage_raises_a_poor_incumbent_to_valid_plans(seed):
-    """The branch-and-price plan search (session 37), from the greedy start: each incumbent it
-    sets is a placement of that exact rate that passes the evaluator, never above the brute-force
-    optimum, and it stops without touching the bound."""
-    from formulations import throughput as T
-
-    inst = _enum_case(seed)
-    parsed = parse_instance(inst)
-    opt = planner.api.judge(parsed, T.bruteforce_throughput(parsed), "exact").objective
-    d = T.prepare(parsed)
-    start = T.canonical(d, T._greedy_start(d))
-    search = T.Search(hi=T.upper_bound(d))
-    search.best_rate, search.best_n = T.even_rate(d, start), start
-    hi, r0 = search.hi, search.best_rate
-    details: dict = {}
-    T._bp_search_stage(d, search, time.monotonic() + 30.0, details)
-    st = details["bp_search"]
-    assert search.hi == hi and st["start_rate"] == r0
-    assert search.best_rate >= r0 and (st["found"] > 0) == (search.best_rate > r0)
-    assert search.best_rate <= opt * (1 + 1e-9)
-    assert search.best_rate == pytest.approx(T.even_rate(d, search.best_n), rel=1e-12)
-    ev = planner.api.evaluate(inst, T.make_plan(d, search.best_n, search.best_rate), "throughput")
-    assert ev["feasible"], ev["violations"]
-    # on these small instances the chain runs until a probe refutes best x (1 + TOL): it reaches
-    # the optimum (measured: from greedy starts 26-63 % under it, in 0.04-0.9 s)
-    assert st["found"] >= 1 and st["last"] == "infeasible"
-    assert search.best_rate >= opt / (1 + 1e-5)
-
-
-def test_bp_search_stage_runs_only_at_long_limits(monkeypatch):
-    """The stage is skipped below BP_SEARCH_MIN_LIMIT and with bp_search=False; when it runs (the
-    threshold lowered for the test) its plan is the method's, checked by the evaluator."""
-    from formulations import throughput as T
-
-    inst = big(7, 5, 5)
-    r = planner.solve(inst, "throughput", "exact.milp-cbc", time_limit=6, count_search=False)
-    assert "bp_search" not in r.details
-    monkeypatch.setattr(T, "BP_SEARCH_MIN_LIMIT", 5.0)
-    r = planner.solve(inst, "throughput", "exact.milp-cbc", time_limit=6, count_search=False, bp_search=False)
-    assert "bp_search" not in r.details
-    r = planner.solve(inst, "throughput", "exact.milp-cbc", time_limit=6, count_search=False)
-    st = r.details["bp_search"]  # the weighted bound is above the even optimum: never proven before it
-    assert st["probes"] >= 1 and st["seconds"] <= 6 * T.BP_SEARCH_SHARE + 3.0, st  # its share, plus one box
-    assert r.details["rate"] >= st["rate"] * (1 - 1e-12)
-    assert r.ok and r.metrics["feasible"], r.message
-    assert r.seconds < 6 + 3.0
 
 
 # --- search over the count vector (branch tput-enum, formulations/_tputenum.py) -----------------
