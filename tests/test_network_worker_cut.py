@@ -196,7 +196,7 @@ def test_topology_alone_on_storm_cluster_proven_by_the_cut(shared):
 
 def test_node_cut_of_a_storm_topology_wider_than_a_node(shared):
     """Storm's TopologyName00001 (53 executors) needs 4.4 nodes' CPU of largeCluster03: the
-    counting bound's node level is 4 pairs, its node cut is over 200 in 3 s (237 proven as a
+    counting bound's node level is 4 pairs, its node cut is over 200 in 3 s here (237 proven as a
     bound in 20 s; the best grouping found splits 265), and the solve's bound rises with it."""
     from planner.storm import load_cluster_dir
 
@@ -209,8 +209,8 @@ def test_node_cut_of_a_storm_topology_wider_than_a_node(shared):
     assert count_excess(pm)[0][1] == 4
     d = W.cut_data(pm, 0, "N")
     assert d["apart"] == set() and d["rows"][0][1] == 1100.0
-    got = W.worker_cut(d, 3.0)
-    assert 200 <= got["cut"] <= got["found"]
+    got = W.worker_cut(d, 10.0)  # 3 s found nothing in a clean-clone CI run on a slow machine
+    assert got is not None and 200 <= got["cut"] <= got["found"]
     r = planner.solve(one, "network", "exact.cpsat", time_limit=10)
     assert r.metrics["feasible"] and r.bound <= r.objective + 1e-9
     assert r.bound >= (count_excess(pm)[0][0] + 200) / 53, r.bound  # 6.02 without the node cut
