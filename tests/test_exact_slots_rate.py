@@ -467,6 +467,7 @@ def test_packing_check_by_thread_count_agrees_with_bruteforce(monkeypatch):
     assert seen["infeasible"] >= 10 and seen["feasible"] >= 20, seen
 
 
+@pytest.mark.slow  # slow tier since session 38 (8 s; the default suite took 778-788 s on its machine)
 def test_packing_check_finds_plans_at_the_bound(monkeypatch):
     """Star at 200 tuples/s and the shipped shukla-linear have plans on exactly their
     even-routing bound (12 and 5 slots; the full models found 15-16 and 6-7): the packing

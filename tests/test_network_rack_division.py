@@ -131,6 +131,7 @@ def test_not_divided_when_pinned_narrow_or_on_one_rack():
     assert G.divisible(inst, pm) is None
 
 
+@pytest.mark.slow  # slow tier since session 38 (21 s; the default suite took 778-788 s on its machine)
 def test_the_solve_takes_the_divided_plan_where_no_node_table_is_built(monkeypatch):
     """With the node tables refused (their memory budget set to 0, as seed 1's 100x12x10's 6.2
     million rows are), the solve runs the rack division: its plan passes the evaluator, is no

@@ -221,6 +221,7 @@ def test_a_rack_move_puts_a_topology_on_the_rack_another_one_filled():
     assert r.metrics["feasible"] and r.objective <= m2["network_metric"] + 1e-9
 
 
+@pytest.mark.slow  # slow tier since session 38 (20 s; the default suite took 778-788 s on its machine)
 def test_rack_moves_on_storms_second_cluster(shared):
     """Storm's largeCluster02 from storm.ras's plan: TopologyName00011 (793,450 CPU) is spread
     over several racks; the rack moves lower the metric, and the evaluator passes the plan."""

@@ -179,6 +179,7 @@ def test_cut_data_leaves_out_topologies_that_fit_one_worker():
     assert r.status.value == "optimal" and r.objective == pytest.approx(2 / 4)
 
 
+@pytest.mark.slow  # slow tier since session 38 (6 s; the default suite took 778-788 s on its machine)
 def test_topology_alone_on_storm_cluster_proven_by_the_cut(shared):
     """Storm's TopologyName00009 (35 executors, 3,872 MB of on-heap, 2,048 MB heap) alone on
     largeCluster03's nodes: every stream fits one worker, so the counting bound is 0 and no
@@ -194,6 +195,7 @@ def test_topology_alone_on_storm_cluster_proven_by_the_cut(shared):
     assert r.metrics["feasible"] and r.details["worker_cuts"]["proven"] == 1
 
 
+@pytest.mark.slow  # slow tier since session 38 (21 s; the default suite took 778-788 s on its machine)
 def test_node_cut_of_a_storm_topology_wider_than_a_node(shared):
     """Storm's TopologyName00001 (53 executors) needs 4.4 nodes' CPU of largeCluster03: the
     counting bound's node level is 4 pairs, its node cut is over 200 in 3 s here (237 proven as a
@@ -241,6 +243,7 @@ def _one_topology_needing_a_cut(n: int):
             yield seed, inst, ref, pm
 
 
+@pytest.mark.slow  # slow tier since session 38 (8 s; the default suite took 778-788 s on its machine)
 def test_cuts_take_the_configuration_models_time_when_no_node_table_is_built(monkeypatch):
     """One topology whose node tables are refused: the cuts not proven early run before column
     generation, until the late end (details "worker_cuts_untabled"), and the result still
@@ -264,6 +267,7 @@ def test_cuts_take_the_configuration_models_time_when_no_node_table_is_built(mon
     assert done >= 10, done
 
 
+@pytest.mark.slow  # slow tier since session 38 (5 s; the default suite took 778-788 s on its machine)
 def test_a_sub_solve_takes_the_whole_solves_proven_cut_without_computing_it(monkeypatch):
     """The topology search's whole sub-solves get the whole solve's cut of their topology
     (``Run.known_cut``): a proven one is not computed again and raises the sub-solve's floor
@@ -389,6 +393,7 @@ def test_count_cut_of_a_wide_storm_topology(shared):
     assert r.metrics["feasible"] and r.bound >= (9900 + 5000) / 200 - 1e-9 and r.bound <= r.objective + 1e-9
 
 
+@pytest.mark.slow  # slow tier since session 38 (6-11 s; the default suite took 778-788 s on its machine)
 def test_priced_count_cut_of_a_storm_topology_past_the_cap(shared):
     """Storm's largeCluster01 TopologyName00023 (5,402 executors in 6 components) has more node
     contents than the enumeration's cap; priced by CP-SAT, its node-level count cut is 5,734,914

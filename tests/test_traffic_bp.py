@@ -661,6 +661,7 @@ def test_a_root_convolution_stopped_over_its_cap_is_tried_again_as_the_incumbent
     assert retried >= 1, retried  # seeds 2 and 4 on sessions 15-18's machine
 
 
+@pytest.mark.slow  # slow tier since session 38 (8 s; the default suite took 778-788 s on its machine)
 def test_the_trees_incumbents_polished_by_the_local_search_keep_the_optimum(monkeypatch):
     # the solver's path without a seeded incumbent (the seeding search returns nothing): the
     # tree's first incumbents are polished by the node-level search (TrafficBP._polish); the
