@@ -160,6 +160,7 @@ def test_a_cbc_that_overruns_its_limit_is_stopped_and_the_start_plan_kept(slow_s
     assert evaluate(inst, r.plan, "network")["feasible"]
 
 
+@pytest.mark.slow  # slow tier since session 38 (6 s; the default suite took 647 s in a clean clone on its machine after the first 15)
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="the watchdog reads /proc")
 def test_a_stopped_cbc_keeps_the_start_plan_as_optimal_where_there_is_no_objective(slow_starting_cbc):
     """Feasibility has no objective, so the start plan CBC was given is optimal as it stands:

@@ -915,6 +915,7 @@ def test_weighted_flows_model_still_agrees_with_bruteforce(seed):
     assert r.objective == pytest.approx(ref.objective, rel=1e-4) and r.bound >= ref.objective * (1 - 1e-9)
 
 
+@pytest.mark.slow  # slow tier since session 38 (5 s; the default suite took 647 s in a clean clone on its machine after the first 15)
 def test_a_large_even_routing_instance_keeps_its_time_limit():
     """hetero 20 x 30 (20 components, 30 machines), even routing, at a 5 s limit: the start and
     the polish use the time, and the direct MILP's model (3 s to build in PuLP) is no longer
