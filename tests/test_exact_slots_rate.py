@@ -453,6 +453,7 @@ def test_thread_counts_cover_every_distribution():
     assert checked >= 100, checked
 
 
+@pytest.mark.slow  # slow tier since session 38 (6 s; the default suite took 619 s in a clean clone on its machine)
 def test_packing_check_by_thread_count_agrees_with_bruteforce(monkeypatch):
     """With every rate-scaled component described by thread count (as when its listing is too
     long), the packing check still never calls a count below brute force's optimum feasible nor
@@ -942,7 +943,7 @@ def test_packing_check_says_na_where_it_does_not_apply():
     assert sr.packing_check(d, R, tables, 0, None) == ("unknown", None)
 
 
-@pytest.mark.parametrize("tasks,rate", [(5, 50.0), (6, 20.0), pytest.param(6, 50.0, marks=pytest.mark.slow), (7, 20.0)])
+@pytest.mark.parametrize("tasks,rate", [pytest.param(5, 50.0, marks=pytest.mark.slow), (6, 20.0), pytest.param(6, 50.0, marks=pytest.mark.slow), (7, 20.0)])  # (5, 50) slow since session 38 (4.6 s)
 def test_small_application_dags_proven_by_every_back_end(tasks, rate):
     """Generated application-style DAGs (planner.generate, kind shukla-app; DAG selectivity
     1:2) small enough to prove in seconds: every back end proves the same slot count and VM

@@ -122,7 +122,8 @@ def big(seed: int = 7, comps: int = 8, machines: int = 10) -> dict:
     return inst
 
 
-@pytest.mark.parametrize("method", ["exact.cpsat", "exact.milp-highs"])
+# exact.milp-highs in the slow tier since session 38 (the default suite took 619 s in a clean clone on its machine)
+@pytest.mark.parametrize("method", ["exact.cpsat", pytest.param("exact.milp-highs", marks=pytest.mark.slow)])
 def test_time_limit_gives_feasible_with_bound(method):
     r = planner.solve(big(), "throughput", method, time_limit=3)
     assert r.status in (Status.FEASIBLE, Status.OPTIMAL), r.message

@@ -75,6 +75,7 @@ def test_repeated_only_and_skip_add_up():
     assert listed == ["network-s0/100x12x10", "network-s1/100x10x10", "network-s1/100x11x10", "network-s1/100x12x10"]
 
 
+@pytest.mark.slow  # slow tier since session 38 (4 s; the default suite took 619 s in a clean clone on its machine)
 def test_one_cell_end_to_end_against_a_baseline(tmp_path):
     """A real solve in the child interpreter; the table compares it with a baseline that says
     otherwise, so the verdict and --check's exit code must follow."""
