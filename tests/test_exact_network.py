@@ -750,8 +750,9 @@ def test_splits_above_is_every_split_above_the_threshold():
         assert all(abs(got[z] - want[z]) <= 1e-9 for z in want)
 
 
-# (20, 5, 4) in the slow tier since session 38 (2.6-2.8 s each; the default suite took 778-788 s on its machine)
-@pytest.mark.slow  # slow tier since session 38 (the default suite took 619 s in a clean clone on its machine); test_two_rack_search_agrees_with_enumeration[size0] stays
+# slow tier since session 38 (the default suite took 619 s in a clean clone on its machine);
+# test_two_rack_search_agrees_with_enumeration[size0] stays in the default tier
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(16, 5, 4), (20, 5, 4)])
 def test_two_rack_search_without_rack_table_agrees(size, monkeypatch):
     """The two-rack search fed by _splits_above (as for rack boxes over TWO_RACK_TABLE_LIMIT)
@@ -2116,8 +2117,9 @@ def test_column_generation_bound_from_unproven_pricing_is_valid(monkeypatch):
     assert ub is not None and ub >= ub_ref - 1e-7 * max(1.0, abs(ub_ref))
 
 
-# (20, 5, 4) in the slow tier since session 38 (2.6-2.8 s each; the default suite took 778-788 s on its machine)
-@pytest.mark.slow  # slow tier since session 38 (the default suite took 619 s in a clean clone on its machine); test_two_rack_search_agrees_with_enumeration[size0] stays
+# slow tier since session 38 (the default suite took 619 s in a clean clone on its machine);
+# test_two_rack_search_agrees_with_enumeration[size0] stays in the default tier
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(16, 5, 4), (20, 5, 4)])
 def test_two_rack_search_after_settled_column_generation_agrees(size, monkeypatch):
     """No rack table (as at 100x9x10) and the exact rack pricing giving up in every exact round:
