@@ -44,6 +44,7 @@ stopped by it counts as "not refuted", so the bound printed stays valid), fixed-
 
     PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --bp-chain hetero8 [--limit 60]
         [--bp-limit 400] [--chain-total 1500] [--chain-polish 10] [--chain-start RATE]
+        [--chain-save FILE] [--chain-from FILE]
 
 (session 37) chains ``bp_probe`` as a plan search from exact.milp-highs's plan within --limit:
 each probe at best x (1 + 1e-5) within --bp-limit; each plan found polished and checked by the
@@ -229,14 +230,19 @@ def count_search(cases: list[str], limit: float, start_bp: float | None = None) 
 
 
 def bp_chain(case: str, start_limit: float, probe_limit: float, total: float, polish_s: float,
-             first: float | None = None) -> None:
+             first: float | None = None, save: str = "", start_from: str = "") -> None:
     """Chain tput-bp's branch and price as a plan search (session 37): from exact.milp-highs's
     plan within ``start_limit``, probe ``bp_probe`` at best x (1 + 1e-5) (at most
     ``probe_limit`` s each); each placement it returns is rated exactly, polished
     (``polish_counts``, at most ``polish_s`` s) and checked by the evaluator, and becomes the next
     best. Stops at a probe that is not feasible ("infeasible" is the probe's certified refutation:
     no even placement sustains that rate) or after ``total`` s of probes. ``first``: the first
-    probe's rate instead (a probe's depth-first path depends on its rate)."""
+    probe's rate instead (a probe's depth-first path depends on its rate). ``save``: a JSON file
+    that gets every plan the chain accepts as it is found (its exact rate, its per-machine counts
+    and the plan), so a long run loses nothing; ``start_from``: such a file, whose counts are the
+    start instead of exact.milp-highs's plan (session 39: the proof probe just above a plan found
+    in an earlier run)."""
+    import json
     from formulations import _tputbp as BP
     from formulations import throughput as T
 
@@ -244,13 +250,27 @@ def bp_chain(case: str, start_limit: float, probe_limit: float, total: float, po
     inst = instance(fam, comps, machines)
     d = T.prepare(planner.load_instance(inst))
     print(f"load average at start: {os.getloadavg()[0]:.2f}\n")
-    r0 = planner.solve(inst, "throughput", "exact.milp-highs", time_limit=start_limit)
-    if not r0.ok:
-        raise SystemExit(f"exact.milp-highs found no plan in {start_limit} s: {r0.message}")
-    n = T.canonical(d, T.counts_from_plan(d, r0.plan))
-    best = T.even_rate(d, n)
-    print(f"{fam} {comps} x {machines}: exact.milp-highs at {start_limit:.0f} s: {r0.status.value} {best:.2f}, "
-          f"bound {r0.bound:.2f} ({r0.seconds:.1f} s)\n")
+    if start_from:
+        try:
+            n = json.loads(Path(start_from).read_text())["n"]
+        except (OSError, ValueError, KeyError) as e:
+            raise SystemExit(f"--chain-from {start_from}: not a file --chain-save wrote ({e})")
+        if len(n) != len(d.comps) or any(len(row) != d.J for row in n):
+            raise SystemExit(f"--chain-from {start_from}: its counts are not {len(d.comps)} x {d.J} ({case})")
+        n = T.canonical(d, n)
+        best = T.even_rate(d, n)
+        ev = planner.evaluate(inst, T.make_plan(d, n, best), "throughput")
+        if not ev["feasible"]:
+            raise SystemExit(f"--chain-from {start_from}: its plan fails the evaluator: {ev['violations']}")
+        print(f"{fam} {comps} x {machines}: start from {start_from}: {best!r} (evaluator: feasible)\n")
+    else:
+        r0 = planner.solve(inst, "throughput", "exact.milp-highs", time_limit=start_limit)
+        if not r0.ok:
+            raise SystemExit(f"exact.milp-highs found no plan in {start_limit} s: {r0.message}")
+        n = T.canonical(d, T.counts_from_plan(d, r0.plan))
+        best = T.even_rate(d, n)
+        print(f"{fam} {comps} x {machines}: exact.milp-highs at {start_limit:.0f} s: {r0.status.value} {best:.2f}, "
+              f"bound {r0.bound:.2f} ({r0.seconds:.1f} s)\n")
     print("| step | probe rate | bp_probe | boxes | seconds | rate found | polished | N | evaluator |")
     print("|---|---|---|---|---|---|---|---|---|")
     t0, step = time.monotonic(), 0
@@ -274,6 +294,10 @@ def bp_chain(case: str, start_limit: float, probe_limit: float, total: float, po
         if not ev["feasible"]:
             break
         best, n = pr, pn
+        if save:
+            plan = T.make_plan(d, pn, pr)
+            Path(save).write_text(json.dumps({"case": case, "rate": pr, "n": [list(map(int, row)) for row in pn],
+                                              "plan": plan.model_dump(mode="json")}, indent=1))
     print(f"\nbest {best:.2f} after {time.monotonic() - t0:.0f} s of probes; load average at end: {os.getloadavg()[0]:.2f}")
 
 
@@ -476,6 +500,10 @@ def main() -> None:
     ap.add_argument("--bp-chain", default="", help="chain bp_probe as a plan search on this case (session 37)")
     ap.add_argument("--chain-total", type=float, default=1500.0, help="--bp-chain: seconds of probes in all")
     ap.add_argument("--chain-start", type=float, default=None, help="--bp-chain: the first probe's rate")
+    ap.add_argument("--chain-save", default="", metavar="FILE",
+                    help="--bp-chain: write every plan the chain accepts to this JSON file (rate, counts, plan)")
+    ap.add_argument("--chain-from", default="", metavar="FILE",
+                    help="--bp-chain: start from the counts a --chain-save file holds instead of exact.milp-highs")
     ap.add_argument("--chain-polish", type=float, default=10.0, help="--bp-chain: seconds of polish per plan found")
     ap.add_argument("--nasiri", default="", help="the Nasiri reproduction's micro instances on these machine counts (3,6)")
     ap.add_argument("--routings", default="even,weighted", help="--nasiri: routings")
@@ -490,7 +518,8 @@ def main() -> None:
     if a.bp_chain:
         if a.bp_chain not in SHAPES:
             ap.error(f"--bp-chain: unknown case {a.bp_chain!r}; known: {', '.join(SHAPES)}")
-        bp_chain(a.bp_chain, a.limit, a.bp_limit, a.chain_total, a.chain_polish, a.chain_start)
+        bp_chain(a.bp_chain, a.limit, a.bp_limit, a.chain_total, a.chain_polish, a.chain_start, a.chain_save,
+                 a.chain_from)
         return
     if a.partial_cuts:
         best = {"hetero6": a.rate6, "hetero8": a.rate8, "tiny5": a.rate5}
