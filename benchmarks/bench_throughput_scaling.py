@@ -252,9 +252,12 @@ def bp_chain(case: str, start_limit: float, probe_limit: float, total: float, po
     print(f"load average at start: {os.getloadavg()[0]:.2f}\n")
     if start_from:
         try:
-            n = json.loads(Path(start_from).read_text())["n"]
-        except (OSError, ValueError, KeyError) as e:
+            saved = json.loads(Path(start_from).read_text())
+            n, saved_case = saved["n"], saved["case"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
             raise SystemExit(f"--chain-from {start_from}: not a file --chain-save wrote ({e})")
+        if saved_case != case:
+            raise SystemExit(f"--chain-from {start_from}: its plan is for {saved_case!r}, not {case!r}")
         if len(n) != len(d.comps) or any(len(row) != d.J for row in n):
             raise SystemExit(f"--chain-from {start_from}: its counts are not {len(d.comps)} x {d.J} ({case})")
         n = T.canonical(d, n)
@@ -288,14 +291,14 @@ def bp_chain(case: str, start_limit: float, probe_limit: float, total: float, po
         pn, pr = T.polish_counts(d, T.canonical(d, nn), time.monotonic() + polish_s)
         if pr < found:
             pn, pr = T.canonical(d, nn), found
-        ev = planner.evaluate(inst, T.make_plan(d, pn, pr), "throughput")
+        plan = T.make_plan(d, pn, pr)
+        ev = planner.evaluate(inst, plan, "throughput")
         print(f"| {step} | {R:.2f} | {out} | {st.get('nodes', 0)} | {sec:.1f} | {found:.2f} | {pr:.2f} | "
               f"{[sum(row) for row in pn]} | {'feasible' if ev['feasible'] else ev['violations']} |", flush=True)
         if not ev["feasible"]:
             break
         best, n = pr, pn
         if save:
-            plan = T.make_plan(d, pn, pr)
             Path(save).write_text(json.dumps({"case": case, "rate": pr, "n": [list(map(int, row)) for row in pn],
                                               "plan": plan.model_dump(mode="json")}, indent=1))
     print(f"\nbest {best:.2f} after {time.monotonic() - t0:.0f} s of probes; load average at end: {os.getloadavg()[0]:.2f}")

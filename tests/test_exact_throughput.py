@@ -115,6 +115,13 @@ def test_nasiri_small_cap_cpsat():
     assert all(sum(1 for p in r.plan.placements if p.node == n) <= 4 for n in ("m1", "m2", "m3"))
 
 
+def hetero_8x10():
+    """The benchmarks' goal cell hetero 8 x 10 (benchmarks/bench_throughput_scaling.py, ``instance``)."""
+    from planner.generate import gen_hetero
+
+    return next(gen_hetero(1, 1, scenarios=["medium"], components=8, machines=10, types=3))
+
+
 def big(seed: int = 7, comps: int = 8, machines: int = 10) -> dict:
     inst = tiny(seed, "even", comps, machines, per_node=10)
     for c in inst["topologies"][0]["components"]:
@@ -258,10 +265,8 @@ def test_lp_filter_stopped_past_its_range_keeps_only_proven_drops():
     those components, a superset of the full filter's, and the product of the ranges it reports
     for them passes max_range."""
     from formulations import throughput as T
-    from planner.generate import gen_hetero
 
-    inst = next(gen_hetero(1, 1, scenarios=["medium"], components=8, machines=10, types=3))
-    d = T.prepare(inst)
+    d = T.prepare(hetero_8x10())
     R = 9586.0  # 0.99 x its weighted bound 9683.0: 733 classes, 315 left by the full filter
     caps = T.class_caps(d, R)
     full = T.lp_filter(d, R, caps)
@@ -968,10 +973,9 @@ def test_hetero_8x10_best_even_plan_passes_and_bounds_stay_above_it():
     import json
     from pathlib import Path
 
-    from planner.generate import gen_hetero
     from planner.plan import Plan
 
-    inst = next(gen_hetero(1, 1, scenarios=["medium"], components=8, machines=10, types=3))
+    inst = hetero_8x10()
     saved = json.loads((Path(__file__).resolve().parent.parent / "benchmarks/data/hetero8_even_best.json").read_text())
     ev = planner.evaluate(inst, Plan(**saved["plan"]), "throughput")
     assert ev["feasible"], ev["violations"]
