@@ -74,7 +74,7 @@ CAP = 100.0 * (1 + 1e-6)  # a slot's capacity in the relaxations and bounds (%, 
 # share MILP needs 5.7-6.5 s there and gets about 4.7 s) cost other cells theirs
 RANDOM_SHARE = 0.3
 SHARE_MILP_SHARE = 0.25
-FIXED_SHARE = 0.5
+FIXED_SHARE = 0.8
 
 
 def all_scaled(d, R, c: int) -> bool:
@@ -757,7 +757,23 @@ def gather(d, R, lists: dict, by_count: dict):
     return comps
 
 
-def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: bool = True):
+def dp_tables(R, scaled, L: int, cache: dict | None = None) -> dict:
+    """Every rate-scaled component's ``_dp_sets`` on L groups. With a ``cache`` (one per solve,
+    made by the driver as {"L": the largest count it will ask}) they are kept: tables built for
+    L' >= L serve L unchanged (a table's row k and column t do not depend on its size; past
+    L x the largest row's threads row L is infinite), and where a larger count than the kept
+    one is asked they are built once for the cache's "L". Building them is the packing
+    check's largest fixed cost on many slots (2.5 s on 25 slots for the 15-task application
+    DAG at 100 tuples/s, where the plan search above the bound gives a count 3-4 s)."""
+    if cache is None:
+        return {c: _dp_sets(R, c, L, list(EVEN_WEIGHTS)) for c in scaled}
+    if cache.get("dp") is None or cache["built"] < L:
+        at = L if cache.get("dp") is None else max(L, cache.get("L", L))
+        cache["dp"], cache["built"] = {c: _dp_sets(R, c, at, list(EVEN_WEIGHTS)) for c in scaled}, at
+    return cache["dp"]
+
+
+def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: bool = True, dp_cache: dict | None = None):
     """Is there a plan on exactly L interchangeable slots? ("infeasible", None) when none
     exists, ("feasible", q) with a plan q on d's first L slots (checked by ``valid``), or
     ("unknown", None), or ("n/a", None) when the check does not handle the instance (a
@@ -787,9 +803,9 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
     room = room_at(tables, L)
     if any(room[w] < -cap * L * 1e-9 for w in EVEN_WEIGHTS):
         return "infeasible", None
-    listing = None if deadline is None else time.monotonic() + 0.6 * (deadline - time.monotonic())
     scaled = [c for c in range(d.C) if all_scaled(d, R, c)]
-    dp = {c: _dp_sets(R, c, L, list(EVEN_WEIGHTS)) for c in scaled}  # the same for every budget below
+    dp = dp_tables(R, scaled, L, dp_cache)  # the same for every budget below
+    listing = None if deadline is None else time.monotonic() + 0.6 * (deadline - time.monotonic())
 
     def cut_search(until, end):
         """A search for a plan only: each component's budget is its least usage plus room /
@@ -830,16 +846,26 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
         return "infeasible", None
     if not by_count:
         return _pack_split(d, R, tables, L, comps, {}, deadline)
-    # first a quick randomised search for a plan (without a limit 2 s or 2,000 attempts) and,
+    # first the thread counts fixed, one count vector after another, each a 0/1 packing
+    # (``FIXED_SHARE`` of the time left; 10 s without a limit): where the randomised search
+    # fills the components described by thread count one after another, this packs them all at
+    # once (session 13: plans at the even-routing bound on application-style cells where every
+    # other search found none). Since session 41 it runs first: its soft-capacity packing found
+    # every plan at the bound the other searches had found, in 0.1-3.3 s, and more
+    if fixed:
+        q = fixed_search(d, R, L, comps, counts, room, part(FIXED_SHARE) if deadline is not None else time.monotonic() + 10.0)
+        if q is not None:
+            return "feasible", q
+    # then a quick randomised search for a plan (without a limit 2 s or 2,000 attempts) and,
     # under a limit, beside it the share MILP on the first L slots by HiGHS, also a plan
     # search: where several components are described by thread count the randomised search
     # fills them one after another and can miss every plan (generated application DAG of 7
     # tasks at 50 tuples/s: none in 13 s; this model: a 5-slot plan in 3 s). The share MILP
     # runs in a child process (``ShareJob``); both run until 30 % + 25 % of the remaining 70 %
-    # of the time left, and a plan from either ends the other. Then the fixed-count search and
-    # the search with cut budgets (its listings by 20 %, its packing by 50 % of the time then
-    # left; skipped without a limit), then the per-count packing models, which can also prove
-    # that there is no plan (without a limit, until they decide)
+    # of the time left, and a plan from either ends the other. Then the search with cut
+    # budgets (its listings by 20 %, its packing by 50 % of the time then left; skipped
+    # without a limit), then the per-count packing models, which can also prove that there is
+    # no plan (without a limit, until they decide)
     share = None
     if deadline is not None:
         share = ShareJob.start(d, R, tables, L, part(RANDOM_SHARE + (1 - RANDOM_SHARE) * SHARE_MILP_SHARE))
@@ -858,15 +884,6 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
         share.cancel()
     if q is not None:
         return "feasible", q
-    # then the thread counts fixed, one count vector after another, each a 0/1 packing (half
-    # the time left; 10 s without a limit): where the randomised search fills the components
-    # described by thread count one after another, this packs them all at once (session 13:
-    # plans at the even-routing bound on application-style cells where every other search
-    # found none; before the share MILP it cost that 7-task DAG its plan, measured)
-    if fixed:
-        q = fixed_search(d, R, L, comps, counts, room, part(FIXED_SHARE) if deadline is not None else time.monotonic() + 10.0)
-        if q is not None:
-            return "feasible", q
     if deadline is not None:
         out = cut_search(part(0.2), part(0.5))
         if out[0] == "feasible":
@@ -1345,7 +1362,9 @@ def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries
     return None
 
 
-FIXED_SLICE = 1.5  # ``fixed_search``: seconds per try
+FIXED_SLICE = 1.5  # ``fixed_search``: seconds of its first try
+FIXED_GROWTH = 1.5  # ``fixed_search``: each try's seconds this many times the try's before
+FIXED_SLICE_MAX = 16.0  # ``fixed_search``: seconds of a try at most
 
 
 def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float, seed: int = 0):
@@ -1402,7 +1421,8 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
         left = deadline - time.monotonic()
         if left < 0.5:
             return None
-        st, q = fixed_pack(d, R, L, comps, pick, min(FIXED_SLICE, left), seed + i, key[1])
+        st, q = fixed_pack(d, R, L, comps, pick, min(FIXED_SLICE * FIXED_GROWTH ** i, FIXED_SLICE_MAX, left),
+                           seed + i, key[1])
         i += 1
         if st == "infeasible":
             refuted.add(key)
@@ -1416,7 +1436,17 @@ def fixed_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, at_
     constant rows, ``comps`` as from ``gather``) on L slots, by CP-SAT (two workers, ``seed``)
     within ``limit`` seconds: ("feasible", plan on slots 0..L-1), ("infeasible", None) when
     CP-SAT proves there is none, or ("unknown", None). ``at_least``: the threads of a
-    component sum to at least Q instead of exactly Q. Its plans still need ``valid``."""
+    component sum to at least Q instead of exactly Q. Its plans still need ``valid``.
+
+    The capacities are soft: each slot's CPU and memory past 100 % is an overflow variable and
+    their sum is minimised. A packing exists iff the minimum is 0, so a lower bound above 0
+    proves there is none, and the first solution of overflow 0 is a packing (the solve stops
+    there). CP-SAT's local search repairs near-packings, which the pure feasibility model
+    (hard capacities, slots in non-increasing CPU order to break their symmetry) did not do:
+    on seed 1's 7-task application cell at 100 tuples/s on 11 slots that model found no
+    packing in 10 tries of 1.5 s, this one a packing in 0.3-2.8 s (8 seeds; with the load
+    ordering kept 7 of 8 within 15 s, so the ordering is left out; one worker instead of two:
+    1 of 8), session 40."""
     from ortools.sat.python import cp_model
 
     unit = SCALE
@@ -1424,7 +1454,7 @@ def fixed_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, at_
     clash = [(a, b) for a, b in d.incompatible]
     m = cp_model.CpModel()
     x = {}
-    load_c, load_m = [[] for _ in range(L)], [[] for _ in range(L)]
+    load_c, load_m = [[] for _ in range(L)], [[] for _ in range(L)]  # (size in 10^-4 %, Boolean)
     present = {}
     for c in range(d.C):
         if c in pick:
@@ -1444,8 +1474,8 @@ def fixed_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, at_
                 v = x[(c, b, qq)] = m.NewBoolVar("")
                 here.append(v)
                 allv.append((v, qq))
-                load_c[b].append(math.ceil(uc * unit - 1e-9) * v)
-                load_m[b].append(math.ceil(um * unit - 1e-9) * v)
+                load_c[b].append((math.ceil(uc * unit - 1e-9), v))
+                load_m[b].append((math.ceil(um * unit - 1e-9), v))
             if here:
                 m.AddAtMostOne(here)
                 pb = present[(c, b)] = m.NewBoolVar("")
@@ -1465,21 +1495,33 @@ def fixed_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, at_
         for b in range(L):
             if (a, b) in present and (b2, b) in present:
                 m.AddBoolOr([present[(a, b)].Not(), present[(b2, b)].Not()])
-    loads = []
+    over = []
     for b in range(L):
-        m.Add(sum(load_m[b]) <= cap)
-        lc = m.NewIntVar(0, cap, "")
-        m.Add(lc == sum(load_c[b]))
-        loads.append(lc)
-    for b in range(L - 1):
-        m.Add(loads[b] >= loads[b + 1])
+        for load in (load_c[b], load_m[b]):
+            most = sum(w for w, _ in load)  # a slot's load is at most every size in it at once
+            if most <= cap:
+                continue
+            o = m.NewIntVar(0, most - cap, "")
+            m.Add(o >= sum(w * v for w, v in load) - cap)
+            over.append(o)
+    if over:
+        m.Minimize(sum(over))
+
+    class _AtZero(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self):  # noqa: N802 (OR-Tools' name)
+            if self.ObjectiveValue() < 0.5:
+                self.StopSearch()
+
     s = core.cpsat_solver()
     s.parameters.max_time_in_seconds = max(0.1, limit)
     s.parameters.num_workers = 2
     s.parameters.random_seed = seed
-    st = s.Solve(m)
+    st = s.Solve(m, _AtZero())
     if st == cp_model.INFEASIBLE:
         return "infeasible", None
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return "unknown", None
+    if over and s.ObjectiveValue() > 0.5:
+        # no packing when the minimum is proven above 0 (or its bound is), else undecided
+        return ("infeasible", None) if st == cp_model.OPTIMAL or s.BestObjectiveBound() > 0.5 else ("unknown", None)
     return "feasible", {(c, b): qq for (c, b, qq), v in x.items() if s.Value(v)}

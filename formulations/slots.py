@@ -558,6 +558,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
     # the packing check from the bound up (before the full model: where the bound is tight it
     # proves the count, or finds a plan on exactly that many slots, in seconds)
     packed = {}  # slot count -> the packing check's answer there
+    dps = {"L": lmax}  # the packing checks' DP tables, kept across counts (``_slotsrate.dp_tables``)
 
     def plan_search(lo: int, hi: int) -> None:
         """Plans by bisection over the slot counts lo..hi - 1 (hi: the best count), each count a
@@ -570,7 +571,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         while lo < hi and phase_end - time.monotonic() > 0.5:
             mid = (lo + hi) // 2
             t_pk = time.monotonic()
-            pk, qk = _sr.packing_check(d, R, tables, mid, min(phase_end, t_pk + max(3.0, left(0.2))), fixed=False)
+            pk, qk = _sr.packing_check(d, R, tables, mid, min(phase_end, t_pk + max(3.0, left(0.2))), dp_cache=dps)
             probes.append({"slots": mid, "status": pk, "seconds": round(time.monotonic() - t_pk, 3)})
             if pk == "infeasible":
                 packed[mid] = pk  # exactly mid slots: ``plans_down`` does not ask it again
@@ -587,7 +588,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         """The packing check at k slots with ``share`` of the time left (with its fixed-count
         plan search), its answer recorded (``packed``, ``details["packing"]``)."""
         t_pk = time.monotonic()
-        pk, qk = _sr.packing_check(d, R, tables, k, None if deadline is None else t_pk + left(share))
+        pk, qk = _sr.packing_check(d, R, tables, k, None if deadline is None else t_pk + left(share), dp_cache=dps)
         packed[k] = pk
         details.setdefault("packing", []).append({"slots": k, "status": pk, "seconds": round(time.monotonic() - t_pk, 3)})
         return pk, qk
@@ -705,7 +706,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
             # a count the climb checked keeps its answer: "infeasible" is a proof here too
             # (every count below floor_ is excluded), "unknown" is not asked again
             pk, qk = (packed[floor_] if packed[floor_] == "infeasible" else "unknown", None) if floor_ in packed \
-                else _sr.packing_check(d, R, tables, floor_, None if deadline is None else t_pk + left(0.6))
+                else _sr.packing_check(d, R, tables, floor_, None if deadline is None else t_pk + left(0.6), dp_cache=dps)
             if floor_ not in packed:
                 descent["steps"].append({"slots": floor_, "packing": pk, "seconds": round(time.monotonic() - t_pk, 3)})
             if pk == "infeasible":

@@ -1058,3 +1058,60 @@ def test_fixed_search_finds_the_bound_plan_of_an_application_dag():
     q = sr.fixed_search(d, R, 8, sr.gather(d, R, lists, by_count), counts, room, time.monotonic() + 30)
     assert q is not None and len({s for _, s in q}) == 8
     assert planner.evaluate(inst, make_plan(d, q), "slots")["feasible"]
+
+
+def test_dp_tables_built_for_more_slots_describe_the_same():
+    """``dp_tables`` keeps one build across the packing checks of a solve: tables built for 12
+    slots must describe the components on 8 slots exactly as tables built for 8 do (the same
+    thread counts, least usages, rows and distributions), and a cache asked for fewer slots
+    than it holds does not rebuild."""
+    from formulations import _slotsrate as sr
+    from formulations.slots import prepare
+    from planner.generate import generate
+
+    inst = list(generate("shukla-app", 6, 1))[1]
+    d = prepare(inst, peak_usage_filter=False)
+    R = sr.rows(d)
+    tables = sr.usage_tables(d, R, 12)
+    scaled = [c for c in range(d.C) if sr.all_scaled(d, R, c)]
+    cache = {"L": 12}
+    first = sr.dp_tables(R, scaled, 8, cache)
+    assert cache["built"] == 8
+    wide = sr.dp_tables(R, scaled, 10, cache)  # past the build: built once for the cache's 12
+    assert cache["built"] == 12 and wide is not first
+    assert sr.dp_tables(R, scaled, 9, cache) is wide
+    room = sr.room_at(tables, 8)
+    own = sr.describe(R, tables, 8, room, sr.dp_tables(R, scaled, 8), None)
+    kept = sr.describe(R, tables, 8, room, wide, None)
+    assert own is not None and kept is not None
+
+    def plain(desc):
+        lists, by_count, counts = desc
+        rows = lambda tc: [(Q, round(a, 9), round(b, 9), [r.q for r in rs]) for Q, a, b, rs in tc]  # noqa: E731
+        return lists, {c: rows(tc) for c, tc in by_count.items()}, {c: rows(tc) for c, tc in counts.items()}
+
+    assert plain(kept) == plain(own)
+    assert own[2] and any(len(tc) > 1 for tc in own[2].values())  # something to compare
+
+
+def test_fixed_pack_proves_a_count_vector_too_big_for_its_slots():
+    """``fixed_pack``'s capacities are soft (overflow minimised), so its "infeasible" rests on
+    CP-SAT's bound on the overflow: the 7-task application DAG at 50 tuples/s with every
+    component at its least-CPU count on the 5 slots of its bound packs (a plan that passes
+    ``valid``), and on 4 slots it is proven not to (the overflow's bound is above 0)."""
+    from formulations import _slotsrate as sr
+    from formulations.slots import prepare
+    from planner.generate import generate
+
+    inst = generate("shukla-app", 1, seed=0)[0]
+    d = prepare(inst, peak_usage_filter=False)
+    R = sr.rows(d)
+    tables = sr.usage_tables(d, R, 8)
+    room = sr.room_at(tables, 5)
+    dp = {c: sr._dp_sets(R, c, 5, list(sr.EVEN_WEIGHTS)) for c in range(d.C) if sr.all_scaled(d, R, c)}
+    lists, by_count, counts = sr.describe(R, tables, 5, room, dp, None)
+    comps = sr.gather(d, R, lists, by_count)
+    pick = {c: min(tc, key=lambda e: e[1]) for c, tc in counts.items()}
+    st, q = sr.fixed_pack(d, R, 5, comps, pick, 20, 0)
+    assert st == "feasible" and sr.valid(d, R, q) and len({s for _, s in q}) <= 5, st
+    assert sr.fixed_pack(d, R, 4, comps, pick, 20, 0) == ("infeasible", None)
