@@ -75,6 +75,7 @@ CAP = 100.0 * (1 + 1e-6)  # a slot's capacity in the relaxations and bounds (%, 
 RANDOM_SHARE = 0.3
 SHARE_MILP_SHARE = 0.25
 FIXED_SHARE = 0.8
+QUICK_SEARCH = (2.0, 0.1)  # the randomised search before the fixed-count one: seconds at most, share of the time left
 
 
 def all_scaled(d, R, c: int) -> bool:
@@ -784,17 +785,14 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
     distribution (or a thread count and groups) per component and packs the groups into L
     slots (CPU and memory rounded down to 10^-4 %: a relaxation, so "infeasible" is a proof; a
     plan found is checked exactly; ``_pack_split``). When some component is described by thread
-    count, a randomised search (``_search``) with, beside it in a child process, the share
-    MILP by HiGHS on the first L slots (``ShareJob``, under a time limit), a search over fixed
-    thread-count vectors
-    (``fixed_search``) and a search with cut budgets (plan searches only:
+    count, a search over fixed thread-count vectors (``fixed_search``, first since session
+    41), a randomised search (``_search``) with, beside it in a child process, the share
+    MILP by HiGHS on the first L slots (``ShareJob``, under a time limit), and a search with
+    cut budgets (plan searches only:
     there "infeasible" says "unknown") look for a plan first; when the thread counts cannot be
-    listed in the time, only the last runs. ``fixed``: run ``fixed_search`` (the driver's bisection
-    over the counts above an undecided one leaves it out, a precaution: its slices are short and
-    the other searches find the plans there; with it in, the 15-task application DAG of seed 1
-    at 100 tuples/s once ended at 27 slots instead of 21, which later runs showed to be within
-    that cell's run-to-run spread, docs/benchmarks.md session 13; the search from the best
-    count down runs it since session 14)."""
+    listed in the time, only the last runs. ``fixed``: run ``fixed_search`` (every check of the
+    driver does since session 41; from session 13 to 40 its bisection over the counts above an
+    undecided one left it out). ``dp_cache``: the solve's ``dp_tables`` cache."""
     cap = CAP
     if tables is None or any(x is not None for x in d.max_per_node) or not all(all(a) for a in d.allowed):
         return "n/a", None
@@ -853,7 +851,14 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
     # other search found none). Since session 41 it runs first: its soft-capacity packing found
     # every plan at the bound the other searches had found, in 0.1-3.3 s, and more
     if fixed:
-        q = fixed_search(d, R, L, comps, counts, room, part(FIXED_SHARE) if deadline is not None else time.monotonic() + 10.0)
+        # before it a short randomised search (``QUICK_SEARCH``): on the micro-DAGs at 200
+        # tuples/s it finds the plans in 0.02-1.7 s where the fixed-count search may take its
+        # whole share (Star 200 on 12 slots: 24 s of a 60 s limit, session 41)
+        now = time.monotonic()
+        q = _search(d, R, L, comps, by_count, now + (QUICK_SEARCH[0] if deadline is None else
+                                                     min(QUICK_SEARCH[0], QUICK_SEARCH[1] * (deadline - now))))
+        if q is None:
+            q = fixed_search(d, R, L, comps, counts, room, part(FIXED_SHARE) if deadline is not None else time.monotonic() + 10.0)
         if q is not None:
             return "feasible", q
     # then a quick randomised search for a plan (without a limit 2 s or 2,000 attempts) and,
@@ -1278,6 +1283,120 @@ def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries
     Returns the first allocation that passes ``valid``, or None at ``deadline``, after
     ``tries`` attempts or once ``stop()`` is true (another search has a plan). Finds plans
     only; proves nothing."""
+    import random
+
+    rnd = random.Random(seed)
+    sz = _sizer(R, d.C)
+
+    def size(c, q, Q):
+        return sz(c, q, Q, "cpu"), sz(c, q, Q, "mem")
+
+    listed = []  # per listed component: its distributions as group lists, least CPU first
+    for c, ds in enumerate(comps):
+        if ds is None:
+            continue
+        opts = [[(size(c, q, Q), q) for q, Q, n in dd for _ in range(n)] for dd in ds]
+        listed.append((c, sorted(opts, key=lambda g: sum(x[0][0] for x in g))))
+    # the components described by thread count, largest usage first; each its counts, least usage first
+    last = [(c, sorted(by_count[c], key=lambda e: e[1])) for c in sorted(by_count, key=lambda c: -max(e[1] for e in by_count[c]))]
+    clash = {c: {b for a, b in d.incompatible if a == c} | {a for a, b in d.incompatible if b == c} for c in range(d.C)}
+    cap = 100 * (1 + CHECK_TOL)
+    # the two largest filled together (``_fill2``), unless they may not share a slot (then one
+    # after the other, as the rest)
+    pair = len(last) >= 2 and last[1][0] not in clash[last[0][0]]
+
+    def place(c, f):
+        """Component c's groups by slot (``f``, from ``_fill``/``_fill2``) into this attempt's plan."""
+        Q = sum(f.values())
+        for b, g in f.items():
+            sc, sm = size(c, g, Q)
+            load[b][0] += sc
+            load[b][1] += sm
+            here[b].add(c)
+            q[(c, b)] = g
+
+    while time.monotonic() < deadline and (tries is None or tries > 0) and not (stop is not None and stop()):
+        tries = None if tries is None else tries - 1
+        items = []
+        for c, opts in listed:
+            items += [(sz, c, q) for sz, q in opts[min(len(opts) - 1, int(rnd.expovariate(0.7)))]]
+        items.sort(key=lambda it: -it[0][0] * rnd.uniform(0.8, 1.2))
+        # per attempt a rule for the listed groups: the fullest slot that fits (leaves whole
+        # slots free), the emptiest (spreads the room for the components filled last), or any
+        sign = rnd.choice((1.0, -1.0, 0.0))
+        load = [[0.0, 0.0] for _ in range(L)]
+        here = [set() for _ in range(L)]
+        q = {}
+        for (sc, sm), c, qq in items:
+            fits = [b for b in range(L) if c not in here[b] and not (clash[c] & here[b])
+                    and load[b][0] + sc <= cap and load[b][1] + sm <= cap]
+            if not fits:
+                break
+            b = max(fits, key=lambda b: sign * load[b][0] + rnd.uniform(0, 5)) if sign else rnd.choice(fits)
+            load[b][0] += sc
+            load[b][1] += sm
+            here[b].add(c)
+            q[(c, b)] = qq
+        else:
+            rest = last
+            if pair:
+                # the two largest by thread count together (``_fill2``): a few pairs of their
+                # thread counts, each drawn least usage most likely
+                (co, tco), (ci, tci) = last[:2]
+                res = [None if (clash[co] | clash[ci]) & here[b] else (cap - load[b][0], cap - load[b][1]) for b in range(L)]
+                for _ in range(4):
+                    eo = tco[min(len(tco) - 1, int(rnd.expovariate(1 / 3)))]
+                    ei = tci[min(len(tci) - 1, int(rnd.expovariate(1 / 3)))]
+                    f2 = _fill2(eo, ei, res, L)
+                    if f2 is not None:
+                        break
+                else:
+                    continue
+                place(co, f2[0])
+                place(ci, f2[1])
+                rest = last[2:]
+            for c, tc in rest:
+                res = [None if clash[c] & here[b] else (cap - load[b][0], cap - load[b][1]) for b in range(L)]
+                f = _fill(tc, res, L)
+                if f is None:
+                    break
+                place(c, f)
+            else:
+                if valid(d, R, q):
+                    return q
+    return None
+
+
+FIXED_SLICE = 1.5  # ``fixed_search``: seconds of its first try
+FIXED_GROWTH = 1.5  # ``fixed_search``: each try's seconds this many times the try's before
+FIXED_SLICE_MAX = 16.0  # ``fixed_search``: seconds of a try at most
+
+
+def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float, seed: int = 0):
+    """A plan search on L interchangeable slots with every rate-scaled component's thread count
+    fixed (``packing_check``'s data: ``comps`` from ``gather``, ``counts`` every rate-scaled
+    component's thread counts, ``room`` from ``room_at``). With Q_c fixed a group's CPU and
+    memory are constants, so the question is a 0/1 packing: per component, slot and row kept at
+    Q_c (``thread_counts``) a Boolean, at most one group of a component in a slot, the groups'
+    threads summing to Q_c (or, every other try, to at least Q_c: see ``pack``; a component with
+    constant rows: one group of any row), incompatible components apart, each slot's CPU and
+    memory (rounded up to 10^-4 %, so that its solutions are plans) at most 100 %, as soft
+    capacities whose overflow is minimised (``fixed_pack``). CP-SAT (two workers), tries of
+    ``FIXED_SLICE`` seconds growing ``FIXED_GROWTH`` times a try (at most ``FIXED_SLICE_MAX``),
+    its seed changed every try: four tries with every component at its least-CPU count, then random
+    vectors (each component's k-th cheapest count, k exponential with mean 2, seeded) whose CPU
+    and memory above the least usages fit the room, at most 200 draws. A (vector, form) that
+    CP-SAT proves to have no packing is not tried again.
+    Returns the first plan that passes ``valid``, or None. Finds plans only: a vector without a
+    packing says nothing about the others.
+
+    Measured (session 13, docs/benchmarks.md "slots: application-style DAGs, plans at the bound
+    by fixed thread counts"): on three application-style cells whose plans had stayed a slot
+    above the even-routing bound, plans at the bound in 0.2-10 s (three seeds each), where the
+    randomised search (``_search``) and the share MILP found none. Session 41 (the soft
+    packing): plans at the bound on those cells in 0.1-3.3 s and on four more of the twelve in
+    7-25 s; on 20 s per seed the growing tries found 5 of 12 plans on four of those harder
+    cells where tries of a constant 1.5 s found 3 and tries doubling from 2 s found 2."""
     import random
 
     rnd = random.Random(seed)
