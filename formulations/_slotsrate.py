@@ -75,7 +75,7 @@ CAP = 100.0 * (1 + 1e-6)  # a slot's capacity in the relaxations and bounds (%, 
 RANDOM_SHARE = 0.3
 SHARE_MILP_SHARE = 0.25
 FIXED_SHARE = 0.8
-QUICK_SEARCH = (2.0, 0.1)  # the randomised search before the fixed-count one: seconds at most, share of the time left
+QUICK_SEARCH = (4.0, 0.2)  # the randomised search before the fixed-count one: seconds at most, share of the time left
 
 
 def all_scaled(d, R, c: int) -> bool:
@@ -852,8 +852,9 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
     # every plan at the bound the other searches had found, in 0.1-3.3 s, and more
     if fixed:
         # before it a short randomised search (``QUICK_SEARCH``): on the micro-DAGs at 200
-        # tuples/s it finds the plans in 0.02-1.7 s where the fixed-count search may take its
-        # whole share (Star 200 on 12 slots: 24 s of a 60 s limit, session 41)
+        # tuples/s it finds the plans in 0.02-1.7 s where the fixed-count search finds none in
+        # its whole share (Star 200 on 12 slots: 24 s of a 60 s limit, session 41); the
+        # randomised search after it starts from another seed, so as not to repeat its attempts
         now = time.monotonic()
         q = _search(d, R, L, comps, by_count, now + (QUICK_SEARCH[0] if deadline is None else
                                                      min(QUICK_SEARCH[0], QUICK_SEARCH[1] * (deadline - now))))
@@ -876,14 +877,14 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
         share = ShareJob.start(d, R, tables, L, part(RANDOM_SHARE + (1 - RANDOM_SHARE) * SHARE_MILP_SHARE))
     if share is None:
         q = _search(d, R, L, comps, by_count, part(RANDOM_SHARE) if deadline is not None else time.monotonic() + 2.0,
-                    tries=2000 if deadline is None else None)
+                    tries=2000 if deadline is None else None, seed=1 if fixed else 0)
         if q is None and deadline is not None:  # no job: the share MILP after the randomised search
             q = share_search(d, R, tables, L, part(SHARE_MILP_SHARE))
     else:
         # the randomised search runs until the child's deadline (where the share MILP ended
         # when it ran after the randomised search), also when the child answers earlier without
         # a plan: HiGHS keeps a margin for the model's translation and mostly stops before it
-        q = _search(d, R, L, comps, by_count, share.deadline, stop=share.found)
+        q = _search(d, R, L, comps, by_count, share.deadline, stop=share.found, seed=1 if fixed else 0)
         if q is None:
             q = share.result()
         share.cancel()
