@@ -52,6 +52,13 @@ PLAN_SEARCH_SHARE = 0.35
 # the share of the time left for each count of ``plans_down`` (the plan search from the best
 # count down, after the bisection), 0.25 before session 14
 PLANS_DOWN_SHARE = 0.5
+# the share of the time left for each count of the climb from the even-routing bound (0.75
+# before session 9, 0.5 in sessions 9-40). Session 41, with a CPU hog beside the run, exact.cpsat at
+# 60 s, two rounds alternating: seed 0's 7-task and seed 1's 15-task application cells at 100
+# tuples/s proven at their bounds in 4 of 4 runs at 0.65 (21.4-27.2 s), in 0 of 4 at 0.5: the
+# fixed-count search finds their plans 17-24 s into the check. The cost: less time for the
+# plans above an undecided bound (seed 0's 15-task cell at 100: 23 slots in one run, 20-23 at 0.5)
+CLIMB_SHARE = 0.65
 
 
 @dataclass
@@ -621,7 +628,7 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
             # from the bound up while each count is proven infeasible: where the bound is tight
             # the check settles it within 2 s (every micro-DAG cell); half the time left for
             # each (three quarters before session 9)
-            pk, qk = checked_at(L, 0.5)
+            pk, qk = checked_at(L, CLIMB_SHARE)
             if pk == "feasible":  # exactly L slots, every count below excluded: optimal
                 if obj(qk) < obj(best):
                     best = qk
