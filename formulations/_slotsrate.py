@@ -71,11 +71,12 @@ CAP = 100.0 * (1 + 1e-6)  # a slot's capacity in the relaxations and bounds (%, 
 # the share MILP, the fixed-count search. Session 17 tried other shares on the slower machine
 # of sessions 15-17 (docs/benchmarks.md, "slots: the packing check's time shares ... (session
 # 17)") and kept these: each change that gave the 7-task application cell its 5-slot plan (the
-# share MILP needs 5.7-6.5 s there and gets about 4.7 s) cost other cells theirs
+# share MILP needs 5.7-6.5 s there and gets about 4.7 s) cost other cells theirs. The
+# fixed-count search runs first since session 41, with 80 % (half of what the others left before)
 RANDOM_SHARE = 0.3
 SHARE_MILP_SHARE = 0.25
 FIXED_SHARE = 0.8
-QUICK_SEARCH = (4.0, 0.2)  # the randomised search before the fixed-count one: seconds at most, share of the time left
+QUICK_SEARCH_S, QUICK_SEARCH_SHARE = 4.0, 0.2  # the randomised search before the fixed-count one: at most these seconds, this share
 
 
 def all_scaled(d, R, c: int) -> bool:
@@ -766,11 +767,16 @@ def dp_tables(R, scaled, L: int, cache: dict | None = None) -> dict:
     one is asked they are built once for the cache's "L". Building them is the packing
     check's largest fixed cost on many slots (2.5 s on 25 slots for the 15-task application
     DAG at 100 tuples/s, where the plan search above the bound gives a count 3-4 s)."""
+    def build(at: int) -> dict:
+        return {c: _dp_sets(R, c, at, list(EVEN_WEIGHTS)) for c in scaled}
+
     if cache is None:
-        return {c: _dp_sets(R, c, L, list(EVEN_WEIGHTS)) for c in scaled}
-    if cache.get("dp") is None or cache["built"] < L:
-        at = L if cache.get("dp") is None else max(L, cache.get("L", L))
-        cache["dp"], cache["built"] = {c: _dp_sets(R, c, at, list(EVEN_WEIGHTS)) for c in scaled}, at
+        return build(L)
+    if "dp" not in cache:
+        cache["dp"], cache["built"] = build(L), L
+    elif cache["built"] < L:
+        at = max(L, cache["L"])
+        cache["dp"], cache["built"] = build(at), at
     return cache["dp"]
 
 
@@ -844,25 +850,24 @@ def packing_check(d, R, tables: dict, L: int, deadline: float | None, fixed: boo
         return "infeasible", None
     if not by_count:
         return _pack_split(d, R, tables, L, comps, {}, deadline)
-    # first the thread counts fixed, one count vector after another, each a 0/1 packing
-    # (``FIXED_SHARE`` of the time left; 10 s without a limit): where the randomised search
-    # fills the components described by thread count one after another, this packs them all at
-    # once (session 13: plans at the even-routing bound on application-style cells where every
-    # other search found none). Since session 41 it runs first: its soft-capacity packing found
-    # every plan at the bound the other searches had found, in 0.1-3.3 s, and more
+    # first (since session 41) a short randomised search (``QUICK_SEARCH_S`` seconds or
+    # ``QUICK_SEARCH_SHARE`` of the time left): on the micro-DAGs at 200 tuples/s it finds the
+    # plans in 0.02-1.7 s where the fixed-count search finds none in its whole share (Star 200
+    # on 12 slots: 24 s of a 60 s limit); the randomised search later starts from another seed,
+    # so as not to repeat its attempts. Then the thread counts fixed, one count vector after
+    # another, each a 0/1 packing (``FIXED_SHARE`` of the time left; 10 s without a limit):
+    # where the randomised search fills the components described by thread count one after
+    # another, this packs them all at once (session 13: plans at the even-routing bound on
+    # application-style cells where every other search found none); its soft-capacity packing
+    # found every plan at the bound the other searches had found, in 0.1-3.3 s, and more
     if fixed:
-        # before it a short randomised search (``QUICK_SEARCH``): on the micro-DAGs at 200
-        # tuples/s it finds the plans in 0.02-1.7 s where the fixed-count search finds none in
-        # its whole share (Star 200 on 12 slots: 24 s of a 60 s limit, session 41); the
-        # randomised search after it starts from another seed, so as not to repeat its attempts
-        now = time.monotonic()
-        q = _search(d, R, L, comps, by_count, now + (QUICK_SEARCH[0] if deadline is None else
-                                                     min(QUICK_SEARCH[0], QUICK_SEARCH[1] * (deadline - now))))
+        quick = time.monotonic() + QUICK_SEARCH_S
+        q = _search(d, R, L, comps, by_count, quick if deadline is None else min(quick, part(QUICK_SEARCH_SHARE)))
         if q is None:
             q = fixed_search(d, R, L, comps, counts, room, part(FIXED_SHARE) if deadline is not None else time.monotonic() + 10.0)
         if q is not None:
             return "feasible", q
-    # then a quick randomised search for a plan (without a limit 2 s or 2,000 attempts) and,
+    # then the randomised search for a plan (without a limit 2 s or 2,000 attempts) and,
     # under a limit, beside it the share MILP on the first L slots by HiGHS, also a plan
     # search: where several components are described by thread count the randomised search
     # fills them one after another and can miss every plan (generated application DAG of 7

@@ -626,8 +626,8 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         undecided = None  # the count the check left undecided: the bound stays there
         while L < _n_slots(best) and (deadline is None or left() > 0.5):
             # from the bound up while each count is proven infeasible: where the bound is tight
-            # the check settles it within 2 s (every micro-DAG cell); half the time left for
-            # each (three quarters before session 9)
+            # the check settles it within 2 s (every micro-DAG cell); ``CLIMB_SHARE`` of the
+            # time left for each
             pk, qk = checked_at(L, CLIMB_SHARE)
             if pk == "feasible":  # exactly L slots, every count below excluded: optimal
                 if obj(qk) < obj(best):

@@ -1008,6 +1008,17 @@ def test_application_dags_of_seed_1_proven_at_their_bounds(method):
         assert r.metrics["feasible"], r.metrics["violations"]
 
 
+def _described(d, R, tables, L: int, listing=None):
+    """The packing check's description of d on L slots, as ``fixed_search`` takes it: (room,
+    every rate-scaled component's thread counts, ``gather``'s comps)."""
+    from formulations import _slotsrate as sr
+
+    room = sr.room_at(tables, L)
+    scaled = [c for c in range(d.C) if sr.all_scaled(d, R, c)]
+    lists, by_count, counts = sr.describe(R, tables, L, room, sr.dp_tables(R, scaled, L), listing)
+    return room, counts, sr.gather(d, R, lists, by_count)
+
+
 # slow tier since session 22 (the default suite took 598-619 s on that machine; 6 s; the application-DAG fixed search test stays)
 @pytest.mark.slow
 def test_fixed_search_plans_pass_and_match_bruteforce():
@@ -1026,9 +1037,7 @@ def test_fixed_search_plans_pass_and_match_bruteforce():
         room = sr.room_at(tables, L)
         if any(room[w] < 0 for w in sr.EVEN_WEIGHTS):
             continue  # the volume test already excludes L
-        dp = {c: sr._dp_sets(R, c, L, list(sr.EVEN_WEIGHTS)) for c in range(d.C) if sr.all_scaled(d, R, c)}
-        lists, by_count, counts = sr.describe(R, tables, L, room, dp, None)
-        comps = sr.gather(d, R, lists, by_count)
+        _, counts, comps = _described(d, R, tables, L)
         if not comps:
             continue
         q = sr.fixed_search(d, R, L, comps, counts, room, time.monotonic() + 3, seed=seed)
@@ -1060,10 +1069,8 @@ def test_fixed_search_finds_the_bound_plan_of_an_application_dag():
     R = sr.rows(d)
     tables = sr.usage_tables(d, R, 9)
     assert sr.even_bound(d, R, 9, tables=tables) == 8
-    room = sr.room_at(tables, 8)
-    dp = {c: sr._dp_sets(R, c, 8, list(sr.EVEN_WEIGHTS)) for c in range(d.C) if sr.all_scaled(d, R, c)}
-    lists, by_count, counts = sr.describe(R, tables, 8, room, dp, time.monotonic() + 10)
-    q = sr.fixed_search(d, R, 8, sr.gather(d, R, lists, by_count), counts, room, time.monotonic() + 30)
+    room, counts, comps = _described(d, R, tables, 8, time.monotonic() + 10)
+    q = sr.fixed_search(d, R, 8, comps, counts, room, time.monotonic() + 30)
     assert q is not None and len({s for _, s in q}) == 8
     assert planner.evaluate(inst, make_plan(d, q), "slots")["feasible"]
 
@@ -1115,10 +1122,7 @@ def test_fixed_pack_proves_a_count_vector_too_big_for_its_slots():
     d = prepare(inst, peak_usage_filter=False)
     R = sr.rows(d)
     tables = sr.usage_tables(d, R, 8)
-    room = sr.room_at(tables, 5)
-    dp = {c: sr._dp_sets(R, c, 5, list(sr.EVEN_WEIGHTS)) for c in range(d.C) if sr.all_scaled(d, R, c)}
-    lists, by_count, counts = sr.describe(R, tables, 5, room, dp, None)
-    comps = sr.gather(d, R, lists, by_count)
+    _, counts, comps = _described(d, R, tables, 5)
     pick = {c: min(tc, key=lambda e: e[1]) for c, tc in counts.items()}
     st, q = sr.fixed_pack(d, R, 5, comps, pick, 20, 0)
     assert st == "feasible" and sr.valid(d, R, q) and len({s for _, s in q}) <= 5, st
