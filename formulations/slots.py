@@ -571,7 +571,8 @@ def _solve_rate(instance: Instance, backend: str, method: str, time_limit, seed,
         """Plans by bisection over the slot counts lo..hi - 1 (hi: the best count), each count a
         fifth of the time left, at least 3 s, the whole search PLAN_SEARCH_SHARE (35 %) of it:
         a plan found becomes the incumbent and lowers hi, an undecided or infeasible count
-        raises lo. A search, not a proof; only its "infeasible" answers are kept (``packed``)."""
+        raises lo. A search, not a proof; only its "infeasible" answers are kept (``packed``).
+        Its checks run the fixed-count search since session 41 (they left it out before)."""
         nonlocal best
         phase_end = time.monotonic() + left(PLAN_SEARCH_SHARE)
         probes = details.setdefault("plan_search", [])
