@@ -4,6 +4,7 @@ interchangeable slots exist, and which of the exact driver's routes decides it?
 
     PYTHONPATH=. python benchmarks/slots_app_probe.py --cell 1 --slots 8 --limit 60
     PYTHONPATH=. python benchmarks/slots_app_probe.py --cell 1 --routes fixed-random --tries 20 --limit 10
+    PYTHONPATH=. python benchmarks/slots_app_probe.py --cell 1 --routes fixed-search --limit 25 --fixed-seeds 0,1,2
 
 The instance is cell ``--cell`` (0-5) of ``planner generate shukla-app`` with ``--seed``
 (default 0: cell 1 is the 11-task DAG at 50 tuples/s, bound 8). ``--slots`` defaults to the
@@ -21,6 +22,11 @@ even-routing bound. Routes, each with ``--limit`` seconds, one after another:
 * ``fixed-random``: ``fixed-cpsat`` on ``--tries`` random count vectors (each component's k-th
   cheapest count, k exponential with mean 2, the vector's CPU excess within the room; seeded),
   ``--limit`` seconds each, until one gives a plan;
+* ``fixed-search``: ``_slotsrate.fixed_search`` itself (the packing check's fixed-count search:
+  the least-CPU vector ``--least-tries`` times, then random vectors; the two forms of the
+  thread sums alternating, or only the exact one with ``--exact-form-only``), ``--limit``
+  seconds for each of the plan-search seeds ``--fixed-seeds`` (docs/benchmarks.md, "slots:
+  seed 0's 11 tasks at 50 t/s has a plan at its bound ... (session 43)");
 * ``check-trace``: ``check`` with each of its searches timed (the listing, the randomised
   search, the share MILP, the fixed-count search, the per-count models): when each started and
   ended and what it returned; ``--shares R,S`` sets the randomised search's and the share
@@ -153,6 +159,26 @@ def fixed_random(d, R, L, comps, counts, room, tries: int, limit: float):
     return f"{seen['infeasible']} vectors infeasible, {seen['unknown']} unknown", None
 
 
+def fixed_searches(d, R, L, comps, counts, room, seeds, limit: float, exact_only: bool):
+    """``fixed_search`` for each plan-search seed in ``seeds``, ``limit`` seconds each: the
+    outcome, one "seed: plan in T s" or "seed: none in T s" per seed, and the last plan found."""
+    pack = sr.fixed_pack
+    if exact_only:  # every try in the exact form (the search alternates exact / at-least)
+        sr.fixed_pack = lambda d, R, L, comps, pick, limit, seed=0, at_least=False: pack(d, R, L, comps, pick, limit, seed, False)
+    found, last = [], None
+    try:
+        for s in seeds:
+            t = time.monotonic()
+            q = sr.fixed_search(d, R, L, comps, counts, room, t + limit, seed=s)
+            ok = q is not None and sr.valid(d, R, q)
+            found.append(f"seed {s}: {'plan' if ok else 'none'} in {time.monotonic() - t:.1f} s")
+            last = q if ok else last
+    finally:
+        sr.fixed_pack = pack
+    n = sum("plan" in f for f in found)
+    return f"{n} of {len(seeds)} seeds with a plan ({'; '.join(found)})", last
+
+
 def vectors(by_count, room, cap: int = 10 ** 8) -> int:
     """Thread-count vectors of the components described by thread count whose CPU and memory
     excess over their least usage fits the room (counted up to ``cap``)."""
@@ -211,8 +237,13 @@ def main() -> None:
     ap.add_argument("--slots", type=int, default=None, help="the slot count L to probe (default: the even-routing bound)")
     ap.add_argument("--limit", type=float, default=60.0, help="seconds per route (default 60)")
     ap.add_argument("--routes", default="check,share,split,fixed-cpsat,fixed-highs,vectors",
-                    help="comma-separated, from check, check-trace, share, split, fixed-cpsat, fixed-highs, fixed-random, vectors")
+                    help="comma-separated, from check, check-trace, fixed-search, share, split, fixed-cpsat, fixed-highs, fixed-random, vectors")
     ap.add_argument("--tries", type=int, default=20, help="count vectors for fixed-random (default 20)")
+    ap.add_argument("--fixed-seeds", default="0", help="fixed-search: comma-separated plan-search seeds (default 0)")
+    ap.add_argument("--least-tries", type=int, default=sr.FIXED_LEAST_TRIES,
+                    help=f"fixed-search: tries of the least-CPU vector (default {sr.FIXED_LEAST_TRIES}, the code's)")
+    ap.add_argument("--exact-form-only", action="store_true",
+                    help="fixed-search: every try with the thread sums exact (the code alternates exact and at-least)")
     ap.add_argument("--shares", default=None, help="R,S: the packing check's randomised-search and share-MILP "
                     f"shares of the time left (default {sr.RANDOM_SHARE},{sr.SHARE_MILP_SHARE})")
     a = ap.parse_args()
@@ -221,7 +252,14 @@ def main() -> None:
             sr.RANDOM_SHARE, sr.SHARE_MILP_SHARE = (float(x) for x in a.shares.split(","))
         except ValueError:
             ap.error(f"--shares takes two numbers, R,S (got {a.shares!r})")
-    known = {"check", "check-trace", "share", "split", "fixed-cpsat", "fixed-highs", "fixed-random", "vectors"}
+    try:
+        fixed_seeds = [int(x) for x in a.fixed_seeds.split(",")]
+    except ValueError:
+        ap.error(f"--fixed-seeds takes comma-separated integers (got {a.fixed_seeds!r})")
+    if a.least_tries < 0:
+        ap.error(f"--least-tries must be 0 or more (got {a.least_tries})")
+    sr.FIXED_LEAST_TRIES = a.least_tries
+    known = {"check", "check-trace", "fixed-search", "share", "split", "fixed-cpsat", "fixed-highs", "fixed-random", "vectors"}
     routes = [r for r in a.routes.split(",") if r]
     if not 0 <= a.cell <= 5 or not set(routes) <= known:
         ap.error(f"--cell must be 0-5 and --routes a list of {sorted(known)}")
@@ -245,6 +283,8 @@ def main() -> None:
             q = None if q is None else q if sr.valid(dk, R, q) else {}  # its plan is on dk's slots
         elif r == "split":
             st, q = sr._pack_split(d, R, tables, L, comps, by_count, t + a.limit)
+        elif r == "fixed-search":
+            st, q = fixed_searches(d, R, L, comps, counts, room, fixed_seeds, a.limit, a.exact_form_only)
         elif r == "fixed-random":
             st, q = fixed_random(d, R, L, comps, counts, room, a.tries, a.limit)
         elif r == "vectors":

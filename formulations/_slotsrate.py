@@ -1376,6 +1376,7 @@ def _search(d, R, L: int, comps, by_count, deadline: float, seed: int = 0, tries
 FIXED_SLICE = 1.5  # ``fixed_search``: seconds of its first try
 FIXED_GROWTH = 1.5  # ``fixed_search``: each try's seconds this many times the try's before
 FIXED_SLICE_MAX = 16.0  # ``fixed_search``: seconds of a try at most
+FIXED_LEAST_TRIES = 4  # ``fixed_search``: tries of the least-CPU vector before the random ones
 
 
 def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float, seed: int = 0):
@@ -1415,7 +1416,7 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
 
     def vectors():
         first = {c: tc[0] for c, tc in base.items()}
-        for _ in range(4):  # the least-CPU vector four times (CP-SAT's seed changes each try)
+        for _ in range(FIXED_LEAST_TRIES):  # the least-CPU vector (CP-SAT's seed changes each try)
             yield first
         for _ in range(200):
             pick = {c: tc[min(len(tc) - 1, int(rnd.expovariate(0.5)))] for c, tc in base.items()}
