@@ -1377,6 +1377,8 @@ FIXED_SLICE = 1.5  # ``fixed_search``: seconds of its first try
 FIXED_GROWTH = 1.5  # ``fixed_search``: each try's seconds this many times the try's before
 FIXED_SLICE_MAX = 16.0  # ``fixed_search``: seconds of a try at most
 FIXED_LEAST_TRIES = 4  # ``fixed_search``: tries of the least-CPU vector before the random ones
+FIXED_HINTS = True  # ``fixed_search``: a try starts from the best near-packing of the vector's tries before
+FIXED_STAY = 0.8  # ``fixed_search`` (with hints): a vector is tried again while a try cuts its overflow to this share
 
 
 def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float, seed: int = 0):
@@ -1393,7 +1395,16 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
     its seed changed every try: four tries with every component at its least-CPU count, then random
     vectors (each component's k-th cheapest count, k exponential with mean 2, seeded) whose CPU
     and memory above the least usages fit the room, at most 200 draws. A (vector, form) that
-    CP-SAT proves to have no packing is not tried again.
+    CP-SAT proves to have no packing is not tried again. Each try of a vector starts from the
+    least-overflow assignment of its tries before (a solution hint, ``FIXED_HINTS``), and a
+    vector whose try cut that overflow to ``FIXED_STAY`` of what it was is tried once more
+    before the next vector; the least-CPU vector's stays count among its ``FIXED_LEAST_TRIES``
+    tries, so a vector whose overflow stalls is left. Session 44: the tries of the least-CPU
+    vector on seed 0's 11-task application DAG at 100 tuples/s took its overflow from 11.5 % to
+    2.2 % of a slot in 12 s, and the search then left it for random vectors, each starting
+    afresh; with the stay, the sixth try packed it at 20.7 s. Over four application cells the
+    change found 16 of 24 plans at 26 s per seed where the code before found 15 (session 45,
+    docs/benchmarks.md): no loss, a gain within the noise.
     Returns the first plan that passes ``valid``, or None. Finds plans only: a vector without a
     packing says nothing about the others.
 
@@ -1413,10 +1424,15 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
     least = {c: (tc[0][1], min(e[2] for e in tc)) for c, tc in base.items()}
     cpu, mem = room[(1.0, 0.0)], room[(0.0, 1.0)]
     refuted: set = set()  # (vector, form) that CP-SAT proved to have no packing
+    near: dict = {}  # vector -> the least overflow reached on it and its assignment (``fixed_pack``'s keep)
+    tries: dict = {}  # vector -> its tries so far
 
     def vectors():
         first = {c: tc[0] for c, tc in base.items()}
+        fkey = tuple(sorted((c, e[0]) for c, e in first.items()))
         for _ in range(FIXED_LEAST_TRIES):  # the least-CPU vector (CP-SAT's seed changes each try)
+            if tries.get(fkey, 0) >= FIXED_LEAST_TRIES:
+                break  # its stays count among these tries
             yield first
         for _ in range(200):
             pick = {c: tc[min(len(tc) - 1, int(rnd.expovariate(0.5)))] for c, tc in base.items()}
@@ -1426,32 +1442,49 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
 
     gen = vectors()
     i = 0
+    again = None  # the vector to try once more: its last try cut its overflow (``FIXED_STAY``)
     while True:
-        for pick in gen:
+        key = None
+        if again is not None:
+            pick, again = again, None
             key = (tuple(sorted((c, e[0]) for c, e in pick.items())), i % 2 == 1)
-            if key not in refuted:
-                break
-        else:
-            return None  # the draws are spent
+            key = None if key in refuted else key
+        if key is None:
+            for pick in gen:
+                key = (tuple(sorted((c, e[0]) for c, e in pick.items())), i % 2 == 1)
+                if key not in refuted:
+                    break
+            else:
+                return None  # the draws are spent
         left = deadline - time.monotonic()
         if left < 0.5:
             return None
+        kept = near.setdefault(key[0], {}) if FIXED_HINTS else None
+        before = math.inf if kept is None else kept.get("over", math.inf)
         st, q = fixed_pack(d, R, L, comps, pick, min(FIXED_SLICE * FIXED_GROWTH ** i, FIXED_SLICE_MAX, left),
-                           seed + i, key[1])
+                           seed + i, key[1], keep=kept)
         i += 1
+        tries[key[0]] = tries.get(key[0], 0) + 1
         if st == "infeasible":
             refuted.add(key)
         if q is not None and valid(d, R, q):
             return q
+        if kept and before < math.inf and kept.get("over", math.inf) <= FIXED_STAY * before:
+            again = pick  # still closing in: its next try starts from this one's near-packing
 
 
-def fixed_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, at_least: bool = False):
+def fixed_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, at_least: bool = False,
+               keep: dict | None = None):
     """``fixed_search``'s 0/1 packing of one count vector ``pick`` (component -> its
     ``thread_counts`` entry (Q, least CPU, least memory, rows); the components not in it have
     constant rows, ``comps`` as from ``gather``) on L slots, by CP-SAT (two workers, ``seed``)
     within ``limit`` seconds: ("feasible", plan on slots 0..L-1), ("infeasible", None) when
     CP-SAT proves there is none, or ("unknown", None). ``at_least``: the threads of a
     component sum to at least Q instead of exactly Q. Its plans still need ``valid``.
+    ``keep``: a dict carried from one try of the same vector to the next; its "q" (the least
+    overflow's assignment so far, (c, b) -> threads) is given to CP-SAT as a solution hint and
+    replaced when this try ends lower (its "over"). A hint only steers the search, so the answer
+    means the same with or without it.
 
     The capacities are soft: each slot's CPU and memory past 100 % is an overflow variable and
     their sum is minimised. A packing exists iff the minimum is 0, so a lower bound above 0
@@ -1522,6 +1555,10 @@ def fixed_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, at_
     if over:
         m.Minimize(sum(over))
 
+    if keep and keep.get("q"):
+        for (c, b, qq), v in x.items():
+            m.AddHint(v, keep["q"].get((c, b)) == qq)
+
     class _AtZero(cp_model.CpSolverSolutionCallback):
         def on_solution_callback(self):  # noqa: N802 (OR-Tools' name)
             if self.ObjectiveValue() < 0.5:
@@ -1536,6 +1573,9 @@ def fixed_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, at_
         return "infeasible", None
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return "unknown", None
+    if keep is not None and over and s.ObjectiveValue() < keep.get("over", math.inf):
+        keep["over"] = s.ObjectiveValue()
+        keep["q"] = {(c, b): qq for (c, b, qq), v in x.items() if s.Value(v)}
     if over and s.ObjectiveValue() > 0.5:
         # no packing when the minimum is proven above 0 (or its bound is), else undecided
         return ("infeasible", None) if st == cp_model.OPTIMAL or s.BestObjectiveBound() > 0.5 else ("unknown", None)

@@ -4,6 +4,7 @@ CP-SAT, CBC and HiGHS against brute force and the evaluator, and against the Shu
 from __future__ import annotations
 
 import functools
+import time
 import random
 
 import pytest
@@ -1092,6 +1093,97 @@ def test_fixed_search_finds_the_bound_plan_of_an_application_dag():
     q = sr.fixed_search(d, R, 8, comps, counts, room, time.monotonic() + 30)
     assert q is not None and len({s for _, s in q}) == 8
     assert planner.evaluate(inst, make_plan(d, q), "slots")["feasible"]
+
+
+def test_fixed_pack_keeps_its_least_overflow_for_the_next_try():
+    """``fixed_pack``'s ``keep`` (``fixed_search`` carries it from one try of a count vector to
+    the next as a solution hint): a try that ends without a packing leaves its assignment and
+    overflow there: the overflow recomputed from that assignment (sizes rounded up to 10^-4 %,
+    as the model counts them) is above 0 and at most the one kept; each component's threads sum to its
+    count (exact form). A try hinted with it then still answers truly: a packing it returns
+    passes ``valid``. Seed 0's 11-task application DAG at 100 tuples/s on its bound, 16 slots,
+    at its least-CPU counts: a packing exists (found in 5-12 s, session 44), so a 1 s try
+    mostly ends above 0."""
+    import math
+
+    from formulations import _slotsrate as sr
+    from formulations.slots import prepare
+    from planner.generate import generate
+
+    inst = list(generate("shukla-app", 6, 0))[4]
+    d = prepare(inst, peak_usage_filter=False)
+    R = sr.rows(d)
+    tables = sr.usage_tables(d, R, 17)
+    assert sr.even_bound(d, R, 17, tables=tables) == 16
+    _, counts, comps = _described(d, R, tables, 16)
+    pick = {c: min(tc, key=lambda e: e[1]) for c, tc in counts.items()}
+    keep: dict = {}
+    st, q = sr.fixed_pack(d, R, 16, comps, pick, 1.0, 0, keep=keep)
+    if st == "feasible":  # a lucky second: the packing itself must pass
+        assert sr.valid(d, R, q)
+        return
+    assert st == "unknown" and keep["over"] > 0, (st, keep.get("over"))
+    kq = keep["q"]
+    size = {}
+    for c in range(d.C):
+        if c in pick:
+            Q, _, _, rws = pick[c]
+            size[c] = {r.q: (r.a_cpu / Q, r.a_mem / Q) for r in rws}
+            assert sum(t for (cc, _), t in kq.items() if cc == c) == Q, c
+        else:
+            size[c] = {r.q: (r.cpu, r.mem) for r in R[c]}
+            assert sum(1 for (cc, _) in kq if cc == c) == 1, c
+    over = 0
+    for b in range(16):
+        for k in (0, 1):
+            load = sum(math.ceil(size[c][t][k] * sr.SCALE - 1e-9) for (c, bb), t in kq.items() if bb == b)
+            over += max(0, load - 100 * sr.SCALE)
+    assert 0 < over <= keep["over"], (over, keep["over"])  # CP-SAT's overflow variables bound it from above
+    st2, q2 = sr.fixed_pack(d, R, 16, comps, pick, 3.0, 1, keep=keep)
+    assert keep["over"] <= over
+    assert st2 in ("feasible", "unknown") and (q2 is None or sr.valid(d, R, q2)), st2
+
+
+@pytest.mark.parametrize("overs, least_tries", [
+    ((100, 50, 25, 20, 10, 10), 6),  # each try cuts the overflow to at most 0.8: the vector stays until it stalls
+    ((100, 100, 90, 85), 4),  # stalls at once: its four tries, no more
+    ((100, 50, 50, 50), 4),  # a stay then a stall: the stay counts among the four
+])
+def test_fixed_search_stays_on_a_vector_while_its_overflow_falls(monkeypatch, overs, least_tries):
+    """``fixed_search``'s schedule (session 44): the least-CPU vector gets ``FIXED_LEAST_TRIES``
+    tries, and more only while each try cuts the kept overflow to ``FIXED_STAY`` of the one
+    before; each later try of it is handed the near-packing its tries before kept (``keep``).
+    ``fixed_pack`` is replaced by a script of overflows (the packing itself is tested above);
+    the random vectors it refutes, so the search ends when their draws are spent. Seed 0's
+    11-task application DAG at 50 tuples/s on its bound, 8 slots."""
+    from formulations import _slotsrate as sr
+    from formulations.slots import prepare
+    from planner.generate import generate
+
+    inst = list(generate("shukla-app", 6, 0))[1]
+    d = prepare(inst, peak_usage_filter=False)
+    R = sr.rows(d)
+    tables = sr.usage_tables(d, R, 9)
+    room, counts, comps = _described(d, R, tables, 8)
+    least = tuple(sorted((c, min(tc, key=lambda e: e[1])[0]) for c, tc in counts.items()))
+    calls = []
+
+    def scripted(d, R, L, comps, pick, limit, seed=0, at_least=False, keep=None):
+        vec = tuple(sorted((c, e[0]) for c, e in pick.items()))
+        calls.append((vec, dict(keep or {})))
+        if vec != least:
+            return "infeasible", None
+        n = sum(1 for v, _ in calls if v == least)
+        keep["over"], keep["q"] = float(overs[min(n, len(overs)) - 1]), {"try": n}
+        return "unknown", None
+
+    monkeypatch.setattr(sr, "fixed_pack", scripted)
+    monkeypatch.setattr(sr, "FIXED_HINTS", True)
+    assert sr.fixed_search(d, R, 8, comps, counts, room, time.monotonic() + 60, seed=0) is None
+    on_least = [k for v, k in calls if v == least]
+    assert len(on_least) == least_tries, [v == least for v, _ in calls][:12]
+    assert all(v == least for v, _ in calls[:least_tries]) and len(calls) > least_tries
+    assert on_least[0] == {} and [k["q"]["try"] for k in on_least[1:]] == list(range(1, least_tries))
 
 
 def test_dp_tables_built_for_more_slots_describe_the_same():
