@@ -25,7 +25,7 @@ even-routing bound. Routes, each with ``--limit`` seconds, one after another:
 * ``fixed-search``: ``_slotsrate.fixed_search`` itself (the packing check's fixed-count search:
   the least-CPU vector ``--least-tries`` times, then random vectors; the two forms of the
   thread sums alternating, or only the exact one with ``--exact-form-only``; each try of a
-  vector hinted with its tries' best near-packing, or afresh with ``--no-fixed-hints``), ``--limit``
+  vector afresh, or hinted with its tries' best near-packing with ``--fixed-hints``), ``--limit``
   seconds for each of the plan-search seeds ``--fixed-seeds`` (docs/benchmarks.md, "slots:
   seed 0's 11 tasks at 50 t/s has a plan at its bound ... (session 43)");
 * ``check-trace``: ``check`` with each of its searches timed (the listing, the randomised
@@ -246,9 +246,10 @@ def main() -> None:
                     help=f"fixed-search: tries of the least-CPU vector (default {sr.FIXED_LEAST_TRIES}, the code's)")
     ap.add_argument("--exact-form-only", action="store_true",
                     help="fixed-search: every try with the thread sums exact (the code alternates exact and at-least)")
-    ap.add_argument("--no-fixed-hints", action="store_true",
-                    help="fixed-search and check: each try of a vector starts afresh (the code hints it with the "
-                    "best near-packing of the vector's tries before, _slotsrate.FIXED_HINTS)")
+    ap.add_argument("--fixed-hints", action="store_true",
+                    help="fixed-search and check: each try of a vector starts from the best near-packing of the "
+                    "vector's tries before, and stays on a vector while its overflow falls (_slotsrate.FIXED_HINTS, "
+                    "off in the code: no gain measured, session 45)")
     ap.add_argument("--shares", default=None, help="R,S: the packing check's randomised-search and share-MILP "
                     f"shares of the time left (default {sr.RANDOM_SHARE},{sr.SHARE_MILP_SHARE})")
     a = ap.parse_args()
@@ -264,7 +265,7 @@ def main() -> None:
     if a.least_tries < 0:
         ap.error(f"--least-tries must be 0 or more (got {a.least_tries})")
     sr.FIXED_LEAST_TRIES = a.least_tries
-    sr.FIXED_HINTS = not a.no_fixed_hints
+    sr.FIXED_HINTS = a.fixed_hints
     known = {"check", "check-trace", "fixed-search", "share", "split", "fixed-cpsat", "fixed-highs", "fixed-random", "vectors"}
     routes = [r for r in a.routes.split(",") if r]
     if not 0 <= a.cell <= 5 or not set(routes) <= known:

@@ -1377,7 +1377,7 @@ FIXED_SLICE = 1.5  # ``fixed_search``: seconds of its first try
 FIXED_GROWTH = 1.5  # ``fixed_search``: each try's seconds this many times the try's before
 FIXED_SLICE_MAX = 16.0  # ``fixed_search``: seconds of a try at most
 FIXED_LEAST_TRIES = 4  # ``fixed_search``: tries of the least-CPU vector before the random ones
-FIXED_HINTS = True  # ``fixed_search``: a try starts from the best near-packing of the vector's tries before
+FIXED_HINTS = False  # ``fixed_search``: a try starts from the best near-packing of the vector's tries before (off: measured no gain, session 45)
 FIXED_STAY = 0.8  # ``fixed_search`` (with hints): a vector is tried again while a try cuts its overflow to this share
 
 
@@ -1395,16 +1395,19 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
     its seed changed every try: four tries with every component at its least-CPU count, then random
     vectors (each component's k-th cheapest count, k exponential with mean 2, seeded) whose CPU
     and memory above the least usages fit the room, at most 200 draws. A (vector, form) that
-    CP-SAT proves to have no packing is not tried again. Each try of a vector starts from the
-    least-overflow assignment of its tries before (a solution hint, ``FIXED_HINTS``), and a
-    vector whose try cut that overflow to ``FIXED_STAY`` of what it was is tried once more
-    before the next vector; the least-CPU vector's stays count among its ``FIXED_LEAST_TRIES``
-    tries, so a vector whose overflow stalls is left. Session 44: the tries of the least-CPU
-    vector on seed 0's 11-task application DAG at 100 tuples/s took its overflow from 11.5 % to
-    2.2 % of a slot in 12 s, and the search then left it for random vectors, each starting
-    afresh; with the stay, the sixth try packed it at 20.7 s. Over four application cells the
-    change found 16 of 24 plans at 26 s per seed where the code before found 15 (session 45,
-    docs/benchmarks.md): no loss, a gain within the noise.
+    CP-SAT proves to have no packing is not tried again.
+
+    With ``FIXED_HINTS`` (off by default) each try of a vector starts from the least-overflow
+    assignment of its tries before (a solution hint), and a vector whose try cut that overflow
+    to ``FIXED_STAY`` of what it was is tried once more before the next vector; the least-CPU
+    vector's stays count among its ``FIXED_LEAST_TRIES`` tries, so a vector whose overflow
+    stalls is left. Session 44: the least-CPU vector's tries on seed 0's 11-task application
+    DAG at 100 tuples/s took its overflow from 11.5 % to 2.2 % of a slot in 12 s, and the
+    search then left it; with the stay, the sixth try packed it at 20.7 s. Measured over four
+    application cells and whole 60 s solves (session 45, docs/benchmarks.md), it found 16 of
+    24 plans at 26 s per seed against 15 without, but proved 11 of 18 whole solves against 10
+    of 12 without (seed 1's 15 tasks at 100 lost a round of all three back ends), so it stays
+    off: the probe's ``--fixed-hints`` turns it on.
     Returns the first plan that passes ``valid``, or None. Finds plans only: a vector without a
     packing says nothing about the others.
 

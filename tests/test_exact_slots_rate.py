@@ -1096,8 +1096,8 @@ def test_fixed_search_finds_the_bound_plan_of_an_application_dag():
 
 
 def test_fixed_pack_keeps_its_least_overflow_for_the_next_try():
-    """``fixed_pack``'s ``keep`` (``fixed_search`` carries it from one try of a count vector to
-    the next as a solution hint): a try that ends without a packing leaves its assignment and
+    """``fixed_pack``'s ``keep`` (with ``FIXED_HINTS``, ``fixed_search`` carries it from one try
+    of a count vector to the next as a solution hint): a try that ends without a packing leaves its assignment and
     overflow there: the overflow recomputed from that assignment (sizes rounded up to 10^-4 %,
     as the model counts them) is above 0 and at most the one kept; each component's threads sum to its
     count (exact form). A try hinted with it then still answers truly: a packing it returns
@@ -1150,7 +1150,8 @@ def test_fixed_pack_keeps_its_least_overflow_for_the_next_try():
     ((100, 50, 50, 50), 4),  # a stay then a stall: the stay counts among the four
 ])
 def test_fixed_search_stays_on_a_vector_while_its_overflow_falls(monkeypatch, overs, least_tries):
-    """``fixed_search``'s schedule (session 44): the least-CPU vector gets ``FIXED_LEAST_TRIES``
+    """``fixed_search``'s schedule with ``FIXED_HINTS`` (off by default, sessions 44-45): the
+    least-CPU vector gets ``FIXED_LEAST_TRIES``
     tries, and more only while each try cuts the kept overflow to ``FIXED_STAY`` of the one
     before; each later try of it is handed the near-packing its tries before kept (``keep``).
     ``fixed_pack`` is replaced by a script of overflows (the packing itself is tested above);
