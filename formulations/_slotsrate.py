@@ -1405,8 +1405,8 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
     DAG at 100 tuples/s took its overflow from 11.5 % to 2.2 % of a slot in 12 s, and the
     search then left it; with the stay, the sixth try packed it at 20.7 s. Measured over four
     application cells and whole 60 s solves (session 45, docs/benchmarks.md), it found 16 of
-    24 plans at 26 s per seed against 15 without, but proved 11 of 18 whole solves against 10
-    of 12 without (seed 1's 15 tasks at 100 lost a round of all three back ends), so it stays
+    24 plans at 26 s per seed against 15 without, but proved 11 of 18 whole solves against 13
+    of 18 without (seed 1's 15 tasks at 100 lost a round of all three back ends), so it stays
     off: the probe's ``--fixed-hints`` turns it on.
     Returns the first plan that passes ``valid``, or None. Finds plans only: a vector without a
     packing says nothing about the others.
