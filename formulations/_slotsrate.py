@@ -1418,6 +1418,7 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
     packing): plans at the bound on those cells in 0.1-3.3 s and on four more of the twelve in
     7-25 s; on 20 s per seed the growing tries found 5 of 12 plans on four of those harder
     cells where tries of a constant 1.5 s found 3 and tries doubling from 2 s found 2."""
+    import itertools
     import random
 
     rnd = random.Random(seed)
@@ -1430,11 +1431,13 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
     near: dict = {}  # vector -> the least overflow reached on it and its assignment (``fixed_pack``'s keep)
     tries: dict = {}  # vector -> its tries so far
 
+    def vector_key(pick: dict) -> tuple:
+        return tuple(sorted((c, e[0]) for c, e in pick.items()))
+
     def vectors():
         first = {c: tc[0] for c, tc in base.items()}
-        fkey = tuple(sorted((c, e[0]) for c, e in first.items()))
         for _ in range(FIXED_LEAST_TRIES):  # the least-CPU vector (CP-SAT's seed changes each try)
-            if tries.get(fkey, 0) >= FIXED_LEAST_TRIES:
+            if tries.get(vector_key(first), 0) >= FIXED_LEAST_TRIES:
                 break  # its stays count among these tries
             yield first
         for _ in range(200):
@@ -1447,18 +1450,13 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
     i = 0
     again = None  # the vector to try once more: its last try cut its overflow (``FIXED_STAY``)
     while True:
-        key = None
-        if again is not None:
-            pick, again = again, None
-            key = (tuple(sorted((c, e[0]) for c, e in pick.items())), i % 2 == 1)
-            key = None if key in refuted else key
-        if key is None:
-            for pick in gen:
-                key = (tuple(sorted((c, e[0]) for c, e in pick.items())), i % 2 == 1)
-                if key not in refuted:
-                    break
-            else:
-                return None  # the draws are spent
+        source, again = (gen if again is None else itertools.chain([again], gen)), None
+        for pick in source:
+            key = (vector_key(pick), i % 2 == 1)
+            if key not in refuted:
+                break
+        else:
+            return None  # the draws are spent
         left = deadline - time.monotonic()
         if left < 0.5:
             return None

@@ -4,8 +4,8 @@ CP-SAT, CBC and HiGHS against brute force and the evaluator, and against the Shu
 from __future__ import annotations
 
 import functools
-import time
 import random
+import time
 
 import pytest
 
@@ -1035,8 +1035,7 @@ def test_application_dag_11_tasks_at_100_proven_at_its_bound_given_time(method):
     bound 16), 17 / 16 at 60 s from session 41 to 43 and proven in 5 of 8 runs at 60 s in
     session 45: a plan on 16 slots exists (the least-CPU count vector packs), so 16 is its
     optimum, and given 240 s every back end proves it (47-107 s in session 43's runs, 17-93 s in
-    session 45's;
-    docs/benchmarks.md, sessions 44-45). The plan passes the evaluator."""
+    session 45's; docs/benchmarks.md, sessions 44-45). The plan passes the evaluator."""
     from planner.generate import generate
 
     inst = list(generate("shukla-app", 6, 0))[4]
@@ -1114,10 +1113,10 @@ def test_fixed_search_finds_the_bound_plan_of_an_application_dag():
 
 def test_fixed_pack_keeps_its_least_overflow_for_the_next_try():
     """``fixed_pack``'s ``keep`` (with ``FIXED_HINTS``, ``fixed_search`` carries it from one try
-    of a count vector to the next as a solution hint): a try that ends without a packing leaves its assignment and
-    overflow there: the overflow recomputed from that assignment (sizes rounded up to 10^-4 %,
-    as the model counts them) is above 0 and at most the one kept; each component's threads sum to its
-    count (exact form). A try hinted with it then still answers truly: a packing it returns
+    of a count vector to the next as a solution hint): a try that ends without a packing leaves
+    its assignment and overflow there: the overflow recomputed from that assignment (sizes
+    rounded up to 10^-4 %, as the model counts them) is above 0 and at most the one kept; each
+    component's threads sum to its count (exact form). A try hinted with it then still answers truly: a packing it returns
     passes ``valid``. Seed 0's 11-task application DAG at 100 tuples/s on its bound, 16 slots,
     at its least-CPU counts: a packing exists (found in 5-12 s, session 44), so a 1 s try
     mostly ends above 0."""
@@ -1168,8 +1167,7 @@ def test_fixed_pack_keeps_its_least_overflow_for_the_next_try():
 ])
 def test_fixed_search_stays_on_a_vector_while_its_overflow_falls(monkeypatch, overs, least_tries):
     """``fixed_search``'s schedule with ``FIXED_HINTS`` (off by default, sessions 44-45): the
-    least-CPU vector gets ``FIXED_LEAST_TRIES``
-    tries, and more only while each try cuts the kept overflow to ``FIXED_STAY`` of the one
+    least-CPU vector gets ``FIXED_LEAST_TRIES`` tries, and more only while each try cuts the kept overflow to ``FIXED_STAY`` of the one
     before; each later try of it is handed the near-packing its tries before kept (``keep``).
     ``fixed_pack`` is replaced by a script of overflows (the packing itself is tested above);
     the random vectors it refutes, so the search ends when their draws are spent. Seed 0's
