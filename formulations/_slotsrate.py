@@ -1408,6 +1408,10 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
     24 plans at 26 s per seed against 15 without, but proved 11 of 18 whole solves against 13
     of 18 without (seed 1's 15 tasks at 100 lost a round of all three back ends), so it stays
     off: the probe's ``--fixed-hints`` turns it on.
+    Since session 46 (``ANNEAL_SHARE`` > 0) the least-CPU vector gets one CP-SAT try, then
+    ``anneal_pack`` on it for ``ANNEAL_SHARE`` of the time left (at most ``ANNEAL_MAX`` seconds)
+    in place of its other tries; the random vectors' tries follow with the slices and forms
+    they had after the four.
     Returns the first plan that passes ``valid``, or None. Finds plans only: a vector without a
     packing says nothing about the others.
 
@@ -1436,7 +1440,7 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
 
     def vectors():
         first = {c: tc[0] for c, tc in base.items()}
-        for _ in range(FIXED_LEAST_TRIES):  # the least-CPU vector (CP-SAT's seed changes each try)
+        for _ in range(FIXED_LEAST_TRIES if ANNEAL_SHARE <= 0 else 1):  # the least-CPU vector (CP-SAT's seed changes each try)
             if tries.get(vector_key(first), 0) >= FIXED_LEAST_TRIES:
                 break  # its stays count among these tries
             yield first
@@ -1448,8 +1452,18 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
 
     gen = vectors()
     i = 0
+    annealed = ANNEAL_SHARE <= 0
     again = None  # the vector to try once more: its last try cut its overflow (``FIXED_STAY``)
     while True:
+        if not annealed and i == 1:
+            # after one CP-SAT try of the least-CPU vector the annealing on it stands for its
+            # other tries; the random vectors then keep their slices and forms (try index)
+            annealed, i = True, FIXED_LEAST_TRIES
+            first = {c: tc[0] for c, tc in base.items()}
+            if (vector_key(first), False) not in refuted:  # CP-SAT proved no packing: nothing to anneal
+                st, q = anneal_pack(d, R, L, comps, first, min(ANNEAL_MAX, ANNEAL_SHARE * (deadline - time.monotonic())), seed)
+                if q is not None and valid(d, R, q):
+                    return q
         source, again = (gen if again is None else itertools.chain([again], gen)), None
         for pick in source:
             key = (vector_key(pick), i % 2 == 1)
@@ -1472,6 +1486,171 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
             return q
         if kept and before < math.inf and kept.get("over", math.inf) <= FIXED_STAY * before:
             again = pick  # still closing in: its next try starts from this one's near-packing
+
+
+ANNEAL_SHARE, ANNEAL_MAX = 0.35, 10.0  # ``fixed_search``: the annealing's share of its time, and its seconds at most (0: off)
+# ``anneal_pack``'s restarts, in turn: (seconds, weight of the CPU used against the overflow);
+# its temperature falls from ANNEAL_T[0] to ANNEAL_T[1] units over each ANNEAL_CYCLE seconds
+ANNEAL_RESTARTS = ((0.5, 0.5), (1.0, 0.2))
+ANNEAL_T, ANNEAL_CYCLE = (2000.0, 5.0), 2.0
+
+
+def anneal_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0):
+    """A plan search for ``fixed_pack``'s question (the count vector ``pick`` on L slots, the
+    thread sums exact) by simulated annealing with restarts, within ``limit`` seconds:
+    ("feasible", plan on slots 0..L-1) or ("unknown", None) (or "infeasible" when some
+    component has no group that fits a slot alone). Sizes are ``fixed_pack``'s (rounded up to
+    10^-4 %), so a packing of overflow 0 is a plan; it still needs ``valid``.
+
+    A start: per component with rate-scaled rows the composition of Q_c into at most L groups
+    of its kept rows with the least CPU + 0.3 memory (a dynamic programme over group counts
+    and threads), a component with constant rows its least-CPU row; groups placed largest CPU
+    first, each in a slot without that component (nor an incompatible one, where there is
+    such a slot) of least CPU load (the first restart) or, later, one of the least loaded ones
+    at random. Moves: swap a component's groups (or a group and nothing) between two slots,
+    or move threads of a group to the component's group in another slot (a new group when it
+    has none there): one thread, or as many as a random kept row's size; every size stays a
+    kept row. A move changes two slots, each by its CPU and memory above 100 %; the move's
+    cost is that change plus the restart's weight times the change in CPU used (so the search
+    keeps the groups large, where a thread costs least); it is taken if the cost is <= 0, or
+    with probability exp(-cost / T). Restarts take ``ANNEAL_RESTARTS`` in turn.
+
+    Why (session 46, docs/benchmarks.md): on seed 0's 11-task application DAG at 100 tuples/s
+    on 16 slots and at 50 tuples/s on 8, the least-CPU vector's single CP-SAT try of
+    ``fixed_pack`` packed in 2.3-30 s (24 runs each; 22 and 12 of 24 within 26 s), this
+    search in 0.5-6 s (6 of 6 each)."""
+    import random
+
+    rnd = random.Random(seed)
+    end = time.monotonic() + limit
+    unit, cap = SCALE, 100 * SCALE
+    clash: dict = {}
+    for a, b in d.incompatible:
+        clash.setdefault(a, set()).add(b)
+        clash.setdefault(b, set()).add(a)
+    tab, Qs = {}, {}  # component -> {threads: (CPU, memory) in units}; Q_c (None: constant rows)
+    for c in range(d.C):
+        if c in pick:
+            Q, _, _, rws = pick[c]
+            t = {r.q: (math.ceil(r.a_cpu / Q * unit - 1e-9), math.ceil(r.a_mem / Q * unit - 1e-9)) for r in rws}
+        elif comps[c] is not None:
+            Q, t = None, {r.q: (math.ceil(r.cpu * unit - 1e-9), math.ceil(r.mem * unit - 1e-9)) for r in R[c]}
+        else:
+            return "unknown", None
+        tab[c] = {q: v for q, v in t.items() if v[0] <= cap and v[1] <= cap}
+        Qs[c] = Q
+        if not tab[c]:
+            return "infeasible", None
+    cs = list(tab)
+    parts = {}
+    for c in cs:
+        t = tab[c]
+        if Qs[c] is None:
+            parts[c] = [min(t, key=lambda q: t[q])]
+            continue
+        parts[c] = _least_composition(t, Qs[c], L)
+        if parts[c] is None:
+            return "infeasible", None
+    order = sorted(cs, key=lambda c: -max(v[0] for v in tab[c].values()))
+    sizes = {c: sorted(tab[c]) for c in cs}
+
+    def over(x, y):
+        return max(0, x - cap) + max(0, y - cap)
+
+    def restart(k: int, stop: float, weight: float):
+        g = {c: [0] * L for c in cs}
+        cpu, mem = [0] * L, [0] * L
+        for c in order:
+            t = tab[c]
+            for q in sorted(parts[c], key=lambda q: -t[q][0]):
+                free = [b for b in range(L) if not g[c][b]]
+                apart = [b for b in free if not any(g[o][b] for o in clash.get(c, ()))]
+                free = sorted(apart or free, key=lambda b: cpu[b])
+                b = free[0 if k == 0 else min(len(free) - 1, int(rnd.expovariate(1.0)))]
+                g[c][b] = q
+                cpu[b] += t[q][0]
+                mem[b] += t[q][1]
+        # the overflow, and a slot's capacity for each incompatible pair sharing a slot
+        total = sum(over(cpu[b], mem[b]) for b in range(L))
+        total += cap * sum(1 for a, a2 in d.incompatible for b in range(L) if g[a][b] and g[a2][b])
+        start, temp, it = time.monotonic(), ANNEAL_T[0], 0
+        while total > 0 and L > 1:
+            it += 1
+            if it & 1023 == 0:
+                now = time.monotonic()
+                if now > stop:
+                    return None
+                temp = ANNEAL_T[0] * (ANNEAL_T[1] / ANNEAL_T[0]) ** (((now - start) % ANNEAL_CYCLE) / ANNEAL_CYCLE)
+            c = cs[rnd.randrange(len(cs))]
+            t, gc = tab[c], g[c]
+            b1 = rnd.randrange(L)
+            g1 = gc[b1]
+            if not g1:
+                continue
+            b2 = rnd.randrange(L - 1)
+            b2 += b2 >= b1
+            g2 = gc[b2]
+            m = rnd.random()
+            if Qs[c] is None or m < 0.25:  # swap c's groups of b1 and b2
+                n1, n2 = g2, g1
+            else:  # threads from b1 to b2: one, or a kept row's size
+                move = 1 if m >= 0.6 else sizes[c][rnd.randrange(len(sizes[c]))]
+                n1, n2 = g1 - move, g2 + move
+                if n1 < 0 or (n1 and n1 not in t) or n2 not in t:
+                    continue
+            u1, u2 = t.get(g1, (0, 0)), t.get(g2, (0, 0))
+            v1, v2 = t.get(n1, (0, 0)), t.get(n2, (0, 0))
+            c1, m1 = cpu[b1] - u1[0] + v1[0], mem[b1] - u1[1] + v1[1]
+            c2, m2 = cpu[b2] - u2[0] + v2[0], mem[b2] - u2[1] + v2[1]
+            delta = over(c1, m1) + over(c2, m2) - over(cpu[b1], mem[b1]) - over(cpu[b2], mem[b2])
+            if c in clash and ((not n1) != (not g1) or (not n2) != (not g2)):  # c enters or leaves a slot
+                delta += cap * ((bool(n1) - bool(g1)) * sum(1 for o in clash[c] if g[o][b1])
+                                + (bool(n2) - bool(g2)) * sum(1 for o in clash[c] if g[o][b2]))
+            cost = delta + weight * (c1 + c2 - cpu[b1] - cpu[b2])
+            if cost <= 0 or rnd.random() < math.exp(-cost / temp):
+                gc[b1], gc[b2] = n1, n2
+                cpu[b1], mem[b1], cpu[b2], mem[b2] = c1, m1, c2, m2
+                total += delta
+        return {(c, b): g[c][b] for c in cs for b in range(L) if g[c][b]} if total <= 0 else None
+
+    k = 0
+    while time.monotonic() < end - 0.01:
+        secs, weight = ANNEAL_RESTARTS[k % len(ANNEAL_RESTARTS)]
+        q = restart(k, min(end, time.monotonic() + secs), weight)
+        k += 1
+        if q is not None:
+            return "feasible", q
+        if L < 2:  # no moves: the one start is all there is
+            break
+    return "unknown", None
+
+
+def _least_composition(t: dict, Q: int, L: int) -> list[int] | None:
+    """Group sizes from ``t`` (threads -> (CPU, memory)) summing to Q in at most L groups with
+    the least CPU + 0.3 memory (``anneal_pack``'s start), or None when none sums to Q."""
+    import numpy as np
+
+    inf = math.inf
+    cost = {q: v[0] + 0.3 * v[1] for q, v in t.items() if q <= Q}
+    best = [np.full(Q + 1, inf)]
+    best[0][0] = 0.0
+    for _ in range(L):
+        cur = best[-1].copy()
+        for q, w in cost.items():
+            np.minimum(cur[q:], best[-1][:Q + 1 - q] + w, out=cur[q:])
+        best.append(cur)
+    if not math.isfinite(best[L][Q]):
+        return None
+    out, k, rem = [], L, Q
+    while rem > 0:
+        if best[k - 1][rem] <= best[k][rem]:
+            k -= 1  # as good with fewer groups
+            continue
+        q = next(q for q, w in cost.items() if q <= rem and abs(best[k - 1][rem - q] + w - best[k][rem]) <= 1e-6 * (1 + best[k][rem]))
+        out.append(q)
+        rem -= q
+        k -= 1
+    return out
 
 
 def fixed_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, at_least: bool = False,

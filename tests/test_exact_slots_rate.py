@@ -1089,6 +1089,100 @@ def test_fixed_search_plans_pass_and_match_bruteforce():
     assert tried >= 20 and found >= 0.8 * tried, (found, tried)
 
 
+def test_anneal_pack_plans_pass_and_none_below_the_optimum():
+    """``anneal_pack`` (the fixed-count search's annealing, session 46) on the brute-force
+    instances at each one's least-CPU count vector: below brute force's optimum n it never
+    answers "feasible" (its sizes are rounded up, so an answer there would be a false plan),
+    and at n the plans it finds use at most n slots and pass ``valid`` and the evaluator, with
+    every component's threads summing to its count and incompatible pairs apart."""
+    import time
+
+    from formulations import _slotsrate as sr
+    from formulations.slots import make_plan
+    from planner.model import parse_instance
+
+    found = tried = below = 0
+    for seed, inst, d, R, tables, n, L in _at_and_below_optimum():
+        room = sr.room_at(tables, L)
+        if any(room[w] < 0 for w in sr.EVEN_WEIGHTS):
+            continue  # the volume test already excludes L
+        _, counts, comps = _described(d, R, tables, L)
+        if not comps or any(not tc for tc in counts.values()):
+            continue
+        pick = {c: min(tc, key=lambda e: e[1]) for c, tc in counts.items()}
+        t = time.monotonic()
+        st, q = sr.anneal_pack(d, R, L, comps, pick, 0.3, seed)
+        assert time.monotonic() - t < 2.0  # it keeps its limit
+        if L < n:
+            below += 1
+            assert st != "feasible" and q is None, (seed, L, n)
+            continue
+        tried += 1
+        if st == "feasible":
+            found += 1
+            assert len({s for (_, s) in q}) <= L and sr.valid(d, R, q)
+            for c, e in pick.items():
+                assert sum(k for (cc, _), k in q.items() if cc == c) == e[0], (seed, c)
+            for a, b in d.incompatible:
+                assert not {s for (c, s) in q if c == a} & {s for (c, s) in q if c == b}
+            ev = planner.evaluate(parse_instance(inst), make_plan(d, q), "slots")
+            assert ev["feasible"], (seed, ev["violations"])
+    # session 46: 15 below, 49 of 51 found at n (the least-CPU vector need not be the one that packs)
+    assert below >= 10 and tried >= 40 and found >= 40, (below, found, tried)
+
+
+@pytest.mark.parametrize("cell,L", [(4, 16), (1, 8)])
+def test_anneal_pack_packs_the_lottery_cells_at_their_bound(cell, L):
+    """Seed 0's 11-task application DAGs at 100 and 50 tuples/s, whose plans at the even-routing
+    bound (16 and 8 slots) the CP-SAT tries of the fixed-count search found in about half the
+    whole 60 s solves (sessions 43-45): ``anneal_pack`` on the least-CPU count vector packs them
+    (0.03-9 s over six seeds each, session 46; 40 s allowed here), on exactly L slots, and the
+    evaluator accepts the plan."""
+    import time
+
+    from formulations import _slotsrate as sr
+    from formulations.slots import make_plan, prepare
+    from planner.generate import generate
+
+    inst = list(generate("shukla-app", 6, 0))[cell]
+    d = prepare(inst, peak_usage_filter=False)
+    R = sr.rows(d)
+    tables = sr.usage_tables(d, R, L + 1)
+    assert sr.even_bound(d, R, L + 1, tables=tables) == L
+    _, counts, comps = _described(d, R, tables, L, time.monotonic() + 10)
+    pick = {c: min(tc, key=lambda e: e[1]) for c, tc in counts.items()}
+    st, q = sr.anneal_pack(d, R, L, comps, pick, 40.0, 0)
+    assert st == "feasible" and sr.valid(d, R, q) and len({s for _, s in q}) == L
+    assert planner.evaluate(inst, make_plan(d, q), "slots")["feasible"]
+
+
+def test_least_composition_is_the_least_over_every_composition():
+    """``_least_composition`` (``anneal_pack``'s start) against listing every multiset of sizes
+    on random small tables: its parts sum to Q in at most L groups of the table's sizes and
+    cost (CPU + 0.3 memory) the least any such multiset costs; None exactly when none exists."""
+    import itertools
+    import random
+
+    from formulations import _slotsrate as sr
+
+    rnd = random.Random(5)
+    nones = 0
+    for _ in range(150):
+        sizes = rnd.sample(range(1, 9), rnd.randint(1, 4))
+        t = {q: (rnd.randint(1, 60), rnd.randint(0, 60)) for q in sizes}
+        Q, L = rnd.randint(1, 20), rnd.randint(1, 5)
+        cost = lambda ps: sum(t[p][0] + 0.3 * t[p][1] for p in ps)  # noqa: E731
+        every = [ps for k in range(1, L + 1) for ps in itertools.combinations_with_replacement(sizes, k) if sum(ps) == Q]
+        got = sr._least_composition(t, Q, L)
+        if not every:
+            nones += 1
+            assert got is None, (t, Q, L, got)
+            continue
+        assert got is not None and sum(got) == Q and len(got) <= L and set(got) <= set(sizes)
+        assert abs(cost(got) - min(cost(ps) for ps in every)) < 1e-6, (t, Q, L, got)
+    assert 10 <= nones <= 140, nones
+
+
 def test_fixed_search_finds_the_bound_plan_of_an_application_dag():
     """Generator seed 1's 11-task DAG at 50 tuples/s (``shukla-app``): its even-routing bound
     is 8 slots, and before session 13 every exact method stopped at 9 (the randomised search
@@ -1195,6 +1289,7 @@ def test_fixed_search_stays_on_a_vector_while_its_overflow_falls(monkeypatch, ov
 
     monkeypatch.setattr(sr, "fixed_pack", scripted)
     monkeypatch.setattr(sr, "FIXED_HINTS", True)
+    monkeypatch.setattr(sr, "ANNEAL_SHARE", 0)  # the CP-SAT tries' schedule alone (the annealing is tested apart)
     assert sr.fixed_search(d, R, 8, comps, counts, room, time.monotonic() + 60, seed=0) is None
     on_least = [k for v, k in calls if v == least]
     assert len(on_least) == least_tries, [v == least for v, _ in calls][:12]
