@@ -1517,8 +1517,8 @@ def anneal_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0):
 
     Why (session 46, docs/benchmarks.md): on seed 0's 11-task application DAG at 100 tuples/s
     on 16 slots and at 50 tuples/s on 8, the least-CPU vector's single CP-SAT try of
-    ``fixed_pack`` packed in 2.3-30 s (24 runs each; 22 and 12 of 24 within 26 s), this
-    search in 0.5-6 s (6 of 6 each)."""
+    ``fixed_pack`` packed in 2.0-30 s (24 runs each; 22 and 12 of 24 within 26 s), this
+    search, given 10 s, in 0.03-1.6 s (6 of 6 seeds) and 1.5-9.1 s (5 of 6)."""
     import random
 
     rnd = random.Random(seed)
