@@ -28,6 +28,9 @@ even-routing bound. Routes, each with ``--limit`` seconds, one after another:
   vector afresh, or hinted with its tries' best near-packing with ``--fixed-hints``), ``--limit``
   seconds for each of the plan-search seeds ``--fixed-seeds`` (docs/benchmarks.md, "slots:
   seed 0's 11 tasks at 50 t/s has a plan at its bound ... (session 43)");
+* ``anneal``: ``_slotsrate.anneal_pack`` (the fixed-count search's annealing, session 46) on the
+  least-CPU count vector, ``--limit`` seconds for each seed of ``--fixed-seeds``
+  (docs/benchmarks.md, "slots: the least-CPU count vector annealed ... (session 46)");
 * ``check-trace``: ``check`` with each of its searches timed (the listing, the randomised
   search, the share MILP, the fixed-count search, the per-count models): when each started and
   ended and what it returned; ``--shares R,S`` sets the randomised search's and the share
@@ -76,27 +79,34 @@ def descriptions(d, R, tables, L):
     return sr.gather(d, R, lists, by_count), by_count, counts, room
 
 
-def fixed_items(d, R, counts):
-    """Per component its group options (threads, CPU %, memory %) with every scaled component's
-    thread count fixed at its least-CPU count; and that count (None for constant rows)."""
-    out = []
-    for c in range(d.C):
-        if c in counts:
-            Q, _, _, rws = min(counts[c], key=lambda e: e[1])
-            out.append(([(r.q, r.a_cpu / Q, r.a_mem / Q) for r in rws], Q))
-        else:
-            out.append(([(r.q, r.cpu, r.mem) for r in R[c]], None))
-    return out
+def least_pick(counts):
+    """Every rate-scaled component at its least-CPU thread count (``fixed_pack``'s ``pick``)."""
+    return {c: min(tc, key=lambda e: e[1]) for c, tc in counts.items()}
 
 
 def fixed_cpsat(d, R, L, comps, counts, limit):
     """The fixed-count 0/1 packing (``_slotsrate.fixed_pack``: exact thread sums, CP-SAT with two
     workers) with every rate-scaled component at its least-CPU count."""
-    st, q = sr.fixed_pack(d, R, L, comps, {c: min(tc, key=lambda e: e[1]) for c, tc in counts.items()}, limit)
+    st, q = sr.fixed_pack(d, R, L, comps, least_pick(counts), limit)
     return st, q
 
 
-def fixed_highs(d, R, L, counts, limit):
+def annealings(d, R, L, comps, counts, seeds, limit: float):
+    """``_slotsrate.anneal_pack`` on the least-CPU count vector for each seed in ``seeds``,
+    ``limit`` seconds each: the outcome, one "seed: plan in T s" or "seed: none" per seed, and
+    the last plan that passes the rate rule."""
+    found, last = [], None
+    for s in seeds:
+        t = time.monotonic()
+        st, q = sr.anneal_pack(d, R, L, comps, least_pick(counts), limit, s)
+        ok = q is not None and sr.valid(d, R, q)
+        found.append(f"seed {s}: {'plan' if ok else 'none'} in {time.monotonic() - t:.2f} s")
+        last = q if ok else last
+    n = sum("plan" in f for f in found)
+    return f"{n} of {len(seeds)} seeds with a plan ({'; '.join(found)})", last
+
+
+def fixed_highs(d, R, L, comps, counts, limit):
     import highspy
     import numpy as np
 
@@ -111,7 +121,10 @@ def fixed_highs(d, R, L, counts, limit):
     def row(lo, hi, terms):
         h.addRow(lo, hi, len(terms), np.array([i for i, _ in terms], dtype=np.int32), np.array([a for _, a in terms], dtype=float))
 
-    for c, (items, Q) in enumerate(fixed_items(d, R, counts)):
+    groups = sr.fixed_items(d, R, comps, least_pick(counts))
+    if groups is None:
+        return "unknown (a component with rows of mixed kinds)", None
+    for c, (Q, items) in groups.items():
         allv = []
         for b in range(L):
             here = []
@@ -239,9 +252,9 @@ def main() -> None:
     ap.add_argument("--slots", type=int, default=None, help="the slot count L to probe (default: the even-routing bound)")
     ap.add_argument("--limit", type=float, default=60.0, help="seconds per route (default 60)")
     ap.add_argument("--routes", default="check,share,split,fixed-cpsat,fixed-highs,vectors",
-                    help="comma-separated, from check, check-trace, fixed-search, share, split, fixed-cpsat, fixed-highs, fixed-random, vectors")
+                    help="comma-separated, from check, check-trace, fixed-search, anneal, share, split, fixed-cpsat, fixed-highs, fixed-random, vectors")
     ap.add_argument("--tries", type=int, default=20, help="count vectors for fixed-random (default 20)")
-    ap.add_argument("--fixed-seeds", default="0", help="fixed-search: comma-separated plan-search seeds (default 0)")
+    ap.add_argument("--fixed-seeds", default="0", help="fixed-search and anneal: comma-separated seeds (default 0)")
     ap.add_argument("--least-tries", type=int, default=sr.FIXED_LEAST_TRIES,
                     help=f"fixed-search: tries of the least-CPU vector (default {sr.FIXED_LEAST_TRIES}, the code's)")
     ap.add_argument("--exact-form-only", action="store_true",
@@ -266,7 +279,7 @@ def main() -> None:
         ap.error(f"--least-tries must be 0 or more (got {a.least_tries})")
     sr.FIXED_LEAST_TRIES = a.least_tries
     sr.FIXED_HINTS = a.fixed_hints
-    known = {"check", "check-trace", "fixed-search", "share", "split", "fixed-cpsat", "fixed-highs", "fixed-random", "vectors"}
+    known = {"check", "check-trace", "fixed-search", "anneal", "share", "split", "fixed-cpsat", "fixed-highs", "fixed-random", "vectors"}
     routes = [r for r in a.routes.split(",") if r]
     if not 0 <= a.cell <= 5 or not set(routes) <= known:
         ap.error(f"--cell must be 0-5 and --routes a list of {sorted(known)}")
@@ -292,13 +305,15 @@ def main() -> None:
             st, q = sr._pack_split(d, R, tables, L, comps, by_count, t + a.limit)
         elif r == "fixed-search":
             st, q = fixed_searches(d, R, L, comps, counts, room, fixed_seeds, a.limit, a.exact_form_only)
+        elif r == "anneal":
+            st, q = annealings(d, R, L, comps, counts, fixed_seeds, a.limit)
         elif r == "fixed-random":
             st, q = fixed_random(d, R, L, comps, counts, room, a.tries, a.limit)
         elif r == "vectors":
             n = vectors(by_count, room)
             st, q = (f"{n:,} vectors" if n < 10 ** 8 else "at least 100,000,000 vectors (counting stopped)"), None
         else:
-            st, q = fixed_cpsat(d, R, L, comps, counts, a.limit) if r == "fixed-cpsat" else fixed_highs(d, R, L, counts, a.limit)
+            st, q = fixed_cpsat(d, R, L, comps, counts, a.limit) if r == "fixed-cpsat" else fixed_highs(d, R, L, comps, counts, a.limit)
         if q == {}:
             st += " (its plan fails the rate rule)"
         elif q is not None:

@@ -1438,9 +1438,10 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
     def vector_key(pick: dict) -> tuple:
         return tuple(sorted((c, e[0]) for c, e in pick.items()))
 
+    first = {c: tc[0] for c, tc in base.items()}  # the least-CPU vector
+
     def vectors():
-        first = {c: tc[0] for c, tc in base.items()}
-        for _ in range(FIXED_LEAST_TRIES if ANNEAL_SHARE <= 0 else 1):  # the least-CPU vector (CP-SAT's seed changes each try)
+        for _ in range(FIXED_LEAST_TRIES if ANNEAL_SHARE <= 0 else 1):  # CP-SAT's seed changes each try
             if tries.get(vector_key(first), 0) >= FIXED_LEAST_TRIES:
                 break  # its stays count among these tries
             yield first
@@ -1459,7 +1460,6 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
             # after one CP-SAT try of the least-CPU vector the annealing on it stands for its
             # other tries; the random vectors then keep their slices and forms (try index)
             annealed, i = True, FIXED_LEAST_TRIES
-            first = {c: tc[0] for c, tc in base.items()}
             if (vector_key(first), False) not in refuted:  # CP-SAT proved no packing: nothing to anneal
                 st, q = anneal_pack(d, R, L, comps, first, min(ANNEAL_MAX, ANNEAL_SHARE * (deadline - time.monotonic())), seed)
                 if q is not None and valid(d, R, q):
@@ -1518,29 +1518,23 @@ def anneal_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0):
     Why (session 46, docs/benchmarks.md): on seed 0's 11-task application DAG at 100 tuples/s
     on 16 slots and at 50 tuples/s on 8, the least-CPU vector's single CP-SAT try of
     ``fixed_pack`` packed in 2.0-30 s (24 runs each; 22 and 12 of 24 within 26 s), this
-    search, given 10 s, in 0.03-1.6 s (6 of 6 seeds) and 1.5-9.1 s (5 of 6)."""
+    search, given 10 s, in 0.03-6.0 s (12 of 12 seeds over two runs) and 0.5-9.1 s (9 of 12)."""
     import random
 
     rnd = random.Random(seed)
     end = time.monotonic() + limit
-    unit, cap = SCALE, 100 * SCALE
+    cap = 100 * SCALE
     clash: dict = {}
     for a, b in d.incompatible:
         clash.setdefault(a, set()).add(b)
         clash.setdefault(b, set()).add(a)
-    tab, Qs = {}, {}  # component -> {threads: (CPU, memory) in units}; Q_c (None: constant rows)
-    for c in range(d.C):
-        if c in pick:
-            Q, _, _, rws = pick[c]
-            t = {r.q: (math.ceil(r.a_cpu / Q * unit - 1e-9), math.ceil(r.a_mem / Q * unit - 1e-9)) for r in rws}
-        elif comps[c] is not None:
-            Q, t = None, {r.q: (math.ceil(r.cpu * unit - 1e-9), math.ceil(r.mem * unit - 1e-9)) for r in R[c]}
-        else:
-            return "unknown", None
-        tab[c] = {q: v for q, v in t.items() if v[0] <= cap and v[1] <= cap}
-        Qs[c] = Q
-        if not tab[c]:
-            return "infeasible", None
+    groups = fixed_items(d, R, comps, pick)
+    if groups is None:
+        return "unknown", None
+    tab = {c: {q: (_units(uc), _units(um)) for q, uc, um in items} for c, (_, items) in groups.items()}
+    Qs = {c: Q for c, (Q, _) in groups.items()}  # None: constant rows
+    if not all(tab.values()):
+        return "infeasible", None
     cs = list(tab)
     parts = {}
     for c in cs:
@@ -1625,6 +1619,31 @@ def anneal_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0):
     return "unknown", None
 
 
+def fixed_items(d, R, comps, pick: dict) -> dict | None:
+    """The groups ``fixed_pack`` and ``anneal_pack`` choose from for the count vector ``pick``:
+    per component, (Q_c, [(threads, CPU %, memory %)]) for a rate-scaled one in ``pick`` (its
+    rows kept at Q_c, used at that count), (None, its rows) for one with constant rows (one
+    group of any row); only groups that fit a slot alone (<= 100 %). None when some component
+    is neither (``comps[c]`` None: rows of mixed kinds)."""
+    out = {}
+    for c in range(d.C):
+        if c in pick:
+            Q, _, _, rws = pick[c]
+            items = [(r.q, r.a_cpu / Q, r.a_mem / Q) for r in rws]
+        elif comps[c] is not None:
+            Q, items = None, [(r.q, r.cpu, r.mem) for r in R[c]]
+        else:
+            return None
+        out[c] = (Q, [e for e in items if e[1] <= 100 and e[2] <= 100])
+    return out
+
+
+def _units(pct: float) -> int:
+    """A size in % rounded up to 10^-4 % (``SCALE``), so sums of the rounded sizes within
+    100 % are plans."""
+    return math.ceil(pct * SCALE - 1e-9)
+
+
 def _least_composition(t: dict, Q: int, L: int) -> list[int] | None:
     """Group sizes from ``t`` (threads -> (CPU, memory)) summing to Q in at most L groups with
     the least CPU + 0.3 memory (``anneal_pack``'s start), or None when none sums to Q."""
@@ -1677,33 +1696,25 @@ def fixed_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, at_
     1 of 8), session 40."""
     from ortools.sat.python import cp_model
 
-    unit = SCALE
-    cap = 100 * unit
+    cap = 100 * SCALE
     clash = [(a, b) for a, b in d.incompatible]
     m = cp_model.CpModel()
     x = {}
     load_c, load_m = [[] for _ in range(L)], [[] for _ in range(L)]  # (size in 10^-4 %, Boolean)
     present = {}
-    for c in range(d.C):
-        if c in pick:
-            Q, _, _, rws = pick[c]
-            items = [(r.q, r.a_cpu / Q, r.a_mem / Q) for r in rws]
-        elif comps[c] is not None:  # constant rows: one group of any row
-            items = [(r.q, r.cpu, r.mem) for r in R[c]]
-            Q = None
-        else:
-            return "unknown", None
+    groups = fixed_items(d, R, comps, pick)
+    if groups is None:
+        return "unknown", None
+    for c, (Q, items) in groups.items():  # Q None: constant rows, one group of any row
         allv = []
         for b in range(L):
             here = []
             for qq, uc, um in items:
-                if uc > 100 or um > 100:
-                    continue
                 v = x[(c, b, qq)] = m.NewBoolVar("")
                 here.append(v)
                 allv.append((v, qq))
-                load_c[b].append((math.ceil(uc * unit - 1e-9), v))
-                load_m[b].append((math.ceil(um * unit - 1e-9), v))
+                load_c[b].append((_units(uc), v))
+                load_m[b].append((_units(um), v))
             if here:
                 m.AddAtMostOne(here)
                 pb = present[(c, b)] = m.NewBoolVar("")
