@@ -1364,3 +1364,33 @@ def test_application_dag_7_tasks_at_100_proven_at_its_bound():
     r = planner.solve(inst, "slots", "exact.cpsat", time_limit=60)
     assert r.status == Status.OPTIMAL and r.objective == 11 and r.bound == 11, (r.status, r.objective, r.bound, r.message)
     assert r.metrics["feasible"], r.metrics["violations"]
+
+
+def test_seed0_15_tasks_at_100_has_a_plan_at_its_even_routing_bound():
+    """Seed 0's 15-task application DAG at 100 tuples/s: its even-routing bound is 19 slots and
+    benchmarks/data/shukla_app_s0_15at100_19slots.json holds a plan on 19 (found offline by
+    ``anneal_pack`` on a count vector whose tied thread counts were chosen by hand, session 47),
+    so its optimum is 19. The evaluator accepts that plan on exactly 19 slots, and a short
+    exact solve never reports a bound above it."""
+    import json
+    from pathlib import Path
+
+    from formulations import _slotsrate as sr
+    from formulations.slots import make_plan, prepare
+    from planner.generate import generate
+
+    inst = list(generate("shukla-app", 6, 0))[5]
+    d = prepare(inst, peak_usage_filter=False)
+    R = sr.rows(d)
+    assert sr.even_bound(d, R, 20) == 19
+    saved = json.loads((Path(__file__).resolve().parent.parent
+                        / "benchmarks/data/shukla_app_s0_15at100_19slots.json").read_text())
+    index = {name: c for c, name in enumerate(d.comps)}
+    q = {(index[name], b): x for name, b, x in saved["groups"]}
+    assert sr.valid(d, R, q) and len({b for _, b in q}) == 19
+    ev = planner.evaluate(inst, make_plan(d, q), "slots")
+    assert ev["feasible"], ev["violations"]
+    assert ev["objective"] == 19
+    r = planner.solve(inst, "slots", "exact.cpsat", time_limit=5)
+    assert r.bound is not None and r.bound <= 19 + 1e-9
+    assert r.objective >= 19 and planner.evaluate(inst, r.plan, "slots")["feasible"]
