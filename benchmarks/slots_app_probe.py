@@ -31,6 +31,10 @@ even-routing bound. Routes, each with ``--limit`` seconds, one after another:
 * ``anneal``: ``_slotsrate.anneal_pack`` (the fixed-count search's annealing, session 46) on the
   least-CPU count vector, ``--limit`` seconds for each seed of ``--fixed-seeds``
   (docs/benchmarks.md, "slots: the least-CPU count vector annealed ... (session 46)");
+* ``anneal-vectors``: ``_slotsrate.anneal_vectors`` (since session 47 the fixed-count search's
+  annealing: a climb over count vectors from the least-CPU one, each scored by a short
+  ``anneal_pack``), ``--limit`` seconds for each seed of ``--fixed-seeds`` (docs/benchmarks.md,
+  "slots: seed 0's 15 tasks at 100 t/s has a plan at its bound ... (session 47)");
 * ``check-trace``: ``check`` with each of its searches timed (the listing, the randomised
   search, the share MILP, the fixed-count search, the per-count models): when each started and
   ended and what it returned; ``--shares R,S`` sets the randomised search's and the share
@@ -91,14 +95,18 @@ def fixed_cpsat(d, R, L, comps, counts, limit):
     return st, q
 
 
-def annealings(d, R, L, comps, counts, seeds, limit: float):
-    """``_slotsrate.anneal_pack`` on the least-CPU count vector for each seed in ``seeds``,
-    ``limit`` seconds each: the outcome, one "seed: plan in T s" or "seed: none" per seed, and
-    the last plan that passes the rate rule."""
+def annealings(d, R, L, comps, counts, room, seeds, limit: float, climb: bool = False):
+    """``_slotsrate.anneal_pack`` on the least-CPU count vector (``climb``: ``anneal_vectors``,
+    the climb over count vectors from it) for each seed in ``seeds``, ``limit`` seconds each:
+    the outcome, one "seed: plan in T s" or "seed: none" per seed, and the last plan that
+    passes the rate rule."""
     found, last = [], None
     for s in seeds:
         t = time.monotonic()
-        st, q = sr.anneal_pack(d, R, L, comps, least_pick(counts), limit, s)
+        if climb:
+            q = sr.anneal_vectors(d, R, L, counts, room, comps, limit, s)
+        else:
+            _, q = sr.anneal_pack(d, R, L, comps, least_pick(counts), limit, s)
         ok = q is not None and sr.valid(d, R, q)
         found.append(f"seed {s}: {'plan' if ok else 'none'} in {time.monotonic() - t:.2f} s")
         last = q if ok else last
@@ -252,9 +260,9 @@ def main() -> None:
     ap.add_argument("--slots", type=int, default=None, help="the slot count L to probe (default: the even-routing bound)")
     ap.add_argument("--limit", type=float, default=60.0, help="seconds per route (default 60)")
     ap.add_argument("--routes", default="check,share,split,fixed-cpsat,fixed-highs,vectors",
-                    help="comma-separated, from check, check-trace, fixed-search, anneal, share, split, fixed-cpsat, fixed-highs, fixed-random, vectors")
+                    help="comma-separated, from check, check-trace, fixed-search, anneal, anneal-vectors, share, split, fixed-cpsat, fixed-highs, fixed-random, vectors")
     ap.add_argument("--tries", type=int, default=20, help="count vectors for fixed-random (default 20)")
-    ap.add_argument("--fixed-seeds", default="0", help="fixed-search and anneal: comma-separated seeds (default 0)")
+    ap.add_argument("--fixed-seeds", default="0", help="fixed-search, anneal and anneal-vectors: comma-separated seeds (default 0)")
     ap.add_argument("--least-tries", type=int, default=sr.FIXED_LEAST_TRIES,
                     help=f"fixed-search: tries of the least-CPU vector (default {sr.FIXED_LEAST_TRIES}, the code's)")
     ap.add_argument("--exact-form-only", action="store_true",
@@ -279,7 +287,7 @@ def main() -> None:
         ap.error(f"--least-tries must be 0 or more (got {a.least_tries})")
     sr.FIXED_LEAST_TRIES = a.least_tries
     sr.FIXED_HINTS = a.fixed_hints
-    known = {"check", "check-trace", "fixed-search", "anneal", "share", "split", "fixed-cpsat", "fixed-highs", "fixed-random", "vectors"}
+    known = {"check", "check-trace", "fixed-search", "anneal", "anneal-vectors", "share", "split", "fixed-cpsat", "fixed-highs", "fixed-random", "vectors"}
     routes = [r for r in a.routes.split(",") if r]
     if not 0 <= a.cell <= 5 or not set(routes) <= known:
         ap.error(f"--cell must be 0-5 and --routes a list of {sorted(known)}")
@@ -305,8 +313,8 @@ def main() -> None:
             st, q = sr._pack_split(d, R, tables, L, comps, by_count, t + a.limit)
         elif r == "fixed-search":
             st, q = fixed_searches(d, R, L, comps, counts, room, fixed_seeds, a.limit, a.exact_form_only)
-        elif r == "anneal":
-            st, q = annealings(d, R, L, comps, counts, fixed_seeds, a.limit)
+        elif r in ("anneal", "anneal-vectors"):
+            st, q = annealings(d, R, L, comps, counts, room, fixed_seeds, a.limit, r == "anneal-vectors")
         elif r == "fixed-random":
             st, q = fixed_random(d, R, L, comps, counts, room, a.tries, a.limit)
         elif r == "vectors":

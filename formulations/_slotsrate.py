@@ -1409,9 +1409,11 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
     of 18 without (seed 1's 15 tasks at 100 lost a round of all three back ends), so it stays
     off: the probe's ``--fixed-hints`` turns it on.
     Since session 46 (``ANNEAL_SHARE`` > 0) the least-CPU vector gets one CP-SAT try, then
-    ``anneal_pack`` on it for ``ANNEAL_SHARE`` of the time left (at most ``ANNEAL_MAX`` seconds)
-    in place of its other tries; the random vectors' tries follow with the slices and forms
-    they had after the four.
+    an annealing for ``ANNEAL_SHARE`` of the time left (at most ``ANNEAL_MAX`` seconds) in place
+    of its other tries: since session 47 ``anneal_vectors``, a climb over count vectors from the
+    least-CPU one, each scored by ``anneal_pack`` (session 46: ``anneal_pack`` on the least-CPU
+    vector alone); the random vectors' tries follow with the slices and forms they had after
+    the four.
     Returns the first plan that passes ``valid``, or None. Finds plans only: a vector without a
     packing says nothing about the others.
 
@@ -1461,8 +1463,9 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
             # other tries; the random vectors then keep their slices and forms (try index)
             annealed, i = True, FIXED_LEAST_TRIES
             if (vector_key(first), False) not in refuted:  # CP-SAT proved no packing: nothing to anneal
-                st, q = anneal_pack(d, R, L, comps, first, min(ANNEAL_MAX, ANNEAL_SHARE * (deadline - time.monotonic())), seed)
-                if q is not None and valid(d, R, q):
+                q = anneal_vectors(d, R, L, counts, room, comps,
+                                   min(ANNEAL_MAX, ANNEAL_SHARE * (deadline - time.monotonic())), seed)
+                if q is not None:
                     return q
         source, again = (gen if again is None else itertools.chain([again], gen)), None
         for pick in source:
@@ -1495,7 +1498,7 @@ ANNEAL_RESTARTS = ((0.5, 0.5), (1.0, 0.2))
 ANNEAL_T, ANNEAL_CYCLE = (2000.0, 5.0), 2.0
 
 
-def anneal_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0):
+def anneal_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, trace: list | None = None):
     """A plan search for ``fixed_pack``'s question (the count vector ``pick`` on L slots, the
     thread sums exact) by simulated annealing with restarts, within ``limit`` seconds:
     ("feasible", plan on slots 0..L-1) or ("unknown", None) (or "infeasible" when some
@@ -1568,11 +1571,14 @@ def anneal_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0):
         total = sum(over(cpu[b], mem[b]) for b in range(L))
         total += cap * sum(1 for a, a2 in d.incompatible for b in range(L) if g[a][b] and g[a2][b])
         start, temp, it = time.monotonic(), ANNEAL_T[0], 0
+        low = total
         while total > 0 and L > 1:
             it += 1
             if it & 1023 == 0:
                 now = time.monotonic()
                 if now > stop:
+                    if trace is not None:
+                        trace.append(low)
                     return None
                 temp = ANNEAL_T[0] * (ANNEAL_T[1] / ANNEAL_T[0]) ** (((now - start) % ANNEAL_CYCLE) / ANNEAL_CYCLE)
             c = cs[rnd.randrange(len(cs))]
@@ -1605,6 +1611,7 @@ def anneal_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0):
                 gc[b1], gc[b2] = n1, n2
                 cpu[b1], mem[b1], cpu[b2], mem[b2] = c1, m1, c2, m2
                 total += delta
+                low = min(low, total)
         return {(c, b): g[c][b] for c in cs for b in range(L) if g[c][b]} if total <= 0 else None
 
     k = 0
@@ -1617,6 +1624,68 @@ def anneal_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0):
         if L < 2:  # no moves: the one start is all there is
             break
     return "unknown", None
+
+
+ANNEAL_PROBE = 1.0  # ``anneal_vectors``: seconds of the annealing that scores one count vector
+# ``anneal_vectors``: a vector the climb moves to whose overflow is below this (10^-4 % of a
+# slot: 1 %) is annealed once more for this many seconds
+ANNEAL_DEEP_AT, ANNEAL_DEEP = 10_000, 2.0
+
+
+def anneal_vectors(d, R, L: int, counts: dict, room: dict, comps, limit: float, seed: int = 0):
+    """A plan search over count vectors (``fixed_search``'s data) by a climb whose steps are
+    scored by ``anneal_pack``, within ``limit`` seconds: the least-CPU vector first, then, in
+    turn, one component's thread count changed to another of its counts (at random) that keeps
+    the vector's CPU and memory above the least usages within the room; each vector is annealed
+    for ``ANNEAL_PROBE`` seconds (two restarts), and the climb moves to it when the least
+    overflow that annealing reached is no more than the current vector's (a vector it moves to
+    whose overflow is below ``ANNEAL_DEEP_AT`` is annealed once more, ``ANNEAL_DEEP`` seconds). Returns the first plan
+    that passes ``valid``, or None.
+
+    Why (session 47, docs/benchmarks.md): many counts of a component tie on CPU (a component
+    whose cheapest row has q threads costs the same at every multiple of q), and the least-CPU
+    vector takes the smallest, whose groups are the largest. On seed 0's 15-task application
+    DAG at 100 tuples/s on 19 slots that vector's three 86 % groups fit no slot beside the
+    largest component's groups, so its annealing never fell below 52 % of a slot; a plan on 19
+    exists with other tied counts. The climb reached 0.01-1.3 % there in 60 s, and on seed 0's
+    7 tasks at 100 (10 slots), where the least-CPU vector's annealing stalls at 5-34 %, it
+    packed in 2 of 3 seeds within 2 s."""
+    import random
+
+    rnd = random.Random(seed)
+    end = time.monotonic() + limit
+    base = {c: sorted(tc, key=lambda e: e[1]) for c, tc in counts.items() if tc}
+    if len(base) < len(counts):
+        return None
+    least = {c: (tc[0][1], min(e[2] for e in tc)) for c, tc in base.items()}
+    cpu_room, mem_room = room[(1.0, 0.0)], room[(0.0, 1.0)]
+    movable = [c for c, tc in base.items() if len(tc) > 1]
+
+    def score(pick: dict, secs: float):
+        lows: list = []
+        _, q = anneal_pack(d, R, L, comps, pick, secs, rnd.randrange(1 << 30), trace=lows)
+        if q is not None and valid(d, R, q):
+            return 0, q
+        return min(lows, default=math.inf), None
+
+    cur = {c: tc[0] for c, tc in base.items()}
+    s, q = score(cur, min(ANNEAL_PROBE, limit))
+    while q is None and movable and time.monotonic() < end - 0.05:
+        c = movable[rnd.randrange(len(movable))]
+        ex_c = sum(e[1] - least[k][0] for k, e in cur.items() if k != c) - least[c][0]
+        ex_m = sum(e[2] - least[k][1] for k, e in cur.items() if k != c) - least[c][1]
+        ok = [e for e in base[c] if e is not cur[c] and ex_c + e[1] <= cpu_room and ex_m + e[2] <= mem_room]
+        if not ok:
+            continue
+        new = dict(cur)
+        new[c] = ok[rnd.randrange(len(ok))]
+        s2, q = score(new, min(ANNEAL_PROBE, end - time.monotonic()))
+        if s2 <= s:
+            cur, s = new, s2
+            if s < ANNEAL_DEEP_AT and time.monotonic() < end - 0.05:
+                s3, q = score(cur, min(ANNEAL_DEEP, end - time.monotonic()))
+                s = min(s, s3)
+    return q
 
 
 def fixed_items(d, R, comps, pick: dict) -> dict | None:
