@@ -1630,6 +1630,7 @@ ANNEAL_PROBE = 1.0  # ``anneal_vectors``: seconds of the annealing that scores o
 # ``anneal_vectors``: a vector the climb moves to whose overflow is below this (10^-4 % of a
 # slot: 1 %) is annealed once more for this many seconds
 ANNEAL_DEEP_AT, ANNEAL_DEEP = 10_000, 2.0
+ANNEAL_FIRST = 0.5  # ``anneal_vectors``: the least-CPU vector's share of its time (at least ANNEAL_PROBE)
 
 
 def anneal_vectors(d, R, L: int, counts: dict, room: dict, comps, limit: float, seed: int = 0):
@@ -1669,7 +1670,7 @@ def anneal_vectors(d, R, L: int, counts: dict, room: dict, comps, limit: float, 
         return min(lows, default=math.inf), None
 
     cur = {c: tc[0] for c, tc in base.items()}
-    s, q = score(cur, min(ANNEAL_PROBE, limit))
+    s, q = score(cur, min(max(ANNEAL_PROBE, ANNEAL_FIRST * limit), limit))
     while q is None and movable and time.monotonic() < end - 0.05:
         c = movable[rnd.randrange(len(movable))]
         ex_c = sum(e[1] - least[k][0] for k, e in cur.items() if k != c) - least[c][0]
