@@ -1635,9 +1635,9 @@ ANNEAL_FIRST = 0.5  # ``anneal_vectors``: the least-CPU vector's share of its ti
 
 def anneal_vectors(d, R, L: int, counts: dict, room: dict, comps, limit: float, seed: int = 0):
     """A plan search over count vectors (``fixed_search``'s data) by a climb whose steps are
-    scored by ``anneal_pack``, within ``limit`` seconds: the least-CPU vector first, then, in
-    turn, one component's thread count changed to another of its counts (at random) that keeps
-    the vector's CPU and memory above the least usages within the room; each vector is annealed
+    scored by ``anneal_pack``, within ``limit`` seconds: the least-CPU vector first (annealed
+    for ``ANNEAL_FIRST`` of the time), then, in turn, one component's thread count changed to
+    another of its counts (at random) that keeps the vector's CPU and memory above the least usages within the room; each vector is annealed
     for ``ANNEAL_PROBE`` seconds (two restarts), and the climb moves to it when the least
     overflow that annealing reached is no more than the current vector's (a vector it moves to
     whose overflow is below ``ANNEAL_DEEP_AT`` is annealed once more, ``ANNEAL_DEEP`` seconds). Returns the first plan
@@ -1648,9 +1648,13 @@ def anneal_vectors(d, R, L: int, counts: dict, room: dict, comps, limit: float, 
     vector takes the smallest, whose groups are the largest. On seed 0's 15-task application
     DAG at 100 tuples/s on 19 slots that vector's three 86 % groups fit no slot beside the
     largest component's groups, so its annealing never fell below 52 % of a slot; a plan on 19
-    exists with other tied counts. The climb reached 0.01-1.3 % there in 60 s, and on seed 0's
-    7 tasks at 100 (10 slots), where the least-CPU vector's annealing stalls at 5-34 %, it
-    packed in 2 of 3 seeds within 2 s."""
+    exists with other tied counts (benchmarks/data). The climb alone (the least-CPU vector
+    given ``ANNEAL_PROBE`` only), 10 s per seed, 6 seeds: seed 0's 7 tasks at 100 (10 slots),
+    where the least-CPU vector's annealing stalls at 5-34 % (0 of 6), 6 of 6 in 1.0-7.7 s; seed
+    1's 15 tasks at 100 6 of 6 (that annealing: 3 of 6); seed 0's 11 tasks at 50 4 of 6 (5 of 6).
+    In whole 60 s solves it lost a round on the 11 tasks at 50, so the least-CPU vector first
+    gets ``ANNEAL_FIRST`` of the time, as in session 46; that version was the fastest of the
+    three in one run of two rounds. The 15 tasks at 100 on 19 slots: no plan in 10 s (6 seeds)."""
     import random
 
     rnd = random.Random(seed)
