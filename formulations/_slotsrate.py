@@ -1428,11 +1428,10 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
     import random
 
     rnd = random.Random(seed)
-    base = {c: sorted(tc, key=lambda e: e[1]) for c, tc in counts.items() if tc}
-    if len(base) < len(counts):
+    got = _vector_space(counts, room)
+    if got is None:
         return None
-    least = {c: (tc[0][1], min(e[2] for e in tc)) for c, tc in base.items()}
-    cpu, mem = room[(1.0, 0.0)], room[(0.0, 1.0)]
+    base, least, cpu, mem = got
     refuted: set = set()  # (vector, form) that CP-SAT proved to have no packing
     near: dict = {}  # vector -> the least overflow reached on it and its assignment (``fixed_pack``'s keep)
     tries: dict = {}  # vector -> its tries so far
@@ -1611,7 +1610,8 @@ def anneal_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, tr
                 gc[b1], gc[b2] = n1, n2
                 cpu[b1], mem[b1], cpu[b2], mem[b2] = c1, m1, c2, m2
                 total += delta
-                low = min(low, total)
+                if total < low:
+                    low = total
         return {(c, b): g[c][b] for c in cs for b in range(L) if g[c][b]} if total <= 0 else None
 
     k = 0
@@ -1626,6 +1626,17 @@ def anneal_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, tr
     return "unknown", None
 
 
+def _vector_space(counts: dict, room: dict):
+    """What ``fixed_search`` and ``anneal_vectors`` draw count vectors from: (each component's
+    counts by least CPU, each component's least CPU and least memory over its counts, the CPU
+    room, the memory room), or None when some component has no count."""
+    base = {c: sorted(tc, key=lambda e: e[1]) for c, tc in counts.items() if tc}
+    if len(base) < len(counts):
+        return None
+    least = {c: (tc[0][1], min(e[2] for e in tc)) for c, tc in base.items()}
+    return base, least, room[(1.0, 0.0)], room[(0.0, 1.0)]
+
+
 ANNEAL_PROBE = 1.0  # ``anneal_vectors``: seconds of the annealing that scores one count vector
 # ``anneal_vectors``: a vector the climb moves to whose overflow is below this (10^-4 % of a
 # slot: 1 %) is annealed once more for this many seconds
@@ -1637,11 +1648,13 @@ def anneal_vectors(d, R, L: int, counts: dict, room: dict, comps, limit: float, 
     """A plan search over count vectors (``fixed_search``'s data) by a climb whose steps are
     scored by ``anneal_pack``, within ``limit`` seconds: the least-CPU vector first (annealed
     for ``ANNEAL_FIRST`` of the time), then, in turn, one component's thread count changed to
-    another of its counts (at random) that keeps the vector's CPU and memory above the least usages within the room; each vector is annealed
-    for ``ANNEAL_PROBE`` seconds (two restarts), and the climb moves to it when the least
-    overflow that annealing reached is no more than the current vector's (a vector it moves to
-    whose overflow is below ``ANNEAL_DEEP_AT`` is annealed once more, ``ANNEAL_DEEP`` seconds). Returns the first plan
-    that passes ``valid``, or None.
+    another of its counts (at random) that keeps the vector's CPU and memory above the least
+    usages within the room; each vector is annealed for ``ANNEAL_PROBE`` seconds (two
+    restarts), and the climb moves to it when the least overflow that annealing reached is no
+    more than the current vector's (a vector it moves to whose overflow is below
+    ``ANNEAL_DEEP_AT`` is annealed once more, ``ANNEAL_DEEP`` seconds). It stops when no
+    component has another count within the room. Returns the first plan that passes ``valid``,
+    or None.
 
     Why (session 47, docs/benchmarks.md): many counts of a component tie on CPU (a component
     whose cheapest row has q threads costs the same at every multiple of q), and the least-CPU
@@ -1659,12 +1672,12 @@ def anneal_vectors(d, R, L: int, counts: dict, room: dict, comps, limit: float, 
 
     rnd = random.Random(seed)
     end = time.monotonic() + limit
-    base = {c: sorted(tc, key=lambda e: e[1]) for c, tc in counts.items() if tc}
-    if len(base) < len(counts):
+    got = _vector_space(counts, room)
+    if got is None:
         return None
-    least = {c: (tc[0][1], min(e[2] for e in tc)) for c, tc in base.items()}
-    cpu_room, mem_room = room[(1.0, 0.0)], room[(0.0, 1.0)]
+    base, least, cpu_room, mem_room = got
     movable = [c for c, tc in base.items() if len(tc) > 1]
+    blocked: set = set()  # components with no other count within the room at the current vector
 
     def score(pick: dict, secs: float):
         lows: list = []
@@ -1675,18 +1688,20 @@ def anneal_vectors(d, R, L: int, counts: dict, room: dict, comps, limit: float, 
 
     cur = {c: tc[0] for c, tc in base.items()}
     s, q = score(cur, min(max(ANNEAL_PROBE, ANNEAL_FIRST * limit), limit))
-    while q is None and movable and time.monotonic() < end - 0.05:
+    while q is None and len(blocked) < len(movable) and time.monotonic() < end - 0.05:
         c = movable[rnd.randrange(len(movable))]
         ex_c = sum(e[1] - least[k][0] for k, e in cur.items() if k != c) - least[c][0]
         ex_m = sum(e[2] - least[k][1] for k, e in cur.items() if k != c) - least[c][1]
         ok = [e for e in base[c] if e is not cur[c] and ex_c + e[1] <= cpu_room and ex_m + e[2] <= mem_room]
         if not ok:
+            blocked.add(c)
             continue
         new = dict(cur)
         new[c] = ok[rnd.randrange(len(ok))]
         s2, q = score(new, min(ANNEAL_PROBE, end - time.monotonic()))
         if s2 <= s:
             cur, s = new, s2
+            blocked.clear()
             if s < ANNEAL_DEEP_AT and time.monotonic() < end - 0.05:
                 s3, q = score(cur, min(ANNEAL_DEEP, end - time.monotonic()))
                 s = min(s, s3)
