@@ -29,7 +29,7 @@ even-routing bound. Routes, each with ``--limit`` seconds, one after another:
   seconds for each of the plan-search seeds ``--fixed-seeds`` (docs/benchmarks.md, "slots:
   seed 0's 11 tasks at 50 t/s has a plan at its bound ... (session 43)");
 * ``anneal``: ``_slotsrate.anneal_pack`` (the fixed-count search's annealing, session 46) on the
-  least-CPU count vector, ``--limit`` seconds for each seed of ``--fixed-seeds``
+  least-CPU count vector (components named in ``--pick`` at the counts given there), ``--limit`` seconds for each seed of ``--fixed-seeds``
   (docs/benchmarks.md, "slots: the least-CPU count vector annealed ... (session 46)");
 * ``anneal-vectors``: ``_slotsrate.anneal_vectors`` (since session 47 the fixed-count search's
   annealing: a climb over count vectors from the least-CPU one, each scored by a short
@@ -83,9 +83,16 @@ def descriptions(d, R, tables, L):
     return sr.gather(d, R, lists, by_count), by_count, counts, room
 
 
+PICK: dict = {}  # ``--pick``: component -> thread count, in place of its least-CPU count
+
+
 def least_pick(counts):
-    """Every rate-scaled component at its least-CPU thread count (``fixed_pack``'s ``pick``)."""
-    return {c: min(tc, key=lambda e: e[1]) for c, tc in counts.items()}
+    """Every rate-scaled component at its least-CPU thread count (``fixed_pack``'s ``pick``),
+    or at its ``--pick`` count."""
+    out = {c: min(tc, key=lambda e: e[1]) for c, tc in counts.items()}
+    for c, Q in PICK.items():
+        out[c] = next(e for e in counts[c] if e[0] == Q)
+    return out
 
 
 def fixed_cpsat(d, R, L, comps, counts, limit):
@@ -261,6 +268,9 @@ def main() -> None:
     ap.add_argument("--limit", type=float, default=60.0, help="seconds per route (default 60)")
     ap.add_argument("--routes", default="check,share,split,fixed-cpsat,fixed-highs,vectors",
                     help="comma-separated, from check, check-trace, fixed-search, anneal, anneal-vectors, share, split, fixed-cpsat, fixed-highs, fixed-random, vectors")
+    ap.add_argument("--pick", default="",
+                    help="anneal and fixed-cpsat: NAME=Q,... components at these thread counts instead of their "
+                         "least-CPU ones (e.g. pi-1=6,pi-2=6); each must be one of the component's counts at L")
     ap.add_argument("--tries", type=int, default=20, help="count vectors for fixed-random (default 20)")
     ap.add_argument("--fixed-seeds", default="0", help="fixed-search, anneal and anneal-vectors: comma-separated seeds (default 0)")
     ap.add_argument("--least-tries", type=int, default=sr.FIXED_LEAST_TRIES,
@@ -294,6 +304,15 @@ def main() -> None:
     inst, d, R, tables, eb, n0 = setup(a.cell, a.seed, a.slots)
     L = a.slots or eb
     comps, by_count, counts, room = descriptions(d, R, tables, L)
+    for item in filter(None, a.pick.split(",")):
+        name, _, val = item.partition("=")
+        c = d.comps.index(name) if name in d.comps else None
+        if c is None or c not in counts or not val.isdigit():
+            ap.error(f"--pick {item!r}: want NAME=Q with NAME a rate-scaled component of {sorted(d.comps[k] for k in counts)}")
+        if all(e[0] != int(val) for e in counts[c]):
+            ap.error(f"--pick {item!r}: {val} is not one of {name}'s thread counts at L = {L} "
+                     f"({sorted(e[0] for e in counts[c])})")
+        PICK[c] = int(val)
     print(f"{inst.name}: {inst.meta['tasks']} tasks, {inst.topologies[0].input_rate:g} tuples/s; greedy {n0} slots, "
           f"even-routing bound {eb}; probing L = {L}: room CPU {room[CPU]:.2f} %, memory {room[MEM]:.2f} %")
     print("described by thread count: " + ", ".join(f"{d.comps[c]} ({len(v)} counts)" for c, v in by_count.items()))
