@@ -269,7 +269,7 @@ def main() -> None:
     ap.add_argument("--routes", default="check,share,split,fixed-cpsat,fixed-highs,vectors",
                     help="comma-separated, from check, check-trace, fixed-search, anneal, anneal-vectors, share, split, fixed-cpsat, fixed-highs, fixed-random, vectors")
     ap.add_argument("--pick", default="",
-                    help="anneal and fixed-cpsat: NAME=Q,... components at these thread counts instead of their "
+                    help="anneal, fixed-cpsat and fixed-highs: NAME=Q,... components at these thread counts instead of their "
                          "least-CPU ones (e.g. pi-1=6,pi-2=6); each must be one of the component's counts at L")
     ap.add_argument("--tries", type=int, default=20, help="count vectors for fixed-random (default 20)")
     ap.add_argument("--fixed-seeds", default="0", help="fixed-search, anneal and anneal-vectors: comma-separated seeds (default 0)")
