@@ -1452,6 +1452,11 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
                     sum(e[2] - least[c][1] for c, e in pick.items()) <= mem:
                 yield pick
 
+    if COMPOSE_SHARE > 0:  # first the model over the tied counts at once (session 48)
+        q = compose_search(d, R, L, comps, counts, room,
+                           min(COMPOSE_MAX, COMPOSE_SHARE * (deadline - time.monotonic())), seed)
+        if q is not None:
+            return q
     gen = vectors()
     i = 0
     annealed = ANNEAL_SHARE <= 0
@@ -1717,14 +1722,20 @@ def fixed_items(d, R, comps, pick: dict) -> dict | None:
     out = {}
     for c in range(d.C):
         if c in pick:
-            Q, _, _, rws = pick[c]
-            items = [(r.q, r.a_cpu / Q, r.a_mem / Q) for r in rws]
+            out[c] = (pick[c][0], _items_at(pick[c]))
         elif comps[c] is not None:
-            Q, items = None, [(r.q, r.cpu, r.mem) for r in R[c]]
+            out[c] = (None, [e for e in ((r.q, r.cpu, r.mem) for r in R[c]) if e[1] <= 100 and e[2] <= 100])
         else:
             return None
-        out[c] = (Q, [e for e in items if e[1] <= 100 and e[2] <= 100])
     return out
+
+
+def _items_at(entry) -> list:
+    """A rate-scaled component's groups at one of its thread counts (a ``thread_counts`` entry
+    (Q, least CPU, least memory, rows kept at Q)): (threads, CPU %, memory %) of each kept row
+    used at Q, only those within a slot alone (<= 100 %)."""
+    Q, _, _, rws = entry
+    return [e for e in ((r.q, r.a_cpu / Q, r.a_mem / Q) for r in rws) if e[1] <= 100 and e[2] <= 100]
 
 
 def _units(pct: float) -> int:
@@ -1761,6 +1772,152 @@ def _least_composition(t: dict, Q: int, L: int) -> list[int] | None:
     return out
 
 
+COMPOSE_TIE = 1e-6  # ``compose_options``: counts whose least CPU is within this (relative) of the least tie with it
+# ``compose_search``'s levels: (how many counts beyond the ties a component may take, tries a round)
+COMPOSE_LEVELS = ((0, 3), (30, 1))
+COMPOSE_SLICE = 3.0  # ``compose_search``: seconds of a try
+# ``fixed_search``: ``compose_search``'s share of the time, and its seconds at most (0: off)
+COMPOSE_SHARE, COMPOSE_MAX = 0.8, 30.0
+
+
+def compose_options(d, R, L: int, counts: dict, room: dict, extra: int):
+    """``compose_pack``'s choices (``fixed_search``'s data): per rate-scaled component, a list of
+    (its ``thread_counts`` entry, {group threads: (how many groups, (CPU, memory) of one in
+    10^-4 %, rounded up)}) for the counts tied on CPU with its least-CPU count (within a relative
+    ``COMPOSE_TIE``) and its ``extra`` next cheapest counts whose CPU and memory above its least
+    usages fit the room; each count with one way to split it, the least composition of Q into
+    at most L groups of its kept rows (``_least_composition``, as ``anneal_pack``'s start). A
+    count with no such composition is left out. None when some component has no choice left."""
+    got = _vector_space(counts, room)
+    if got is None:
+        return None
+    base, least, cpu_room, mem_room = got
+    out = {}
+    for c, tc in base.items():
+        lo = tc[0][1]
+        ties = [e for e in tc if e[1] <= lo * (1 + COMPOSE_TIE) + 1e-9]  # a prefix: tc is by CPU
+        more = [e for e in tc[len(ties):] if e[1] - lo <= cpu_room and e[2] - least[c][1] <= mem_room][:extra]
+        opts = []
+        for e in ties + more:
+            size = {q: (_units(uc), _units(um)) for q, uc, um in _items_at(e)}
+            parts = _least_composition(size, e[0], L) if size else None
+            if parts is not None:
+                opts.append((e, {q: (parts.count(q), size[q]) for q in set(parts)}))
+        if not opts:
+            return None
+        out[c] = opts
+    return out
+
+
+def compose_pack(d, R, L: int, comps, options: dict, limit: float, seed: int = 0):
+    """A plan search on L interchangeable slots over several count vectors at once: each
+    rate-scaled component chooses one of its ``options`` (``compose_options``: a thread count and
+    its groups, a fixed multiset of sizes) and places those groups in distinct slots; a component
+    with constant rows places one group of any row. Booleans w_ckbq ("slot b holds a q-thread
+    group of c's option k") with sum_b w_ckbq = (groups of q in k) y_ck, exactly one y_ck per
+    component, at most one group of a component in a slot, incompatible components apart, and
+    the slots' CPU and memory (sizes rounded up to 10^-4 %) as soft capacities whose overflow is
+    minimised, stopping at 0 (``_soft_capacities``, ``_solve_to_zero``, as ``fixed_pack``):
+    ("feasible", plan on slots 0..L-1), ("infeasible", None) when CP-SAT proves that no choice of
+    the options packs, or ("unknown", None). Its plans still need ``valid``. A restriction
+    (one composition per count, only the counts offered), so "infeasible" says nothing about
+    other counts or compositions.
+
+    Why (session 48, docs/benchmarks.md): the counts that tie on CPU differ only in how finely
+    they cut a component (a component whose cheapest row has q threads costs the same at every
+    multiple of q, in that many equal groups), and which cut packs depends on the others'; the
+    climb over count vectors (``anneal_vectors``) tries them one vector at a time and never
+    packed seed 0's 15-task application DAG at 100 tuples/s on its bound, 19 slots, where this
+    model, given every tie at once, packs it."""
+    from ortools.sat.python import cp_model
+
+    first = {c: opts[0][0] for c, opts in options.items()}
+    fixed = fixed_items(d, R, comps, first)  # the components with constant rows
+    if fixed is None:
+        return "unknown", None
+    m = cp_model.CpModel()
+    w = {}  # (c, k or None, b, threads) -> Boolean
+    load_c, load_m = [[] for _ in range(L)], [[] for _ in range(L)]  # (size in 10^-4 %, Boolean)
+    here = {}  # (c, b) -> c's Booleans in slot b
+    for c in range(d.C):
+        if c in options:
+            ys = []
+            for k, (_, groups) in enumerate(options[c]):
+                ys.append(m.NewBoolVar(""))
+                for q, (n, (uc, um)) in groups.items():
+                    slots = []
+                    for b in range(L):
+                        v = w[(c, k, b, q)] = m.NewBoolVar("")
+                        slots.append(v)
+                        here.setdefault((c, b), []).append(v)
+                        load_c[b].append((uc, v))
+                        load_m[b].append((um, v))
+                    m.Add(sum(slots) == n * ys[-1])
+            m.AddExactlyOne(ys)
+        else:
+            _, items = fixed[c]
+            if not items:
+                return "infeasible", None
+            for b in range(L):
+                for q, uc, um in items:
+                    v = w[(c, None, b, q)] = m.NewBoolVar("")
+                    here.setdefault((c, b), []).append(v)
+                    load_c[b].append((_units(uc), v))
+                    load_m[b].append((_units(um), v))
+            m.AddExactlyOne(v for (cc, _, _, _), v in w.items() if cc == c)
+    present = {}
+    for key, vs in here.items():
+        m.AddAtMostOne(vs)
+        present[key] = m.NewBoolVar("")
+        m.Add(sum(vs) == present[key])
+    _apart(m, d, present, L)
+    over = _soft_capacities(m, load_c, load_m)
+    st, s = _solve_to_zero(m, over, limit, seed)
+    if st != "feasible":
+        return st, None
+    return "feasible", {(c, b): q for (c, _, b, q), v in w.items() if s.Value(v)}
+
+
+def compose_search(d, R, L: int, comps, counts: dict, room: dict, limit: float, seed: int = 0):
+    """``compose_pack`` within ``limit`` seconds, in tries of ``COMPOSE_SLICE`` seconds (CP-SAT's
+    seed changed every try), over the levels of ``COMPOSE_LEVELS`` in rounds: three tries of the
+    ties alone, then one with 30 more counts per component; a level CP-SAT proves has no packing
+    is dropped, and so is one that offers the same counts as a level before. Returns the first
+    plan that passes ``valid``, or None (a search for plans only).
+
+    Why tries and levels (session 48, docs/benchmarks.md): the model's solutions come from
+    CP-SAT's neighbourhood searches, and on the tightest cell (seed 0's 15 tasks at 100 tuples/s
+    on 19 slots, 6.9 % of a slot to spare) the tries that pack do so within 1-5 s while the
+    others stall a little above 0; the ties alone pack the 11- and 15-task cells within a second
+    where 30 more counts per component take 1-3 s or stall, but seed 0's 7 tasks at 100 on 10
+    slots has no packing on its ties (proven in 0.3 s) and packs with 30 more counts."""
+    end = time.monotonic() + limit
+    levels, seen = [], set()
+    for extra, tries in COMPOSE_LEVELS:
+        opts = compose_options(d, R, L, counts, room, extra)
+        if opts is None:
+            return None
+        key = tuple(sorted((c, tuple(e[0] for e, _ in o)) for c, o in opts.items()))
+        if key not in seen:
+            seen.add(key)
+            levels.append([opts, tries])
+    i = 0
+    while levels:
+        for level in list(levels):
+            for _ in range(level[1]):
+                left = end - time.monotonic()
+                if left < 0.2:
+                    return None
+                st, q = compose_pack(d, R, L, comps, level[0], min(COMPOSE_SLICE, left), seed + i)
+                i += 1
+                if q is not None and valid(d, R, q):
+                    return q
+                if st == "infeasible":
+                    levels.remove(level)
+                    break
+    return None
+
+
 def fixed_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, at_least: bool = False,
                keep: dict | None = None):
     """``fixed_search``'s 0/1 packing of one count vector ``pick`` (component -> its
@@ -1785,8 +1942,6 @@ def fixed_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, at_
     1 of 8), session 40."""
     from ortools.sat.python import cp_model
 
-    cap = 100 * SCALE
-    clash = [(a, b) for a, b in d.incompatible]
     m = cp_model.CpModel()
     x = {}
     load_c, load_m = [[] for _ in range(L)], [[] for _ in range(L)]  # (size in 10^-4 %, Boolean)
@@ -1819,25 +1974,54 @@ def fixed_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, at_
             m.Add(total >= Q) if at_least else m.Add(total == Q)
         else:
             m.AddExactlyOne(v for v, _ in allv)
-    for a, b2 in clash:
-        for b in range(L):
-            if (a, b) in present and (b2, b) in present:
-                m.AddBoolOr([present[(a, b)].Not(), present[(b2, b)].Not()])
-    over = []
-    for b in range(L):
-        for load in (load_c[b], load_m[b]):
-            most = sum(w for w, _ in load)  # a slot's load is at most every size in it at once
-            if most <= cap:
-                continue
-            o = m.NewIntVar(0, most - cap, "")
-            m.Add(o >= sum(w * v for w, v in load) - cap)
-            over.append(o)
-    if over:
-        m.Minimize(sum(over))
-
+    _apart(m, d, present, L)
+    over = _soft_capacities(m, load_c, load_m)
     if keep and keep.get("q"):
         for (c, b, qq), v in x.items():
             m.AddHint(v, keep["q"].get((c, b)) == qq)
+    st, s = _solve_to_zero(m, over, limit, seed)
+    if s is not None and keep is not None and over and s.ObjectiveValue() < keep.get("over", math.inf):
+        keep["over"] = s.ObjectiveValue()
+        keep["q"] = {(c, b): qq for (c, b, qq), v in x.items() if s.Value(v)}
+    if st != "feasible":
+        return st, None
+    return "feasible", {(c, b): qq for (c, b, qq), v in x.items() if s.Value(v)}
+
+
+def _apart(m, d, present: dict, L: int) -> None:
+    """Incompatible components in no slot together: ``present[(c, b)]`` is c's Boolean "a group
+    of c in slot b" (``fixed_pack``, ``compose_pack``)."""
+    for a, a2 in d.incompatible:
+        for b in range(L):
+            if (a, b) in present and (a2, b) in present:
+                m.AddBoolOr([present[(a, b)].Not(), present[(a2, b)].Not()])
+
+
+def _soft_capacities(m, load_c: list, load_m: list) -> list:
+    """The soft slot capacities of ``fixed_pack`` and ``compose_pack``: per slot and resource
+    whose sizes (10^-4 %, with their Booleans) may pass 100 %, an overflow variable at least the
+    load past 100 %; their sum is the model's objective. Returns the overflow variables."""
+    cap = 100 * SCALE
+    over = []
+    for load in (*load_c, *load_m):
+        most = sum(w for w, _ in load)  # a slot's load is at most every size in it at once
+        if most <= cap:
+            continue
+        o = m.NewIntVar(0, most - cap, "")
+        m.Add(o >= sum(w * v for w, v in load) - cap)
+        over.append(o)
+    if over:
+        m.Minimize(sum(over))
+    return over
+
+
+def _solve_to_zero(m, over: list, limit: float, seed: int):
+    """Solve a soft-capacity packing (``_soft_capacities``) by CP-SAT (two workers, ``seed``)
+    within ``limit`` seconds, stopping at the first solution of overflow 0: ("feasible",
+    solver) for such a solution, ("infeasible", solver or None) when CP-SAT proves the least
+    overflow above 0 (or the model infeasible), ("unknown", solver or None) otherwise; the
+    solver is given wherever it holds a solution."""
+    from ortools.sat.python import cp_model
 
     class _AtZero(cp_model.CpSolverSolutionCallback):
         def on_solution_callback(self):  # noqa: N802 (OR-Tools' name)
@@ -1853,10 +2037,7 @@ def fixed_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, at_
         return "infeasible", None
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return "unknown", None
-    if keep is not None and over and s.ObjectiveValue() < keep.get("over", math.inf):
-        keep["over"] = s.ObjectiveValue()
-        keep["q"] = {(c, b): qq for (c, b, qq), v in x.items() if s.Value(v)}
     if over and s.ObjectiveValue() > 0.5:
         # no packing when the minimum is proven above 0 (or its bound is), else undecided
-        return ("infeasible", None) if st == cp_model.OPTIMAL or s.BestObjectiveBound() > 0.5 else ("unknown", None)
-    return "feasible", {(c, b): qq for (c, b, qq), v in x.items() if s.Value(v)}
+        return ("infeasible" if st == cp_model.OPTIMAL or s.BestObjectiveBound() > 0.5 else "unknown"), s
+    return "feasible", s

@@ -1291,6 +1291,7 @@ def test_fixed_search_stays_on_a_vector_while_its_overflow_falls(monkeypatch, ov
     monkeypatch.setattr(sr, "fixed_pack", scripted)
     monkeypatch.setattr(sr, "FIXED_HINTS", True)
     monkeypatch.setattr(sr, "ANNEAL_SHARE", 0)  # the CP-SAT tries' schedule alone (the annealing is tested apart)
+    monkeypatch.setattr(sr, "COMPOSE_SHARE", 0)  # and no model over the tied counts first (tested apart)
     assert sr.fixed_search(d, R, 8, comps, counts, room, time.monotonic() + 60, seed=0) is None
     on_least = [k for v, k in calls if v == least]
     assert len(on_least) == least_tries, [v == least for v, _ in calls][:12]
