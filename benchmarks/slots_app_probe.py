@@ -35,6 +35,11 @@ even-routing bound. Routes, each with ``--limit`` seconds, one after another:
   annealing: a climb over count vectors from the least-CPU one, each scored by a short
   ``anneal_pack``), ``--limit`` seconds for each seed of ``--fixed-seeds`` (docs/benchmarks.md,
   "slots: seed 0's 15 tasks at 100 t/s has a plan at its bound ... (session 47)");
+* ``compose``: ``_slotsrate.compose_search`` (since session 48 the fixed-count search's first
+  step: one CP-SAT model over every component's tied thread counts at once, then with more
+  counts), ``--limit`` seconds for each seed of ``--fixed-seeds``; ``--levels`` sets its levels
+  (``--levels 0:1`` the ties alone) (docs/benchmarks.md, "slots: one model over the tied thread
+  counts ... (session 48)");
 * ``check-trace``: ``check`` with each of its searches timed (the listing, the randomised
   search, the share MILP, the fixed-count search, the per-count models): when each started and
   ended and what it returned; ``--shares R,S`` sets the randomised search's and the share
@@ -102,23 +107,40 @@ def fixed_cpsat(d, R, L, comps, counts, limit):
     return st, q
 
 
-def annealings(d, R, L, comps, counts, room, seeds, limit: float, climb: bool = False):
-    """``_slotsrate.anneal_pack`` on the least-CPU count vector (``climb``: ``anneal_vectors``,
-    the climb over count vectors from it) for each seed in ``seeds``, ``limit`` seconds each:
-    the outcome, one "seed: plan in T s" or "seed: none" per seed, and the last plan that
-    passes the rate rule."""
+def per_seed(seeds, find, digits: int = 2):
+    """``find(seed)`` -> (plan or None, whether it passes the rate rule) for each seed: the
+    outcome, one "seed: plan in T s" or "seed: none in T s" per seed, and the last plan that
+    passes."""
     found, last = [], None
     for s in seeds:
         t = time.monotonic()
+        q, ok = find(s)
+        found.append(f"seed {s}: {'plan' if ok else 'none'} in {time.monotonic() - t:.{digits}f} s")
+        last = q if ok else last
+    n = sum("plan" in f for f in found)
+    return f"{n} of {len(seeds)} seeds with a plan ({'; '.join(found)})", last
+
+
+def annealings(d, R, L, comps, counts, room, seeds, limit: float, climb: bool = False):
+    """``_slotsrate.anneal_pack`` on the least-CPU count vector (``climb``: ``anneal_vectors``,
+    the climb over count vectors from it) for each seed in ``seeds``, ``limit`` seconds each
+    (``per_seed``'s outcome and plan)."""
+    def find(s):
         if climb:
             q = sr.anneal_vectors(d, R, L, counts, room, comps, limit, s)
         else:
             _, q = sr.anneal_pack(d, R, L, comps, least_pick(counts), limit, s)
-        ok = q is not None and sr.valid(d, R, q)
-        found.append(f"seed {s}: {'plan' if ok else 'none'} in {time.monotonic() - t:.2f} s")
-        last = q if ok else last
-    n = sum("plan" in f for f in found)
-    return f"{n} of {len(seeds)} seeds with a plan ({'; '.join(found)})", last
+        return q, q is not None and sr.valid(d, R, q)
+    return per_seed(seeds, find)
+
+
+def composes(d, R, L, comps, counts, room, seeds, limit: float):
+    """``_slotsrate.compose_search`` for each seed in ``seeds``, ``limit`` seconds each
+    (``per_seed``'s outcome and plan)."""
+    def find(s):
+        q = sr.compose_search(d, R, L, comps, counts, room, limit, s)
+        return q, q is not None and sr.valid(d, R, q)
+    return per_seed(seeds, find)
 
 
 def fixed_highs(d, R, L, comps, counts, limit):
@@ -195,18 +217,13 @@ def fixed_searches(d, R, L, comps, counts, room, seeds, limit: float, exact_only
     if exact_only:  # every try in the exact form (the search alternates exact / at-least)
         sr.fixed_pack = lambda d, R, L, comps, pick, limit, seed=0, at_least=False, keep=None: pack(
             d, R, L, comps, pick, limit, seed, False, keep=keep)
-    found, last = [], None
     try:
-        for s in seeds:
-            t = time.monotonic()
-            q = sr.fixed_search(d, R, L, comps, counts, room, t + limit, seed=s)
-            ok = q is not None and sr.valid(d, R, q)
-            found.append(f"seed {s}: {'plan' if ok else 'none'} in {time.monotonic() - t:.1f} s")
-            last = q if ok else last
+        def find(s):
+            q = sr.fixed_search(d, R, L, comps, counts, room, time.monotonic() + limit, seed=s)
+            return q, q is not None and sr.valid(d, R, q)
+        return per_seed(seeds, find, 1)
     finally:
         sr.fixed_pack = pack
-    n = sum("plan" in f for f in found)
-    return f"{n} of {len(seeds)} seeds with a plan ({'; '.join(found)})", last
 
 
 def vectors(by_count, room, cap: int = 10 ** 8) -> int:
@@ -267,12 +284,15 @@ def main() -> None:
     ap.add_argument("--slots", type=int, default=None, help="the slot count L to probe (default: the even-routing bound)")
     ap.add_argument("--limit", type=float, default=60.0, help="seconds per route (default 60)")
     ap.add_argument("--routes", default="check,share,split,fixed-cpsat,fixed-highs,vectors",
-                    help="comma-separated, from check, check-trace, fixed-search, anneal, anneal-vectors, share, split, fixed-cpsat, fixed-highs, fixed-random, vectors")
+                    help="comma-separated, from check, check-trace, compose, fixed-search, anneal, anneal-vectors, share, split, fixed-cpsat, fixed-highs, fixed-random, vectors")
     ap.add_argument("--pick", default="",
                     help="anneal, fixed-cpsat and fixed-highs: NAME=Q,... components at these thread counts instead of their "
                          "least-CPU ones (e.g. pi-1=6,pi-2=6); each must be one of the component's counts at L")
+    ap.add_argument("--levels", default=None,
+                    help="compose: EXTRA:TRIES,... the search's levels (counts beyond the ties per component, tries a "
+                         f"round; default {','.join(f'{e}:{t}' for e, t in sr.COMPOSE_LEVELS)}, the code's)")
     ap.add_argument("--tries", type=int, default=20, help="count vectors for fixed-random (default 20)")
-    ap.add_argument("--fixed-seeds", default="0", help="fixed-search, anneal and anneal-vectors: comma-separated seeds (default 0)")
+    ap.add_argument("--fixed-seeds", default="0", help="fixed-search, compose, anneal and anneal-vectors: comma-separated seeds (default 0)")
     ap.add_argument("--least-tries", type=int, default=sr.FIXED_LEAST_TRIES,
                     help=f"fixed-search: tries of the least-CPU vector (default {sr.FIXED_LEAST_TRIES}, the code's)")
     ap.add_argument("--exact-form-only", action="store_true",
@@ -295,9 +315,15 @@ def main() -> None:
         ap.error(f"--fixed-seeds takes comma-separated integers (got {a.fixed_seeds!r})")
     if a.least_tries < 0:
         ap.error(f"--least-tries must be 0 or more (got {a.least_tries})")
+    if a.levels:
+        try:
+            sr.COMPOSE_LEVELS = tuple(tuple(int(x) for x in lv.split(":")) for lv in a.levels.split(","))
+            assert all(len(lv) == 2 and lv[0] >= 0 and lv[1] >= 1 for lv in sr.COMPOSE_LEVELS)
+        except (ValueError, AssertionError):
+            ap.error(f"--levels takes EXTRA:TRIES,... with EXTRA >= 0 and TRIES >= 1 (got {a.levels!r})")
     sr.FIXED_LEAST_TRIES = a.least_tries
     sr.FIXED_HINTS = a.fixed_hints
-    known = {"check", "check-trace", "fixed-search", "anneal", "anneal-vectors", "share", "split", "fixed-cpsat", "fixed-highs", "fixed-random", "vectors"}
+    known = {"check", "check-trace", "compose", "fixed-search", "anneal", "anneal-vectors", "share", "split", "fixed-cpsat", "fixed-highs", "fixed-random", "vectors"}
     routes = [r for r in a.routes.split(",") if r]
     if not 0 <= a.cell <= 5 or not set(routes) <= known:
         ap.error(f"--cell must be 0-5 and --routes a list of {sorted(known)}")
@@ -332,6 +358,8 @@ def main() -> None:
             st, q = sr._pack_split(d, R, tables, L, comps, by_count, t + a.limit)
         elif r == "fixed-search":
             st, q = fixed_searches(d, R, L, comps, counts, room, fixed_seeds, a.limit, a.exact_form_only)
+        elif r == "compose":
+            st, q = composes(d, R, L, comps, counts, room, fixed_seeds, a.limit)
         elif r in ("anneal", "anneal-vectors"):
             st, q = annealings(d, R, L, comps, counts, room, fixed_seeds, a.limit, r == "anneal-vectors")
         elif r == "fixed-random":
