@@ -1776,6 +1776,7 @@ COMPOSE_TIE = 1e-6  # ``compose_options``: counts whose least CPU is within this
 # ``compose_search``'s levels: (how many counts beyond the ties a component may take, tries a round)
 COMPOSE_LEVELS = ((0, 3), (30, 1))
 COMPOSE_SLICE = 3.0  # ``compose_search``: seconds of a try
+COMPOSE_LNS = True  # ``compose_search``: a level's tries after its first by CP-SAT's neighbourhood searches alone
 # ``fixed_search``: ``compose_search``'s share of the time, and its seconds at most (0: off)
 COMPOSE_SHARE, COMPOSE_MAX = 0.8, 30.0
 
@@ -1809,7 +1810,7 @@ def compose_options(d, R, L: int, counts: dict, room: dict, extra: int):
     return out
 
 
-def compose_pack(d, R, L: int, comps, options: dict, limit: float, seed: int = 0):
+def compose_pack(d, R, L: int, comps, options: dict, limit: float, seed: int = 0, lns_only: bool = False):
     """A plan search on L interchangeable slots over several count vectors at once: each
     rate-scaled component chooses one of its ``options`` (``compose_options``: a thread count and
     its groups, a fixed multiset of sizes) and places those groups in distinct slots; a component
@@ -1821,7 +1822,8 @@ def compose_pack(d, R, L: int, comps, options: dict, limit: float, seed: int = 0
     ("feasible", plan on slots 0..L-1), ("infeasible", None) when CP-SAT proves that no choice of
     the options packs, or ("unknown", None). Its plans still need ``valid``. A restriction
     (one composition per count, only the counts offered), so "infeasible" says nothing about
-    other counts or compositions.
+    other counts or compositions. ``lns_only``: CP-SAT's neighbourhood searches alone
+    (``_solve_to_zero``): never "infeasible".
 
     Why (session 48, docs/benchmarks.md): the counts that tie on CPU differ only in how finely
     they cut a component (a component whose cheapest row has q threads costs the same at every
@@ -1872,7 +1874,7 @@ def compose_pack(d, R, L: int, comps, options: dict, limit: float, seed: int = 0
         m.Add(sum(vs) == present[key])
     _apart(m, d, present, L)
     over = _soft_capacities(m, load_c, load_m)
-    st, s = _solve_to_zero(m, over, limit, seed)
+    st, s = _solve_to_zero(m, over, limit, seed, lns_only)
     if st != "feasible":
         return st, None
     return "feasible", {(c, b): q for (c, _, b, q), v in w.items() if s.Value(v)}
@@ -1900,7 +1902,7 @@ def compose_search(d, R, L: int, comps, counts: dict, room: dict, limit: float, 
         key = tuple(sorted((c, tuple(e[0] for e, _ in o)) for c, o in opts.items()))
         if key not in seen:
             seen.add(key)
-            levels.append([opts, tries])
+            levels.append([opts, tries, False])
     i = 0
     while levels:
         for level in list(levels):
@@ -1908,7 +1910,10 @@ def compose_search(d, R, L: int, comps, counts: dict, room: dict, limit: float, 
                 left = end - time.monotonic()
                 if left < 0.2:
                     return None
-                st, q = compose_pack(d, R, L, comps, level[0], min(COMPOSE_SLICE, left), seed + i)
+                # a level's first try with CP-SAT's full search, which may prove it has no
+                # packing; its later tries by the neighbourhood searches alone
+                st, q = compose_pack(d, R, L, comps, level[0], min(COMPOSE_SLICE, left), seed + i, level[2])
+                level[2] = COMPOSE_LNS
                 i += 1
                 if q is not None and valid(d, R, q):
                     return q
@@ -2015,12 +2020,13 @@ def _soft_capacities(m, load_c: list, load_m: list) -> list:
     return over
 
 
-def _solve_to_zero(m, over: list, limit: float, seed: int):
+def _solve_to_zero(m, over: list, limit: float, seed: int, lns_only: bool = False):
     """Solve a soft-capacity packing (``_soft_capacities``) by CP-SAT (two workers, ``seed``)
     within ``limit`` seconds, stopping at the first solution of overflow 0: ("feasible",
     solver) for such a solution, ("infeasible", solver or None) when CP-SAT proves the least
     overflow above 0 (or the model infeasible), ("unknown", solver or None) otherwise; the
-    solver is given wherever it holds a solution."""
+    solver is given wherever it holds a solution. ``lns_only``: CP-SAT's neighbourhood searches
+    alone (``use_lns_only``), which find packings more often but prove nothing."""
     from ortools.sat.python import cp_model
 
     class _AtZero(cp_model.CpSolverSolutionCallback):
@@ -2032,6 +2038,7 @@ def _solve_to_zero(m, over: list, limit: float, seed: int):
     s.parameters.max_time_in_seconds = max(0.1, limit)
     s.parameters.num_workers = 2
     s.parameters.random_seed = seed
+    s.parameters.use_lns_only = lns_only
     st = s.Solve(m, _AtZero())
     if st == cp_model.INFEASIBLE:
         return "infeasible", None
