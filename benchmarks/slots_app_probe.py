@@ -291,6 +291,9 @@ def main() -> None:
     ap.add_argument("--levels", default=None,
                     help="compose: EXTRA:TRIES,... the search's levels (counts beyond the ties per component, tries a "
                          f"round; default {','.join(f'{e}:{t}' for e, t in sr.COMPOSE_LEVELS)}, the code's)")
+    ap.add_argument("--compose-lns", action="store_true",
+                    help="compose: a level's tries after its first by CP-SAT's neighbourhood searches alone "
+                         "(_slotsrate.COMPOSE_LNS, off in the code: no gain measured, session 48)")
     ap.add_argument("--tries", type=int, default=20, help="count vectors for fixed-random (default 20)")
     ap.add_argument("--fixed-seeds", default="0", help="fixed-search, compose, anneal and anneal-vectors: comma-separated seeds (default 0)")
     ap.add_argument("--least-tries", type=int, default=sr.FIXED_LEAST_TRIES,
@@ -321,6 +324,7 @@ def main() -> None:
             assert all(len(lv) == 2 and lv[0] >= 0 and lv[1] >= 1 for lv in sr.COMPOSE_LEVELS)
         except (ValueError, AssertionError):
             ap.error(f"--levels takes EXTRA:TRIES,... with EXTRA >= 0 and TRIES >= 1 (got {a.levels!r})")
+    sr.COMPOSE_LNS = a.compose_lns
     sr.FIXED_LEAST_TRIES = a.least_tries
     sr.FIXED_HINTS = a.fixed_hints
     known = {"check", "check-trace", "compose", "fixed-search", "anneal", "anneal-vectors", "share", "split", "fixed-cpsat", "fixed-highs", "fixed-random", "vectors"}

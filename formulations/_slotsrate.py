@@ -1776,7 +1776,9 @@ COMPOSE_TIE = 1e-6  # ``compose_options``: counts whose least CPU is within this
 # ``compose_search``'s levels: (how many counts beyond the ties a component may take, tries a round)
 COMPOSE_LEVELS = ((0, 3), (30, 1))
 COMPOSE_SLICE = 3.0  # ``compose_search``: seconds of a try
-COMPOSE_LNS = True  # ``compose_search``: a level's tries after its first by CP-SAT's neighbourhood searches alone
+# ``compose_search``: a level's tries after its first by CP-SAT's neighbourhood searches alone (off:
+# measured no gain, session 48; the probe's --compose-lns turns it on)
+COMPOSE_LNS = False
 # ``fixed_search``: ``compose_search``'s share of the time, and its seconds at most (0: off)
 COMPOSE_SHARE, COMPOSE_MAX = 0.8, 30.0
 
@@ -1911,7 +1913,7 @@ def compose_search(d, R, L: int, comps, counts: dict, room: dict, limit: float, 
                 if left < 0.2:
                     return None
                 # a level's first try with CP-SAT's full search, which may prove it has no
-                # packing; its later tries by the neighbourhood searches alone
+                # packing; with ``COMPOSE_LNS`` its later tries by the neighbourhood searches alone
                 st, q = compose_pack(d, R, L, comps, level[0], min(COMPOSE_SLICE, left), seed + i, level[2])
                 level[2] = COMPOSE_LNS
                 i += 1
