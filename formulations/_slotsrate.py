@@ -1780,7 +1780,7 @@ COMPOSE_SLICE = 3.0  # ``compose_search``: seconds of a try
 # measured no gain, session 48; the probe's --compose-lns turns it on)
 COMPOSE_LNS = False
 # ``fixed_search``: ``compose_search``'s share of the time, and its seconds at most (0: off)
-COMPOSE_SHARE, COMPOSE_MAX = 0.8, 30.0
+COMPOSE_SHARE, COMPOSE_MAX = 0.9, 30.0
 
 
 def compose_options(d, R, L: int, counts: dict, room: dict, extra: int):

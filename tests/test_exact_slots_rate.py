@@ -1469,8 +1469,8 @@ def test_compose_pack_plans_pass_and_none_below_the_optimum():
         below += L < n
         tried += L >= n
         found += packed
-    # session 48: 15 below; at n, 45 of 51 packed by the ties alone or with 30 more counts
-    assert below >= 10 and tried >= 40 and found >= 0.8 * tried, (below, found, tried)
+    # session 48: 15 below, and at n 51 of 51 packed by the ties alone or with 30 more counts
+    assert below >= 10 and tried >= 40 and found >= 0.9 * tried, (below, found, tried)
 
 
 def test_compose_options_offer_the_ties_and_their_least_compositions():
