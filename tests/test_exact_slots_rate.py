@@ -1089,6 +1089,54 @@ def test_fixed_search_plans_pass_and_match_bruteforce():
     assert tried >= 20 and found >= 0.8 * tried, (found, tried)
 
 
+def _app_cell_at_bound(seed: int, cell: int, L: int):
+    """Cell ``cell`` of ``planner generate shukla-app`` with ``seed``, whose even-routing bound
+    must be L, and its packing-check description on L slots (the listing given 10 s):
+    (instance, d, R, room, thread counts, comps)."""
+    import time
+
+    from formulations import _slotsrate as sr
+    from formulations.slots import prepare
+    from planner.generate import generate
+
+    inst = list(generate("shukla-app", 6, seed))[cell]
+    d = prepare(inst, peak_usage_filter=False)
+    R = sr.rows(d)
+    tables = sr.usage_tables(d, R, L + 1)
+    assert sr.even_bound(d, R, L + 1, tables=tables) == L
+    room, counts, comps = _described(d, R, tables, L, time.monotonic() + 10)
+    return inst, d, R, room, counts, comps
+
+
+def _fixed_count_cases():
+    """``_at_and_below_optimum``'s cases that the fixed-count packings take (the volume room
+    not negative, some component to pack, every rate-scaled component with a thread count):
+    (seed, instance, d, R, optimum n, L, room, thread counts, comps)."""
+    from formulations import _slotsrate as sr
+
+    for seed, inst, d, R, tables, n, L in _at_and_below_optimum():
+        room = sr.room_at(tables, L)
+        if any(room[w] < 0 for w in sr.EVEN_WEIGHTS):
+            continue  # the volume test already excludes L
+        _, counts, comps = _described(d, R, tables, L)
+        if comps and all(counts.values()):
+            yield seed, inst, d, R, n, L, room, counts, comps
+
+
+def _assert_packed_plan(inst: dict, d, R, q: dict, L: int, seed: int) -> None:
+    """A packing's plan uses at most L slots, passes ``valid`` and the evaluator, and keeps
+    incompatible components apart."""
+    from formulations import _slotsrate as sr
+    from formulations.slots import make_plan
+    from planner.model import parse_instance
+
+    assert len({s for (_, s) in q}) <= L and sr.valid(d, R, q), seed
+    for a, b in d.incompatible:
+        assert not {s for (c, s) in q if c == a} & {s for (c, s) in q if c == b}, seed
+    ev = planner.evaluate(parse_instance(inst), make_plan(d, q), "slots")
+    assert ev["feasible"], (seed, ev["violations"])
+
+
 def test_anneal_pack_plans_pass_and_none_below_the_optimum():
     """``anneal_pack`` (the fixed-count search's annealing, session 46) on the brute-force
     instances at each one's least-CPU count vector: below brute force's optimum n it never
@@ -1098,17 +1146,9 @@ def test_anneal_pack_plans_pass_and_none_below_the_optimum():
     import time
 
     from formulations import _slotsrate as sr
-    from formulations.slots import make_plan
-    from planner.model import parse_instance
 
     found = tried = below = 0
-    for seed, inst, d, R, tables, n, L in _at_and_below_optimum():
-        room = sr.room_at(tables, L)
-        if any(room[w] < 0 for w in sr.EVEN_WEIGHTS):
-            continue  # the volume test already excludes L
-        _, counts, comps = _described(d, R, tables, L)
-        if not comps or any(not tc for tc in counts.values()):
-            continue
+    for seed, inst, d, R, n, L, room, counts, comps in _fixed_count_cases():
         pick = {c: min(tc, key=lambda e: e[1]) for c, tc in counts.items()}
         t = time.monotonic()
         st, q = sr.anneal_pack(d, R, L, comps, pick, 0.3, seed)
@@ -1120,13 +1160,9 @@ def test_anneal_pack_plans_pass_and_none_below_the_optimum():
         tried += 1
         if st == "feasible":
             found += 1
-            assert len({s for (_, s) in q}) <= L and sr.valid(d, R, q)
+            _assert_packed_plan(inst, d, R, q, L, seed)
             for c, e in pick.items():
                 assert sum(k for (cc, _), k in q.items() if cc == c) == e[0], (seed, c)
-            for a, b in d.incompatible:
-                assert not {s for (c, s) in q if c == a} & {s for (c, s) in q if c == b}
-            ev = planner.evaluate(parse_instance(inst), make_plan(d, q), "slots")
-            assert ev["feasible"], (seed, ev["violations"])
     # session 46: 15 below, 49 of 51 found at n (the least-CPU vector need not be the one that packs)
     assert below >= 10 and tried >= 40 and found >= 40, (below, found, tried)
 
@@ -1139,18 +1175,10 @@ def test_anneal_pack_packs_the_lottery_cells_at_their_bound(cell, L):
     (given 10 s: 12 of 12 seeds in 0.03-6.0 s and 9 of 12 in 0.5-9.1 s over two runs, session 46; seed 0 here,
     40 s allowed), on exactly L slots, and the
     evaluator accepts the plan."""
-    import time
-
     from formulations import _slotsrate as sr
-    from formulations.slots import make_plan, prepare
-    from planner.generate import generate
+    from formulations.slots import make_plan
 
-    inst = list(generate("shukla-app", 6, 0))[cell]
-    d = prepare(inst, peak_usage_filter=False)
-    R = sr.rows(d)
-    tables = sr.usage_tables(d, R, L + 1)
-    assert sr.even_bound(d, R, L + 1, tables=tables) == L
-    _, counts, comps = _described(d, R, tables, L, time.monotonic() + 10)
+    inst, d, R, _, counts, comps = _app_cell_at_bound(0, cell, L)
     pick = {c: min(tc, key=lambda e: e[1]) for c, tc in counts.items()}
     st, q = sr.anneal_pack(d, R, L, comps, pick, 40.0, 0)
     assert st == "feasible" and sr.valid(d, R, q) and len({s for _, s in q}) == L
@@ -1405,19 +1433,11 @@ def test_anneal_vectors_packs_seed0_7_tasks_at_100_within_the_room():
     here, 30 s allowed). Its plan is on exactly 10 slots, the evaluator accepts
     it, each component's thread count is one of the counts the climb was given, and the
     vector's CPU above the least usages fits the room."""
-    import time
-
     from formulations import _slotsrate as sr
-    from formulations.slots import make_plan, prepare
-    from planner.generate import generate
+    from formulations.slots import make_plan
 
     L = 10
-    inst = list(generate("shukla-app", 6, 0))[3]
-    d = prepare(inst, peak_usage_filter=False)
-    R = sr.rows(d)
-    tables = sr.usage_tables(d, R, L + 1)
-    assert sr.even_bound(d, R, L + 1, tables=tables) == L
-    room, counts, comps = _described(d, R, tables, L, time.monotonic() + 10)
+    inst, d, R, room, counts, comps = _app_cell_at_bound(0, 3, L)
     q = sr.anneal_vectors(d, R, L, counts, room, comps, 30.0, 1)
     assert q is not None and sr.valid(d, R, q) and len({s for _, s in q}) == L
     assert planner.evaluate(inst, make_plan(d, q), "slots")["feasible"]
@@ -1438,17 +1458,9 @@ def test_compose_pack_plans_pass_and_none_below_the_optimum():
     slots and pass ``valid`` and the evaluator, each component's threads summing to one of the
     counts it was offered, incompatible pairs apart."""
     from formulations import _slotsrate as sr
-    from formulations.slots import make_plan
-    from planner.model import parse_instance
 
     found = tried = below = 0
-    for seed, inst, d, R, tables, n, L in _at_and_below_optimum():
-        room = sr.room_at(tables, L)
-        if any(room[w] < 0 for w in sr.EVEN_WEIGHTS):
-            continue  # the volume test already excludes L
-        _, counts, comps = _described(d, R, tables, L)
-        if not comps or any(not tc for tc in counts.values()):
-            continue
+    for seed, inst, d, R, n, L, room, counts, comps in _fixed_count_cases():
         packed = False
         for extra in (0, 30):
             options = sr.compose_options(d, R, L, counts, room, extra)
@@ -1459,13 +1471,9 @@ def test_compose_pack_plans_pass_and_none_below_the_optimum():
                 continue
             if st == "feasible":
                 packed = True
-                assert len({s for (_, s) in q}) <= L and sr.valid(d, R, q)
+                _assert_packed_plan(inst, d, R, q, L, seed)
                 for c, opts in options.items():
                     assert sum(k for (cc, _), k in q.items() if cc == c) in {e[0] for e, _ in opts}, (seed, c)
-                for a, b in d.incompatible:
-                    assert not {s for (c, s) in q if c == a} & {s for (c, s) in q if c == b}
-                ev = planner.evaluate(parse_instance(inst), make_plan(d, q), "slots")
-                assert ev["feasible"], (seed, ev["violations"])
         below += L < n
         tried += L >= n
         found += packed
@@ -1479,18 +1487,10 @@ def test_compose_options_offer_the_ties_and_their_least_compositions():
     1e-6 of its least CPU (pi-1 at 2, 4, ..., blob-1 at 200, 220, ...), each split as
     ``_least_composition`` splits it, in groups whose threads sum to the count, at most 19; with
     extra counts, more, each within the CPU and memory room."""
-    import time
-
     from formulations import _slotsrate as sr
-    from formulations.slots import prepare
-    from planner.generate import generate
 
     L = 19
-    inst = list(generate("shukla-app", 6, 0))[5]
-    d = prepare(inst, peak_usage_filter=False)
-    R = sr.rows(d)
-    tables = sr.usage_tables(d, R, L + 1)
-    room, counts, comps = _described(d, R, tables, L, time.monotonic() + 10)
+    inst, d, R, room, counts, comps = _app_cell_at_bound(0, 5, L)
     ties = sr.compose_options(d, R, L, counts, room, 0)
     more = sr.compose_options(d, R, L, counts, room, 30)
     for c, tc in counts.items():
@@ -1519,18 +1519,10 @@ def test_compose_search_packs_the_application_cells_at_their_bound(seed, cell, L
     slots (measured in 0.1-2.6 s, two or three seeds each, session 48; 30 s allowed here), the
     evaluator accepts the plan, and seed 0's 7 tasks, whose ties alone have no packing, is
     packed with more counts."""
-    import time
-
     from formulations import _slotsrate as sr
-    from formulations.slots import make_plan, prepare
-    from planner.generate import generate
+    from formulations.slots import make_plan
 
-    inst = list(generate("shukla-app", 6, seed))[cell]
-    d = prepare(inst, peak_usage_filter=False)
-    R = sr.rows(d)
-    tables = sr.usage_tables(d, R, L + 1)
-    assert sr.even_bound(d, R, L + 1, tables=tables) == L
-    room, counts, comps = _described(d, R, tables, L, time.monotonic() + 10)
+    inst, d, R, room, counts, comps = _app_cell_at_bound(seed, cell, L)
     q = sr.compose_search(d, R, L, comps, counts, room, 30.0, 0)
     assert q is not None and sr.valid(d, R, q) and len({s for _, s in q}) == L
     assert planner.evaluate(inst, make_plan(d, q), "slots")["feasible"]
@@ -1543,8 +1535,9 @@ def test_compose_search_packs_the_application_cells_at_their_bound(seed, cell, L
 def test_seed0_15_tasks_at_100_proven_at_its_bound_within_a_minute():
     """Seed 0's 15-task application DAG at 100 tuples/s, 20-22 / 19 at 60 s in every run up to
     session 47 (its optimum 19 known from a plan found offline): since session 48's model over
-    the tied thread counts every back end proves 19 (measured 24-40 s, session 48); 120 s
-    allowed here, as that model's tries are a lottery (about one in four packs within 3 s)."""
+    the tied thread counts every back end proves 19 (in 23.7-23.9 s in 15 of 16 whole solves at
+    60 s, session 48); 120 s allowed here, as that model's tries are a lottery (about one in four
+    packs)."""
     from planner.generate import generate
 
     inst = list(generate("shukla-app", 6, 0))[5]
