@@ -1532,7 +1532,7 @@ def test_compose_search_packs_the_application_cells_at_their_bound(seed, cell, L
 
 
 @pytest.mark.slow
-def test_seed0_15_tasks_at_100_proven_at_its_bound_within_a_minute():
+def test_seed0_15_tasks_at_100_proven_at_its_bound_by_two_back_ends():
     """Seed 0's 15-task application DAG at 100 tuples/s, 20-22 / 19 at 60 s in every run up to
     session 47 (its optimum 19 known from a plan found offline): since session 48's model over
     the tied thread counts every back end proves 19 (in 23.7-23.9 s in 15 of 16 whole solves at
