@@ -1791,6 +1791,14 @@ def compose_options(d, R, L: int, counts: dict, room: dict, extra: int):
     usages fit the room; each count with one way to split it, the least composition of Q into
     at most L groups of its kept rows (``_least_composition``, as ``anneal_pack``'s start). A
     count with no such composition is left out. None when some component has no choice left."""
+    ranked = _ranked_options(L, counts, room, extra)
+    return None if ranked is None else _options_within(ranked, extra)
+
+
+def _ranked_options(L: int, counts: dict, room: dict, extra: int):
+    """``compose_options`` for ``extra`` counts beyond the ties, each option with its rank: -1
+    for a tie, else its place among the counts beyond the ties (so ``_options_within`` gives
+    the options of any smaller ``extra`` without splitting the counts again)."""
     got = _vector_space(counts, room)
     if got is None:
         return None
@@ -1801,15 +1809,20 @@ def compose_options(d, R, L: int, counts: dict, room: dict, extra: int):
         ties = [e for e in tc if e[1] <= lo * (1 + COMPOSE_TIE) + 1e-9]  # a prefix: tc is by CPU
         more = [e for e in tc[len(ties):] if e[1] - lo <= cpu_room and e[2] - least[c][1] <= mem_room][:extra]
         opts = []
-        for e in ties + more:
+        for rank, e in [(-1, e) for e in ties] + list(enumerate(more)):
             size = {q: (_units(uc), _units(um)) for q, uc, um in _items_at(e)}
             parts = _least_composition(size, e[0], L) if size else None
             if parts is not None:
-                opts.append((e, {q: (parts.count(q), size[q]) for q in set(parts)}))
-        if not opts:
-            return None
+                opts.append((rank, e, {q: (parts.count(q), size[q]) for q in set(parts)}))
         out[c] = opts
     return out
+
+
+def _options_within(ranked: dict, extra: int):
+    """The options of ``_ranked_options`` up to ``extra`` counts beyond the ties, as
+    ``compose_options`` gives them, or None when some component has none."""
+    out = {c: [(e, g) for rank, e, g in opts if rank < extra] for c, opts in ranked.items()}
+    return None if not all(out.values()) else out
 
 
 def compose_pack(d, R, L: int, comps, options: dict, limit: float, seed: int = 0, lns_only: bool = False):
@@ -1858,17 +1871,19 @@ def compose_pack(d, R, L: int, comps, options: dict, limit: float, seed: int = 0
                         load_m[b].append((um, v))
                     m.Add(sum(slots) == n * ys[-1])
             m.AddExactlyOne(ys)
-        else:
+        else:  # constant rows: one group of any row
             _, items = fixed[c]
             if not items:
                 return "infeasible", None
+            allv = []
             for b in range(L):
                 for q, uc, um in items:
                     v = w[(c, None, b, q)] = m.NewBoolVar("")
+                    allv.append(v)
                     here.setdefault((c, b), []).append(v)
                     load_c[b].append((_units(uc), v))
                     load_m[b].append((_units(um), v))
-            m.AddExactlyOne(v for (cc, _, _, _), v in w.items() if cc == c)
+            m.AddExactlyOne(allv)
     present = {}
     for key, vs in here.items():
         m.AddAtMostOne(vs)
@@ -1891,14 +1906,15 @@ def compose_search(d, R, L: int, comps, counts: dict, room: dict, limit: float, 
 
     Why tries and levels (session 48, docs/benchmarks.md): the model's solutions come from
     CP-SAT's neighbourhood searches, and on the tightest cell (seed 0's 15 tasks at 100 tuples/s
-    on 19 slots, 6.9 % of a slot to spare) the tries that pack do so within 1-5 s while the
-    others stall a little above 0; the ties alone pack the 11- and 15-task cells within a second
+    on 19 slots, 6.9 % of a slot to spare) about one try in four packs, most within 5 s, while
+    the others stall 0.04-6 % of a slot above a packing; the ties alone pack the 11- and 15-task cells within a second
     where 30 more counts per component take 1-3 s or stall, but seed 0's 7 tasks at 100 on 10
     slots has no packing on its ties (proven in 0.3 s) and packs with 30 more counts."""
     end = time.monotonic() + limit
+    ranked = _ranked_options(L, counts, room, max(extra for extra, _ in COMPOSE_LEVELS))
     levels, seen = [], set()
     for extra, tries in COMPOSE_LEVELS:
-        opts = compose_options(d, R, L, counts, room, extra)
+        opts = None if ranked is None else _options_within(ranked, extra)
         if opts is None:
             return None
         key = tuple(sorted((c, tuple(e[0] for e, _ in o)) for c, o in opts.items()))
