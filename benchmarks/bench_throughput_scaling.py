@@ -159,7 +159,8 @@ def relaxations(limit: float, probe_limit: float, bp_limit: float) -> None:
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}; total wall time {time.time() - t0:.0f} s")
 
 
-SHAPES = {"hetero6": ("hetero", 6, 6), "hetero8": ("hetero", 8, 10), "tiny5": ("tiny", 5, 5), "hetero5": ("hetero", 5, 5)}
+SHAPES = {"hetero6": ("hetero", 6, 6), "hetero8": ("hetero", 8, 10), "tiny5": ("tiny", 5, 5), "hetero5": ("hetero", 5, 5),
+          "tiny8": ("tiny", 8, 10)}
 
 
 def enumeration(cases: list[str], rates: dict[str, float], dives: int, budget: float, partial_fill: bool) -> None:
@@ -478,6 +479,38 @@ def partial_cuts(case: str, R: float, dives: int, seed: int, budget: int) -> Non
           f"at end {os.getloadavg()[0]:.2f}")
 
 
+def lns_variants(cases: list[str], limit: float, seeds: int, method: str) -> None:
+    """The neighbourhood search over count vectors (option ``lns``, session 49) in whole solves:
+    per case and seed, the code's default (no ``lns``), ``lns`` after the polish, ``lns`` in
+    place of the polish, and the same with 1 s probes (``LNS_PROBE``), each checked by the
+    evaluator."""
+    from formulations import throughput as T
+
+    print(f"load average at start: {os.getloadavg()[0]:.2f}; {method}, {limit:.0f} s\n")
+    print("| case | seed | variant | status | rate / bound | seconds | lns stage: rate, seconds, moves, probes (unknown) |")
+    print("|---|---|---|---|---|---|---|")
+    variants = [("default (lns off)", {}, 2.0), ("polish, then lns", {"lns": True}, 2.0),
+                ("lns, no polish", {"lns": True, "polish": False}, 2.0),
+                ("lns, no polish, 1 s probes", {"lns": True, "polish": False}, 1.0)]
+    probe = T.LNS_PROBE
+    try:
+        for case in cases:
+            fam, comps, machines = SHAPES[case]
+            inst = instance(fam, comps, machines)
+            for seed in range(seeds):
+                for name, opts, T.LNS_PROBE in variants:
+                    r = planner.solve(inst, "throughput", method, time_limit=limit, seed=seed, **opts)
+                    ev = planner.evaluate(inst, r.plan, "throughput") if r.plan is not None else {"feasible": False}
+                    ln = r.details.get("lns")
+                    stage = "" if ln is None else (f"{ln['rate']:.2f}, {ln['seconds']:.1f} s, {ln.get('moves', 0)}, "
+                                                   f"{ln.get('probes', 0)} ({ln.get('unknown', 0)})")
+                    bound = "-" if r.bound is None else f"{r.bound:.2f}"
+                    print(f"| {case} | {seed} | {name} | {r.status.value}{'' if ev['feasible'] else ' (EVALUATOR REJECTS)'} "
+                          f"| {r.objective or 0:.2f} / {bound} | {r.seconds:.1f} | {stage} |", flush=True)
+    finally:
+        T.LNS_PROBE = probe
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=float, default=60.0)
@@ -508,11 +541,13 @@ def main() -> None:
     ap.add_argument("--chain-from", default="", metavar="FILE",
                     help="--bp-chain: start from the counts a --chain-save file holds instead of exact.milp-highs")
     ap.add_argument("--chain-polish", type=float, default=10.0, help="--bp-chain: seconds of polish per plan found")
+    ap.add_argument("--lns", default="", help="the neighbourhood search over count vectors in whole solves "
+                    "(session 49): comma-separated cases, e.g. tiny8,hetero8; --repeat seeds, --solvers one method")
     ap.add_argument("--nasiri", default="", help="the Nasiri reproduction's micro instances on these machine counts (3,6)")
     ap.add_argument("--routings", default="even,weighted", help="--nasiri: routings")
     ap.add_argument("--weighted", default="", help="scaling cases with weighted routing (cpsat-weighted): "
                     "hetero5, hetero6, hetero8, tiny5, tiny8; --solvers may name exact.cpsat-flows")
-    ap.add_argument("--repeat", type=int, default=1, help="--weighted: solves per case and method")
+    ap.add_argument("--repeat", type=int, default=1, help="--weighted: solves per case and method; --lns: seeds 0..N-1")
     ap.add_argument("--partial-cuts", default="", help="class-consistent fills at partial vectors (tput-six): a case")
     ap.add_argument("--rate", type=float, default=None, help="--partial-cuts: probe rate (default: the case's best x (1 + 1e-5))")
     ap.add_argument("--seed", type=int, default=0, help="--partial-cuts: dives' seed")
@@ -523,6 +558,13 @@ def main() -> None:
             ap.error(f"--bp-chain: unknown case {a.bp_chain!r}; known: {', '.join(SHAPES)}")
         bp_chain(a.bp_chain, a.limit, a.bp_limit, a.chain_total, a.chain_polish, a.chain_start, a.chain_save,
                  a.chain_from)
+        return
+    if a.lns:
+        bad = [c for c in a.lns.split(",") if c not in SHAPES]
+        if bad:
+            ap.error(f"--lns: unknown case {bad[0]!r}; known: {', '.join(SHAPES)}")
+        solver = a.solvers.split(",")[0] if a.solvers != ",".join(SOLVERS) else "exact.milp-highs"
+        lns_variants(a.lns.split(","), a.limit, a.repeat, solver)
         return
     if a.partial_cuts:
         best = {"hetero6": a.rate6, "hetero8": a.rate8, "tiny5": a.rate5}

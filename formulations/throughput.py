@@ -34,7 +34,11 @@ which each N is re-optimised by a small fixed-count integer program (``polish_co
 
 Then (option ``count_search``, default on) the count-vector search of ``_tputenum`` tries to
 prove the incumbent when random dives estimate that it fits in the time left; if it does, the
-back end's own model is not run. CP-SAT's bisection probes just above the incumbent first.
+back end's own model is not run. Otherwise, with option ``lns`` (default off: measured no
+clear gain at 60 s, session 49), a neighbourhood search over count vectors (``lns_counts``: one
+or two components' counts freed at a time, each neighbourhood one integer program,
+``counts_probe``) improves the incumbent first. CP-SAT's bisection probes just above the
+incumbent first.
 
 ``max_instances`` (default 10, Nasiri's example) caps the instances on one machine, which makes
 the even-routing search space finite: N_c <= sum of the caps of c's machines.
@@ -59,10 +63,13 @@ TOL = 1e-5  # relative: optimal means best rate >= bound / (1 + TOL)
 MILP_SYM_MAX = 10**5  # largest weight in the MILPs' symmetry-breaking key (numerics)
 SHARE_UNITS = 10**6  # CP-SAT weighted routing: flows in 1/D of a component's rate
 OPTIONS = {"hint": None, "max_instances": 10, "weighted_start": True, "polish": True, "count_search": True,
-           "weighted_cuts": True}
+           "weighted_cuts": True, "lns": False}
 POLISH_PROBE = 1.0  # seconds: one fixed-count probe in the start polish
 POLISH_SHARE = 0.2  # at most this share of the time left goes to the polish
 POLISH_MAX = 30.0  # seconds of polish when there is no time limit
+LNS_SHARE = 0.3  # even routing: the neighbourhood search over count vectors' share of the time left ...
+LNS_MAX = 30.0  # ... or its seconds without a time limit
+LNS_PROBE = 2.0  # seconds: one of its probes at most
 WEIGHTED_SHARE = 0.3  # at most this share of the time left goes to the weighted-routing bound
 GALLOP_SHARE = 0.3  # CP-SAT, even routing: a galloping probe's share of the time left
 WEIGHTED_GROWTH = 4  # CP-SAT, weighted routing with cuts: the probe step's growth after a feasible probe
@@ -910,19 +917,49 @@ def fixed_n_probe(d: TPData, N: list[int], R: float, time_limit: float | None = 
     not sum to N is "unknown". With ``confirm`` (where "infeasible" is part of a proof: the
     count-vector search) an infeasible verdict is checked again with HiGHS's presolve off,
     since a presolve reduction is where a false "infeasible" would come from."""
+    return counts_probe(d, N, R, (), None, time_limit, confirm)
+
+
+def counts_probe(d: TPData, N: list[int], R: float, free, caps: dict | None, time_limit: float | None = None,
+                 confirm: bool = False):
+    """:func:`fixed_n_probe` with the counts of the components in ``free`` left to the model: each
+    chooses one count class k among ``caps`` (``class_caps`` at R; a class's u_cjk bound the
+    instances on machine j) through binaries y_ck, with instances z_cjk, sum_j z_cjk = k y_ck and
+    z_cjk <= u_cjk y_ck, each of load R a_cj g_c / k + MET_cj; the others keep N_c. With ``free``
+    empty it is the fixed-count program. Returns (status, n) as :func:`fixed_n_probe`; a free
+    component's count is sum_j n_cj of the placement returned (the neighbourhood search over
+    count vectors, :func:`lns_counts`)."""
     import numpy as np
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     C, J = d.C, d.J
-    pairs = [(c, j) for c in range(C) for j in range(J) if d.allowed(c, j)]
-    col = {p: i for i, p in enumerate(pairs)}
+    free = set(free)
+    ub: list[float] = []
+    expr: dict[tuple[int, int], list[int]] = {}  # (c, j) -> the columns whose sum is n_cj
+    terms: dict[int, list[tuple[int, float]]] = {j: [] for j in range(J)}  # machine j's load
+    ycol: dict[int, list[tuple[int, int]]] = {}  # free c -> (column of y_ck, k)
+
+    def new(u: float) -> int:
+        ub.append(u)
+        return len(ub) - 1
+
+    for c in range(C):
+        ks = sorted(k for (cc, k) in caps if cc == c) if c in free else [N[c]]
+        if not ks:
+            return "infeasible", None  # no count class of c sustains R
+        for k in ks:
+            y = new(1.0) if c in free else None
+            if y is not None:
+                ycol.setdefault(c, []).append((y, k))
+            for j in range(J):
+                u = min(d.kmax[c][j], k) if c not in free else caps[(c, k)][j]
+                if d.allowed(c, j) and u > 0:
+                    i = new(float(u))
+                    expr.setdefault((c, j), []).append(i)
+                    terms[j].append((i, piece_weight(d, R, c, k, j)))
     inc_c = sorted({c for pair in d.incompatible for c in pair})
-    bcol = {}
-    for c in inc_c:
-        for j in range(J):
-            if d.allowed(c, j):
-                bcol[(c, j)] = len(pairs) + len(bcol)
-    nv = len(pairs) + len(bcol)
+    bcol = {(c, j): new(1.0) for c in inc_c for j in range(J) if (c, j) in expr}
+    nv = len(ub)
     rows, lo, hi = [], [], []
 
     def row(entries, a, b):
@@ -934,39 +971,62 @@ def fixed_n_probe(d: TPData, N: list[int], R: float, time_limit: float | None = 
         hi.append(b)
 
     for c in range(C):
-        row([(col[(c, j)], 1.0) for j in range(J) if (c, j) in col], N[c], N[c])
+        if c in free:
+            row([(y, 1.0) for y, _ in ycol[c]], 1, 1)
+    # a free component's columns are laid out class by class, machine by machine: z_cjk is
+    # expr[(c, j)][position of k among c's classes with u_cjk > 0]
+    for c in range(C):
+        cols = [i for j in range(J) for i in expr.get((c, j), [])]
+        if c not in free:
+            row([(i, 1.0) for i in cols], N[c], N[c])
+    for c, ys in ycol.items():
+        pos = {j: 0 for j in range(J)}
+        for y, k in ys:
+            zs = []
+            for j in range(J):
+                u = caps[(c, k)][j]
+                if d.allowed(c, j) and u > 0:
+                    i = expr[(c, j)][pos[j]]
+                    pos[j] += 1
+                    zs.append(i)
+                    row([(i, 1.0), (y, -float(u))], -np.inf, 0)
+            row([(i, 1.0) for i in zs] + [(y, -float(k))], 0, 0)
     for j in range(J):
-        ent = [(col[(c, j)], piece_weight(d, R, c, N[c], j)) for c in range(C) if (c, j) in col]
-        if ent:
-            row(ent, -np.inf, d.cap[j] * (1 + 1e-9) + 1e-9)
-            row([(col[(c, j)], 1.0) for c in range(C) if (c, j) in col], -np.inf, d.K)
+        if terms[j]:
+            row(terms[j], -np.inf, d.cap[j] * (1 + 1e-9) + 1e-9)
+            row([(i, 1.0) for c in range(C) for i in expr.get((c, j), [])], -np.inf, d.K)
         for c1, c2 in d.incompatible:
             if (c1, j) in bcol and (c2, j) in bcol:
                 row([(bcol[(c1, j)], 1.0), (bcol[(c2, j)], 1.0)], -np.inf, 1)
-    for (c, j), i in bcol.items():
-        row([(col[(c, j)], 1.0), (i, -float(min(d.kmax[c][j], N[c])))], -np.inf, 0)
+    for (c, j), b in bcol.items():
+        top = min(d.kmax[c][j], max(k for _, k in ycol[c]) if c in free else N[c])
+        row([(i, 1.0) for i in expr[(c, j)]] + [(b, -float(top))], -np.inf, 0)
     w = sym_weights(d, None, MILP_SYM_MAX)
     for j1, j2 in sym_pairs(d):  # identical machines: count vectors in non-increasing lex order
-        row([(col[(c, j1)], float(w[c])) for c in range(C) if (c, j1) in col and w[c]]
-            + [(col[(c, j2)], -float(w[c])) for c in range(C) if (c, j2) in col and w[c]], 0, np.inf)
-    ub = np.array([float(min(d.kmax[c][j], N[c])) for c, j in pairs] + [1.0] * len(bcol))
+        row([(i, float(w[c])) for c in range(C) if w[c] for i in expr.get((c, j1), [])]
+            + [(i, -float(w[c])) for c in range(C) if w[c] for i in expr.get((c, j2), [])], 0, np.inf)
     opts = {"disp": False}
     if time_limit is not None:
         opts["time_limit"] = max(0.01, time_limit)
     cons = LinearConstraint(np.array(rows), lo, hi)
-    res = milp(np.zeros(nv), constraints=cons, integrality=np.ones(nv), bounds=Bounds(np.zeros(nv), ub), options=opts)
+    bounds = Bounds(np.zeros(nv), np.array(ub))
+    res = milp(np.zeros(nv), constraints=cons, integrality=np.ones(nv), bounds=bounds, options=opts)
     if res.status == 2 and confirm:
-        res = milp(np.zeros(nv), constraints=cons, integrality=np.ones(nv), bounds=Bounds(np.zeros(nv), ub),
+        res = milp(np.zeros(nv), constraints=cons, integrality=np.ones(nv), bounds=bounds,
                    options=opts | {"presolve": False})
     if res.status == 2:
         return "infeasible", None
     if res.x is None or not np.all(np.isfinite(res.x)):
         return "unknown", None
     n = [[0] * J for _ in range(C)]
-    for (c, j), i in col.items():
-        n[c][j] = int(round(res.x[i]))
-    if any(sum(n[c]) != N[c] for c in range(C)) or not structurally_ok(d, n):
+    for (c, j), cols in expr.items():
+        n[c][j] = sum(int(round(res.x[i])) for i in cols)
+    if any(c not in free and sum(n[c]) != N[c] for c in range(C)) or not structurally_ok(d, n):
         return "unknown", None
+    for c, ys in ycol.items():  # the count must be the class the model chose
+        k = [k for y, k in ys if res.x[y] > 0.5]
+        if len(k) != 1 or sum(n[c]) != k[0]:
+            return "unknown", None
     return "feasible", n
 
 
@@ -1066,6 +1126,63 @@ def polish_counts(d: TPData, n: list[list[int]], deadline: float | None, stats: 
     return n, best
 
 
+def lns_counts(d: TPData, n: list[list[int]], deadline: float | None, seed: int = 0, stats: dict | None = None):
+    """Neighbourhood search over count vectors (session 49): from the placement n with counts N,
+    free the counts of one or two components at a time (every such subset, singletons first,
+    each size in a seeded random order) and ask :func:`counts_probe` for a placement sustaining
+    best x (1 + 10^-4) with the others' counts kept (each probe at most ``LNS_PROBE`` s); a
+    placement found is rated exactly, its counts re-optimised (:func:`best_for_counts`), and the
+    search starts again from it. It ends when every subset of the current N has been tried (none
+    found a better placement within its time) or at the deadline. A heuristic: it improves the incumbent; a probe that ends "infeasible"
+    proves only that its neighbourhood has no better placement.
+
+    Why: :func:`polish_counts` moves one count, or two by one each, at a time; the better plans
+    of hetero 8 x 10 differ from the polished one in several counts, far apart (session 37). A
+    probe with two components free decides a whole plane of count vectors at once."""
+    import itertools
+    import random
+
+    rnd = random.Random(seed)
+    best = even_rate(d, n)
+    N = [sum(row) for row in n]
+    step = 1e-4
+    tried: set = set()
+    while deadline is None or time.monotonic() < deadline:
+        R = best * (1 + step)
+        caps = class_caps(d, R)
+        subsets = []
+        for size in (1, 2):
+            group = [S for S in itertools.combinations(range(d.C), size) if (tuple(N), S) not in tried]
+            rnd.shuffle(group)
+            subsets += group
+        moved = False
+        for S in subsets:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0.05:
+                return n, best
+            tried.add((tuple(N), S))
+            st, m = counts_probe(d, N, R, S, caps, LNS_PROBE if left is None else min(LNS_PROBE, left))
+            if stats is not None:
+                stats["probes"] = stats.get("probes", 0) + 1
+                stats[st] = stats.get(st, 0) + 1
+            if st != "feasible":
+                continue
+            r = even_rate(d, m)
+            if r <= best:
+                continue
+            N2 = [sum(row) for row in m]
+            r2, m2, _ = best_for_counts(d, N2, r, deadline, step=step, probe_limit=POLISH_PROBE)
+            if m2 is not None and r2 > r:
+                r, m = r2, m2
+            best, n, N, moved = r, canonical(d, m), N2, True
+            if stats is not None:
+                stats["moves"] = stats.get("moves", 0) + 1
+            break
+        if not moved:
+            break
+    return n, best
+
+
 # --- the search --------------------------------------------------------------------------------
 
 @dataclass
@@ -1124,7 +1241,8 @@ def _bisect(d: TPData, check, hint_n, deadline: float | None, search: Search, ga
 
 def solve_throughput(instance: Instance, backend: str, method: str, time_limit=None, seed=0,
                      hint: str | None = None, max_instances: int = 10, weighted_start: bool = True,
-                     polish: bool = True, count_search: bool = True, weighted_cuts: bool = True) -> Result:
+                     polish: bool = True, count_search: bool = True, weighted_cuts: bool = True,
+                     lns: bool = False) -> Result:
     """Shared driver of exact.cpsat / exact.milp-cbc / exact.milp-highs for ``throughput``."""
     d = prepare(instance, max_instances)
     deadline = None if time_limit is None else time.monotonic() + time_limit
@@ -1180,6 +1298,15 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
             _count_search_stage(d, search, deadline, details)
         except Exception as e:  # noqa: BLE001 - a speed-up only: its failure leaves the back end to prove
             details["count_search"] = {"error": f"{type(e).__name__}: {e}"[:300]}
+    if (d.routing == "even" and lns and search.best_n is not None and 0 < search.best_rate < math.inf
+            and search.hi > search.best_rate * (1 + TOL)):
+        t2 = time.monotonic()
+        stop = t2 + (LNS_MAX if deadline is None else max(0.0, LNS_SHARE * (deadline - t2)))
+        lstats: dict = {}
+        n, r = lns_counts(d, search.best_n, stop, seed, lstats)
+        if r > search.best_rate:
+            search.best_rate, search.best_n = r, canonical(d, n)
+        details["lns"] = {"rate": r, **lstats, "seconds": round(time.monotonic() - t2, 3)}
     try:
         if search.best_n is not None and search.hi <= search.best_rate * (1 + TOL):
             pass  # proven by the count-vector search: the back end's model has nothing left to do
@@ -1610,10 +1737,10 @@ def _bf_even(d: TPData, deadline) -> Result:
 
 def _make(backend: str, name: str):
     def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10,
-               weighted_start=True, polish=True, count_search=True, weighted_cuts=True, **_other):
+               weighted_start=True, polish=True, count_search=True, weighted_cuts=True, lns=False, **_other):
         return core.watched(lambda: solve_throughput(instance, backend, name, time_limit, seed, hint, max_instances,
                                                      bool(weighted_start), bool(polish), bool(count_search),
-                                                     bool(weighted_cuts)))
+                                                     bool(weighted_cuts), bool(lns)))
 
     method.__name__ = f"throughput_{backend}"
     method.__doc__ = f"Exact throughput (Nasiri et al.) with {backend}: see the module docstring."
