@@ -1500,6 +1500,11 @@ ANNEAL_SHARE, ANNEAL_MAX = 0.35, 10.0  # ``fixed_search``: the annealing's share
 # its temperature falls from ANNEAL_T[0] to ANNEAL_T[1] units over each ANNEAL_CYCLE seconds
 ANNEAL_RESTARTS = ((0.5, 0.5), (1.0, 0.2))
 ANNEAL_T, ANNEAL_CYCLE = (2000.0, 5.0), 2.0
+# the annealing's clock: its restarts and temperature cycles count moves tried, ANNEAL_RATE to a
+# "second" of the figures above (about what the development machine tries in one second, session
+# 49), so that a seed gives the same search on any machine and under any load; only the caller's
+# limit is wall time
+ANNEAL_RATE = 700_000
 
 
 def anneal_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, trace: list | None = None):
@@ -1520,7 +1525,12 @@ def anneal_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, tr
     kept row. A move changes two slots, each by its CPU and memory above 100 %; the move's
     cost is that change plus the restart's weight times the change in CPU used (so the search
     keeps the groups large, where a thread costs least); it is taken if the cost is <= 0, or
-    with probability exp(-cost / T). Restarts take ``ANNEAL_RESTARTS`` in turn.
+    with probability exp(-cost / T). Restarts take ``ANNEAL_RESTARTS`` in turn. Restart lengths
+    and the temperature's cycle count moves tried (``ANNEAL_RATE`` to the second of their
+    figures), not seconds, since session 49: a seed then makes the same search on any machine
+    and under any load until ``limit`` (wall time) stops it; with seconds, the restarts were cut
+    where the clock said, so a loaded machine changed the search (a test that packed seed 0's
+    11-task cell at 50 t/s in about 3 s failed once in a clean checkout at its 40 s).
 
     Why (session 46, docs/benchmarks.md): on seed 0's 11-task application DAG at 100 tuples/s
     on 16 slots and at 50 tuples/s on 8, the least-CPU vector's single CP-SAT try of
@@ -1558,7 +1568,7 @@ def anneal_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, tr
     def over(x, y):
         return max(0, x - cap) + max(0, y - cap)
 
-    def restart(k: int, stop: float, weight: float):
+    def restart(k: int, moves: int, weight: float):
         g = {c: [0] * L for c in cs}
         cpu, mem = [0] * L, [0] * L
         for c in order:
@@ -1574,17 +1584,16 @@ def anneal_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, tr
         # the overflow, and a slot's capacity for each incompatible pair sharing a slot
         total = sum(over(cpu[b], mem[b]) for b in range(L))
         total += cap * sum(1 for a, a2 in d.incompatible for b in range(L) if g[a][b] and g[a2][b])
-        start, temp, it = time.monotonic(), ANNEAL_T[0], 0
+        temp, it = ANNEAL_T[0], 0
         low = total
         while total > 0 and L > 1:
             it += 1
             if it & 1023 == 0:
-                now = time.monotonic()
-                if now > stop:
+                if it >= moves or time.monotonic() > end:
                     if trace is not None:
                         trace.append(low)
                     return None
-                temp = ANNEAL_T[0] * (ANNEAL_T[1] / ANNEAL_T[0]) ** (((now - start) % ANNEAL_CYCLE) / ANNEAL_CYCLE)
+                temp = ANNEAL_T[0] * (ANNEAL_T[1] / ANNEAL_T[0]) ** (((it / ANNEAL_RATE) % ANNEAL_CYCLE) / ANNEAL_CYCLE)
             c = cs[rnd.randrange(len(cs))]
             t, gc = tab[c], g[c]
             b1 = rnd.randrange(L)
@@ -1622,7 +1631,7 @@ def anneal_pack(d, R, L: int, comps, pick: dict, limit: float, seed: int = 0, tr
     k = 0
     while time.monotonic() < end - 0.01:
         secs, weight = ANNEAL_RESTARTS[k % len(ANNEAL_RESTARTS)]
-        q = restart(k, min(end, time.monotonic() + secs), weight)
+        q = restart(k, int(secs * ANNEAL_RATE), weight)
         k += 1
         if q is not None:
             return "feasible", q
