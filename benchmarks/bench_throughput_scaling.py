@@ -498,7 +498,8 @@ def lns_variants(cases: list[str], limit: float, seeds: int, method: str) -> Non
             fam, comps, machines = SHAPES[case]
             inst = instance(fam, comps, machines)
             for seed in range(seeds):
-                for name, opts, T.LNS_PROBE in variants:
+                for name, opts, probe_s in variants:
+                    T.LNS_PROBE = probe_s
                     r = planner.solve(inst, "throughput", method, time_limit=limit, seed=seed, **opts)
                     ev = planner.evaluate(inst, r.plan, "throughput") if r.plan is not None else {"feasible": False}
                     ln = r.details.get("lns")

@@ -1497,13 +1497,12 @@ def fixed_search(d, R, L: int, comps, counts: dict, room: dict, deadline: float,
 
 ANNEAL_SHARE, ANNEAL_MAX = 0.35, 10.0  # ``fixed_search``: the annealing's share of its time, and its seconds at most (0: off)
 # ``anneal_pack``'s restarts, in turn: (seconds, weight of the CPU used against the overflow);
-# its temperature falls from ANNEAL_T[0] to ANNEAL_T[1] units over each ANNEAL_CYCLE seconds
+# its temperature falls from ANNEAL_T[0] to ANNEAL_T[1] units over each ANNEAL_CYCLE "seconds";
+# these "seconds", and the restarts', count moves tried, ANNEAL_RATE to one (about what the
+# development machine tries in a second, session 49), so that a seed gives the same search on
+# any machine and under any load; only the caller's limit is wall time
 ANNEAL_RESTARTS = ((0.5, 0.5), (1.0, 0.2))
 ANNEAL_T, ANNEAL_CYCLE = (2000.0, 5.0), 2.0
-# the annealing's clock: its restarts and temperature cycles count moves tried, ANNEAL_RATE to a
-# "second" of the figures above (about what the development machine tries in one second, session
-# 49), so that a seed gives the same search on any machine and under any load; only the caller's
-# limit is wall time
 ANNEAL_RATE = 700_000
 
 
@@ -1916,9 +1915,10 @@ def compose_search(d, R, L: int, comps, counts: dict, room: dict, limit: float, 
     Why tries and levels (session 48, docs/benchmarks.md): the model's solutions come from
     CP-SAT's neighbourhood searches, and on the tightest cell (seed 0's 15 tasks at 100 tuples/s
     on 19 slots, 6.9 % of a slot to spare) about one try in four packs, most within 5 s, while
-    the others stall 0.04-6 % of a slot above a packing; the ties alone pack the 11- and 15-task cells within a second
-    where 30 more counts per component take 1-3 s or stall, but seed 0's 7 tasks at 100 on 10
-    slots has no packing on its ties (proven in 0.3 s) and packs with 30 more counts."""
+    the others stall 0.04-6 % of a slot above a packing; the ties alone pack the 11- and 15-task
+    cells within a second where 30 more counts per component take 1-3 s or stall, but seed 0's
+    7 tasks at 100 on 10 slots has no packing on its ties (proven in 0.3 s) and packs with 30
+    more counts."""
     end = time.monotonic() + limit
     ranked = _ranked_options(L, counts, room, max(extra for extra, _ in COMPOSE_LEVELS))
     levels, seen = [], set()

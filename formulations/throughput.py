@@ -937,7 +937,7 @@ def counts_probe(d: TPData, N: list[int], R: float, free, caps: dict | None, tim
     ub: list[float] = []
     expr: dict[tuple[int, int], list[int]] = {}  # (c, j) -> the columns whose sum is n_cj
     terms: dict[int, list[tuple[int, float]]] = {j: [] for j in range(J)}  # machine j's load
-    ycol: dict[int, list[tuple[int, int]]] = {}  # free c -> (column of y_ck, k)
+    ycol: dict[int, list[tuple[int, int, list]]] = {}  # free c -> (column of y_ck, k, its z columns)
 
     def new(u: float) -> int:
         ub.append(u)
@@ -948,15 +948,16 @@ def counts_probe(d: TPData, N: list[int], R: float, free, caps: dict | None, tim
         if not ks:
             return "infeasible", None  # no count class of c sustains R
         for k in ks:
-            y = new(1.0) if c in free else None
-            if y is not None:
-                ycol.setdefault(c, []).append((y, k))
+            zs = []  # (column, bound) of c's instances per machine in class k
             for j in range(J):
-                u = min(d.kmax[c][j], k) if c not in free else caps[(c, k)][j]
+                u = caps[(c, k)][j] if c in free else min(d.kmax[c][j], k)
                 if d.allowed(c, j) and u > 0:
                     i = new(float(u))
+                    zs.append((i, u))
                     expr.setdefault((c, j), []).append(i)
                     terms[j].append((i, piece_weight(d, R, c, k, j)))
+            if c in free:
+                ycol.setdefault(c, []).append((new(1.0), k, zs))
     inc_c = sorted({c for pair in d.incompatible for c in pair})
     bcol = {(c, j): new(1.0) for c in inc_c for j in range(J) if (c, j) in expr}
     nv = len(ub)
@@ -971,26 +972,14 @@ def counts_probe(d: TPData, N: list[int], R: float, free, caps: dict | None, tim
         hi.append(b)
 
     for c in range(C):
-        if c in free:
-            row([(y, 1.0) for y, _ in ycol[c]], 1, 1)
-    # a free component's columns are laid out class by class, machine by machine: z_cjk is
-    # expr[(c, j)][position of k among c's classes with u_cjk > 0]
-    for c in range(C):
-        cols = [i for j in range(J) for i in expr.get((c, j), [])]
         if c not in free:
-            row([(i, 1.0) for i in cols], N[c], N[c])
-    for c, ys in ycol.items():
-        pos = {j: 0 for j in range(J)}
-        for y, k in ys:
-            zs = []
-            for j in range(J):
-                u = caps[(c, k)][j]
-                if d.allowed(c, j) and u > 0:
-                    i = expr[(c, j)][pos[j]]
-                    pos[j] += 1
-                    zs.append(i)
-                    row([(i, 1.0), (y, -float(u))], -np.inf, 0)
-            row([(i, 1.0) for i in zs] + [(y, -float(k))], 0, 0)
+            row([(i, 1.0) for j in range(J) for i in expr.get((c, j), [])], N[c], N[c])
+    for ys in ycol.values():
+        row([(y, 1.0) for y, _, _ in ys], 1, 1)
+        for y, k, zs in ys:
+            for i, u in zs:
+                row([(i, 1.0), (y, -float(u))], -np.inf, 0)
+            row([(i, 1.0) for i, _ in zs] + [(y, -float(k))], 0, 0)
     for j in range(J):
         if terms[j]:
             row(terms[j], -np.inf, d.cap[j] * (1 + 1e-9) + 1e-9)
@@ -999,7 +988,7 @@ def counts_probe(d: TPData, N: list[int], R: float, free, caps: dict | None, tim
             if (c1, j) in bcol and (c2, j) in bcol:
                 row([(bcol[(c1, j)], 1.0), (bcol[(c2, j)], 1.0)], -np.inf, 1)
     for (c, j), b in bcol.items():
-        top = min(d.kmax[c][j], max(k for _, k in ycol[c]) if c in free else N[c])
+        top = min(d.kmax[c][j], max(k for _, k, _ in ycol[c]) if c in free else N[c])
         row([(i, 1.0) for i in expr[(c, j)]] + [(b, -float(top))], -np.inf, 0)
     w = sym_weights(d, None, MILP_SYM_MAX)
     for j1, j2 in sym_pairs(d):  # identical machines: count vectors in non-increasing lex order
@@ -1024,7 +1013,7 @@ def counts_probe(d: TPData, N: list[int], R: float, free, caps: dict | None, tim
     if any(c not in free and sum(n[c]) != N[c] for c in range(C)) or not structurally_ok(d, n):
         return "unknown", None
     for c, ys in ycol.items():  # the count must be the class the model chose
-        k = [k for y, k in ys if res.x[y] > 0.5]
+        k = [k for y, k, _ in ys if res.x[y] > 0.5]
         if len(k) != 1 or sum(n[c]) != k[0]:
             return "unknown", None
     return "feasible", n
@@ -1133,8 +1122,9 @@ def lns_counts(d: TPData, n: list[list[int]], deadline: float | None, seed: int 
     best x (1 + 10^-4) with the others' counts kept (each probe at most ``LNS_PROBE`` s); a
     placement found is rated exactly, its counts re-optimised (:func:`best_for_counts`), and the
     search starts again from it. It ends when every subset of the current N has been tried (none
-    found a better placement within its time) or at the deadline. A heuristic: it improves the incumbent; a probe that ends "infeasible"
-    proves only that its neighbourhood has no better placement.
+    found a better placement within its time) or at the deadline. A heuristic: it improves the
+    incumbent; a probe that ends "infeasible" proves only that its neighbourhood has no better
+    placement. The placement returned is in :func:`canonical` order.
 
     Why: :func:`polish_counts` moves one count, or two by one each, at a time; the better plans
     of hetero 8 x 10 differ from the polished one in several counts, far apart (session 37). A
@@ -1305,7 +1295,7 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
         lstats: dict = {}
         n, r = lns_counts(d, search.best_n, stop, seed, lstats)
         if r > search.best_rate:
-            search.best_rate, search.best_n = r, canonical(d, n)
+            search.best_rate, search.best_n = r, n
         details["lns"] = {"rate": r, **lstats, "seconds": round(time.monotonic() - t2, 3)}
     try:
         if search.best_n is not None and search.hi <= search.best_rate * (1 + TOL):
