@@ -51,6 +51,13 @@ each probe at best x (1 + 1e-5) within --bp-limit; each plan found polished and 
 evaluator; stops at a probe that is not feasible or after --chain-total seconds of probes;
 --chain-start sets the first probe's rate (the path of a probe depends on its rate).
 
+    PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --bp-pricing hetero8 [--bp-limit 240]
+        [--pricing-rate RATE] [--variants plain,root,box,greedy] [--sample 15]
+
+(session 50) ``bp_probe`` at the best plan's rate x (1 + 1e-5), variants of the tree (see
+``bp_pricing``): how long each takes to refute it, where the time goes, and how far a Lagrangian
+bound of the pricing problem (the capacity row relaxed) is from its MILP optimum.
+
 (branch tput-enum) measures whether a search over the count vector N could prove the best known
 rates (formulations/_tputenum.py): on hetero 6 x 6 at R = 2644.87 x (1 + 1e-5) and hetero 8 x 10
 at R = 9532.0 x (1 + 1e-5) (the best rates on record in docs/benchmarks.md; the probe rates
@@ -70,6 +77,8 @@ import os
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -512,6 +521,101 @@ def lns_variants(cases: list[str], limit: float, seeds: int, method: str) -> Non
         T.LNS_PROBE = probe
 
 
+def lagrangian_gap(prob: dict, grid: int = 401) -> tuple[float, float]:
+    """A recorded pricing problem's Lagrangian bound: for mu >= 0 on the capacity row,
+    P <= mu cap + max over configurations with at most K instances of sum (price - mu weight) n
+    (a DP over instances; per component one class). Returns (the least bound on a grid of mu in
+    [0, the best price per weight], that mu / the best price per weight)."""
+    K, cap = prob["K"], prob["cap"]
+    w, p, u, comp = (np.array(prob[x]) for x in ("w", "p", "u", "comp"))
+    mus = np.linspace(0.0, float(np.max(p / w)), grid)
+    D = np.zeros((grid, K + 1))  # D[:, m]: the best with at most m instances, components so far
+    for c in sorted(set(comp.tolist())):
+        sel = comp == c
+        red = p[sel][None, :] - mus[:, None] * w[sel][None, :]  # per-instance reduced price, by mu
+        new = D.copy()
+        for n in range(1, K + 1):
+            ok = u[sel] >= n
+            if not ok.any():
+                break
+            g = n * red[:, ok].max(axis=1)
+            for m in range(n, K + 1):
+                new[:, m] = np.maximum(new[:, m], D[:, m - n] + g)
+        D = new
+    ub = mus * cap + D[:, K]
+    i = int(np.argmin(ub))
+    return float(ub[i]), float(mus[i] / mus[-1]) if mus[-1] > 0 else 0.0
+
+
+def bp_pricing(case: str, rate: float, limit: float, sample: int, variants: list[str]) -> None:
+    """(session 50) Where the branch and price's time goes: bp_probe at ``rate`` x (1 + 1e-5) for
+    at most ``limit`` seconds per variant: ``plain`` (class_caps at the root, no box filter, the
+    tree of sessions 37-49), ``root`` (lp_filter repeated to a fixpoint at the root), ``box``
+    (that, and lp_filter in every box: bp_probe's default since session 50) and ``greedy`` (box,
+    and greedy pricing first). Every MILP pricing problem is recorded (items, seconds, optimum);
+    for the first variant's, a sample's Lagrangian bound (``lagrangian_gap``) is compared with
+    the MILP's optimum."""
+    from formulations import _tputbp as BP
+    from formulations.throughput import class_caps, lp_filter, prepare
+
+    fam, comps, machines = SHAPES[case]
+    d = prepare(planner.load_instance(instance(fam, comps, machines)))
+    R = rate * (1 + 1e-5)
+    print(f"load average at start: {os.getloadavg()[0]:.2f}; {fam} {comps} x {machines}, R = {R:.3f}, at most "
+          f"{limit:.0f} s a variant\n")
+    print("| variant | root classes | answer | seconds | boxes (cut by the filter) | CG rounds (exact) | pricing s "
+          "| master s | MILP pricings | items (median / max) | s per MILP pricing (median / 90 % / max) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    recorded: list[dict] = []
+    first: list[dict] = []
+    orig = BP.ConfigLP.price_milp
+
+    def price_milp(lp, t, pi):
+        j = lp.types[t][0]
+        items = [i for i in range(len(lp.classes)) if pi[i] > 1e-12 and lp.caps[lp.classes[i]][j] > 0]
+        t0 = time.perf_counter()
+        out = orig(lp, t, pi)
+        recorded.append({"K": d.K, "cap": d.cap[j] * (1 + BP.SLACK) + BP.SLACK, "sec": time.perf_counter() - t0,
+                         "val": out[0], "comp": [lp.classes[i][0] for i in items],
+                         "w": [lp._w(t, i) for i in items], "p": [float(pi[i]) for i in items],
+                         "u": [lp.caps[lp.classes[i]][j] for i in items]})
+        return out
+
+    BP.ConfigLP.price_milp = price_milp
+    try:
+        for v in variants:
+            t0 = time.monotonic()
+            caps = class_caps(d, R)
+            while v != "plain":
+                nxt = lp_filter(d, R, caps)
+                if len(nxt) == len(caps):
+                    break
+                caps = nxt
+            recorded.clear()
+            st: dict = {}
+            out, _ = BP.bp_probe(d, R, t0 + limit, st, caps=caps, box_filter=v in ("box", "greedy"), greedy=v == "greedy")
+            secs = np.array([x["sec"] for x in recorded]) if recorded else np.zeros(1)
+            items = [len(x["w"]) for x in recorded] or [0]
+            print(f"| {v} | {len(caps)} | {out} | {time.monotonic() - t0:.1f} | {st['nodes']} ({st['filtered']}) "
+                  f"| {st['iters']} ({st['exact_rounds']}) | {st['pricing_s']:.1f} | {st['lp_s']:.1f} | {len(recorded)} "
+                  f"| {int(np.median(items))} / {max(items)} "
+                  f"| {np.median(secs):.3f} / {np.percentile(secs, 90):.3f} / {secs.max():.3f} |", flush=True)
+            if not first:
+                first = list(recorded)
+    finally:
+        BP.ConfigLP.price_milp = orig
+    if sample <= 0 or not first:
+        return
+    print(f"\nLagrangian bound of the capacity row against the MILP's optimum, {variants[0]}'s pricing problems "
+          f"(every {max(1, len(first) // sample)}th by size):\n")
+    print("| items | MILP optimum | Lagrangian bound | relative gap | best mu / largest price per weight |")
+    print("|---|---|---|---|---|")
+    ordered = sorted(first, key=lambda x: len(x["w"]))
+    for x in ordered[::max(1, len(ordered) // sample)]:
+        ub, mu = lagrangian_gap(x)
+        print(f"| {len(x['w'])} | {x['val']:.6f} | {ub:.6f} | {(ub - x['val']) / max(x['val'], 1e-12):.2e} | {mu:.3f} |")
+    print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=float, default=60.0)
@@ -542,6 +646,12 @@ def main() -> None:
     ap.add_argument("--chain-from", default="", metavar="FILE",
                     help="--bp-chain: start from the counts a --chain-save file holds instead of exact.milp-highs")
     ap.add_argument("--chain-polish", type=float, default=10.0, help="--bp-chain: seconds of polish per plan found")
+    ap.add_argument("--bp-pricing", default="", metavar="CASE",
+                    help="where the branch and price's time goes, and its pricing's Lagrangian bound (session 50)")
+    ap.add_argument("--pricing-rate", type=float, default=None,
+                    help="--bp-pricing: probe rate / (1 + 1e-5) (default: the case's best plan known)")
+    ap.add_argument("--sample", type=int, default=15, help="--bp-pricing: pricing problems whose bound is printed")
+    ap.add_argument("--variants", default="plain,root,box,greedy", help="--bp-pricing: plain, root, box, greedy")
     ap.add_argument("--lns", default="", help="the neighbourhood search over count vectors in whole solves "
                     "(session 49): comma-separated cases, e.g. tiny8,hetero8; --repeat seeds, --solvers one method")
     ap.add_argument("--nasiri", default="", help="the Nasiri reproduction's micro instances on these machine counts (3,6)")
@@ -559,6 +669,15 @@ def main() -> None:
             ap.error(f"--bp-chain: unknown case {a.bp_chain!r}; known: {', '.join(SHAPES)}")
         bp_chain(a.bp_chain, a.limit, a.bp_limit, a.chain_total, a.chain_polish, a.chain_start, a.chain_save,
                  a.chain_from)
+        return
+    if a.bp_pricing:
+        best = {"hetero8": 9609.580624770366, "tiny8": 1866.1775261185103, "hetero6": 2644.8687, "tiny5": 2672.31}
+        if a.bp_pricing not in SHAPES or (a.pricing_rate is None and a.bp_pricing not in best):
+            ap.error(f"--bp-pricing: unknown case {a.bp_pricing!r} (or give --pricing-rate); known: {', '.join(best)}")
+        variants = [v for v in a.variants.split(",") if v]
+        if not variants or set(variants) - {"plain", "root", "box", "greedy"}:
+            ap.error(f"--variants: choose from plain, root, box, greedy (got {a.variants!r})")
+        bp_pricing(a.bp_pricing, a.pricing_rate or best[a.bp_pricing], a.bp_limit, a.sample, variants)
         return
     if a.lns:
         bad = [c for c in a.lns.split(",") if c not in SHAPES]

@@ -24,10 +24,11 @@ with a relative 1e-9). ``L(pi) > 0`` is the certificate. Option ``extra`` adds, 
 rows sum_p n_pck lambda_tp <= U_tck y_ck and sum_{p uses (c,k)} lambda_tp <= m_t y_ck (their
 multipliers enter the prices and L); measured far too slow, off by default.
 
-``bp_probe`` branches on count-class ranges over this LP. Status: a measured prototype
-(docs/formulations.md, throughput, "Configuration LP and branch and price"); the exact methods
-do not call it, because it is slower than they are where they prove optimality and proves
-nothing they cannot at the benchmark's sizes.
+``bp_probe`` branches on count-class ranges over this LP. Status: a measured tool for offline
+proofs and plan searches (docs/formulations.md, throughput, "Configuration LP and branch and
+price"); the exact methods do not call it. With each box's classes filtered by ``lp_filter``
+(session 50) it refutes hetero 8 x 10 just above its optimum in about 4 minutes (38 before), but
+that still needs the optimum's plan first, and nearly all of its time is the pricing MILPs.
 """
 
 from __future__ import annotations
@@ -58,8 +59,10 @@ def _pareto(f: list) -> list:
 class ConfigLP:
     """Configuration LP at one rate R over the classes ``caps`` (a class_caps dict)."""
 
-    def __init__(self, d: TPData, R: float, caps: dict | None = None, fixed: dict | None = None, extra: bool = False):
+    def __init__(self, d: TPData, R: float, caps: dict | None = None, fixed: dict | None = None, extra: bool = False,
+                 greedy: bool = False):
         self.d, self.R, self.extra = d, R, int(extra)
+        self.greedy = greedy and not extra
         self.caps = class_caps(d, R) if caps is None else caps
         if fixed is not None:  # fixed[c] = k: only that class for c
             self.caps = {ck: u for ck, u in self.caps.items() if fixed.get(ck[0], ck[1]) == ck[1]}
@@ -70,7 +73,7 @@ class ConfigLP:
         self.nu = np.zeros((len(self.types), len(self.classes)))
         self.cols: list[tuple[int, dict[int, int]]] = []  # (type, {class index: n})
         self.seen: set = set()
-        self.stats = {"iters": 0, "cols": 0, "pricing_s": 0.0, "lp_s": 0.0}
+        self.stats = {"iters": 0, "cols": 0, "pricing_s": 0.0, "lp_s": 0.0, "exact_rounds": 0}
         self.last_res = None  # the last master LP solution (scipy OptimizeResult)
 
     # weights of class i on type t's representative machine
@@ -117,6 +120,47 @@ class ConfigLP:
         best = max((x for f in fronts for x in f), key=lambda x: x[1])
         val = best[1]
         return val, val * (1 + 1e-9) + 1e-10, dict(best[2])
+
+    def price_greedy(self, t: int, pi: np.ndarray):
+        """A configuration of type t of high value sum_i pi_i n_i, by greedy fills (no bound):
+        classes in three orders (price per weight, price, price per combined use of capacity and
+        instance slots), each taking as many instances of a class as fit, one class per component
+        and no incompatible pair. Returns (value, n dict) of the best fill."""
+        d, j = self.d, self.types[t][0]
+        capj = d.cap[j] * (1 + SLACK) + SLACK
+        items = []
+        for i, ck in enumerate(self.classes):
+            u = self.caps[ck][j]
+            if pi[i] > 1e-12 and u > 0:
+                w = self._w(t, i)
+                if w <= capj:
+                    items.append((i, ck[0], w, float(pi[i]), u))
+        if not items:
+            return 0.0, {}
+        bad = {c: set() for c in range(d.C)}
+        for c1, c2 in d.incompatible:
+            bad[c1].add(c2)
+            bad[c2].add(c1)
+        best_v, best_n = 0.0, {}
+        keys = (lambda x: x[3] / x[2], lambda x: x[3], lambda x: x[3] / (x[2] / capj + 1.0 / d.K))
+        for key in keys:
+            left, slots, v, n, used = capj, d.K, 0.0, {}, set()
+            for i, c, w, p, u in sorted(items, key=key, reverse=True):
+                if c in used or bad[c] & used:
+                    continue
+                m = min(u, slots, int(left / w))
+                if m <= 0:
+                    continue
+                n[i] = m
+                used.add(c)
+                v += p * m
+                left -= w * m
+                slots -= m
+                if slots == 0:
+                    break
+            if v > best_v:
+                best_v, best_n = v, n
+        return best_v, best_n
 
     def price_milp(self, t: int, pi: np.ndarray):
         """max sum pi_i n_i over configurations of type t: (value, dual bound, n dict)."""
@@ -222,7 +266,11 @@ class ConfigLP:
 
     def run(self, deadline: float | None = None, eps: float = 1e-7):
         """Column generation. Returns ("infeasible", L) when a certificate L > 0 is found,
-        ("feasible", 0) when the LP value reaches 0, ("unknown", value) on time out."""
+        ("feasible", 0) when the LP value reaches 0, ("unknown", value) on time out.
+        With ``greedy``, a round prices every type by ``price_greedy`` first and adds those
+        columns (reduced cost above eps) without exact pricing while they price out and the
+        greedy values, lower bounds on P_t, leave no certificate possible (ycoef - sum_t m_t
+        greedy_t <= eps); otherwise the round prices exactly, as without it."""
         C = self.d.C
         if classless(C, self.classes):
             return "infeasible", math.inf
@@ -239,7 +287,27 @@ class ConfigLP:
             t0 = time.monotonic()
             added = 0
             cert = self._ycoef(pi)
-            for t in range(len(self.types)):
+            T = len(self.types)
+            low = [0.0] * T  # greedy values: lower bounds on P_t
+            if self.greedy:
+                # greedy columns first; the exact pricing only when no greedy column prices out or
+                # when the greedy values (lower bounds on P_t) leave room for a certificate
+                duals = np.maximum(-self.last_res.ineqlin.marginals[len(self.classes):len(self.classes) + T], 0.0)
+                cols = []
+                for t in range(T):
+                    low[t], n = self.price_greedy(t, pi)
+                    key = (t, tuple(sorted(n.items())))
+                    if n and low[t] > duals[t] + eps and key not in self.seen:
+                        cols.append((key, t, n))
+                if cols and cert - sum(len(self.types[t]) * low[t] for t in range(T)) <= eps:
+                    for key, t, n in cols:
+                        self.seen.add(key)
+                        self.cols.append((t, n))
+                    self.stats["pricing_s"] += time.monotonic() - t0
+                    self.stats["cols"] = len(self.cols)
+                    continue
+            self.stats["exact_rounds"] += 1
+            for t in range(T):
                 v, ub, n = self.price(t, pi)
                 cert -= len(self.types[t]) * ub
                 key = (t, tuple(sorted(n.items())))
@@ -291,21 +359,29 @@ def compact_lp_feasible(d: TPData, R: float, caps: dict | None = None) -> tuple[
     return res.fun <= 1e-7, res.fun
 
 
-def bp_probe(d: TPData, R: float, deadline: float | None = None, stats: dict | None = None):
+def bp_probe(d: TPData, R: float, deadline: float | None = None, stats: dict | None = None,
+             caps: dict | None = None, box_filter: bool = True, greedy: bool = False):
     """Does some even placement sustain R? Depth-first branch and price over count-class ranges
     N_c in [lo_c, hi_c]; a node is cut when its configuration LP has a certificate L(pi) > 0;
     a node whose LP picks one class per component is decided by ``fixed_n_probe``; otherwise
     branch on the component whose class choice is most spread, at its mean class.
+    ``caps``: the root's classes (default ``class_caps`` at R; any dict that keeps every class a
+    placement sustaining R can use, e.g. ``lp_filter``'s). ``box_filter`` (session 50): every
+    box's classes go through ``lp_filter`` first, whose LP then takes each other component's
+    least count in the box (valid inside the box); the box's ranges shrink to the classes left,
+    and a box with a component left without a class is cut. ``greedy``: the configuration LPs
+    price by greedy fills first (``ConfigLP.run``). ``stats`` gathers nodes, leaves, boxes cut by
+    the filter and the configuration LPs' rounds (all, exact) and seconds (pricing, master).
     Returns ("infeasible" | "feasible" | "unknown", n or None)."""
-    from .throughput import fixed_n_probe, structurally_ok
+    from .throughput import fixed_n_probe, lp_filter, structurally_ok
 
-    caps = class_caps(d, R)
+    caps = class_caps(d, R) if caps is None else caps
     if classless(d.C, caps):
         return "infeasible", None
     pool: dict[tuple, None] = {}
     stats = {} if stats is None else stats
-    stats.setdefault("nodes", 0)
-    stats.setdefault("leaves", 0)
+    for key in ("nodes", "leaves", "filtered", "iters", "exact_rounds", "pricing_s", "lp_s"):
+        stats.setdefault(key, 0)
     stack = [{c: (min(k for (cc, k) in caps if cc == c), max(k for (cc, k) in caps if cc == c)) for c in range(d.C)}]
     unknown = False
     probed: dict[tuple, str] = {}
@@ -317,12 +393,20 @@ def bp_probe(d: TPData, R: float, deadline: float | None = None, stats: dict | N
         sub = {ck: u for ck, u in caps.items() if rng[ck[0]][0] <= ck[1] <= rng[ck[0]][1]}
         if classless(d.C, sub):
             continue
-        lp = ConfigLP(d, R, caps=sub, extra=False)
+        if box_filter:
+            sub = lp_filter(d, R, sub, deadline)
+            if classless(d.C, sub):
+                stats["filtered"] += 1
+                continue
+            rng = {c: (min(k for (cc, k) in sub if cc == c), max(k for (cc, k) in sub if cc == c)) for c in range(d.C)}
+        lp = ConfigLP(d, R, caps=sub, extra=False, greedy=greedy)
         for (t, key) in pool:
             if all((c, k) in lp.cidx for c, k, _ in key):
                 lp.cols.append((t, {lp.cidx[(c, k)]: n for c, k, n in key}))
                 lp.seen.add((t, tuple(sorted((lp.cidx[(c, k)], n) for c, k, n in key))))
         st, _ = lp.run(deadline)
+        for key in ("iters", "exact_rounds", "pricing_s", "lp_s"):
+            stats[key] += lp.stats[key]
         for t, col in lp.cols:
             pool[(t, tuple(sorted((lp.classes[i][0], lp.classes[i][1], n) for i, n in col.items())))] = None
         if st == "infeasible":

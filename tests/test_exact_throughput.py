@@ -8,6 +8,7 @@ import functools
 import math
 import random
 
+import numpy as np
 import pytest
 
 import planner
@@ -449,29 +450,35 @@ def test_polish_option_off_agrees():
     assert on.objective == pytest.approx(off.objective, rel=REL)
 
 
-def _bp_check(inst: dict, opt: float) -> None:
+BP_VARIANTS = [{}, {"box_filter": False}, {"greedy": True}]  # the default (box filter on), the plain tree, greedy pricing
+
+
+def _bp_check(inst: dict, opt: float, **kw) -> None:
     """bp_probe (formulations/_tputbp.py) finds a valid placement just under the optimum and
     proves that none sustains a rate just above it; the configuration LP alone never cuts the
-    optimum."""
+    optimum (with exact pricing, and with greedy pricing first)."""
     from formulations import _tputbp as BP
     from formulations import throughput as T
 
     d = T.prepare(parse_instance(inst))
     lo = opt * (1 - 1e-6)
-    st, n = BP.bp_probe(d, lo)
+    st, n = BP.bp_probe(d, lo, **kw)
     assert st == "feasible", st
     assert T.structurally_ok(d, n)
     rate = T.even_rate(d, n)
     assert rate >= lo * (1 - 1e-9)
     ev = planner.api.evaluate(inst, T.make_plan(d, n, rate), "throughput")
     assert ev["feasible"], ev["violations"]
-    assert BP.ConfigLP(d, lo).run()[0] != "infeasible"
-    st, n = BP.bp_probe(d, opt * (1 + 1e-4))
+    assert BP.ConfigLP(d, lo, greedy=kw.get("greedy", False)).run()[0] != "infeasible"
+    stats: dict = {}
+    st, n = BP.bp_probe(d, opt * (1 + 1e-4), stats=stats, **kw)
     assert st == "infeasible" and n is None
+    assert stats["nodes"] >= 1 and stats["iters"] >= stats["exact_rounds"] >= 1
 
 
+@pytest.mark.parametrize("kw", BP_VARIANTS, ids=["default", "plain", "greedy"])
 @pytest.mark.parametrize("seed", range(5))
-def test_config_branch_and_price_agrees_with_bruteforce(seed):
+def test_config_branch_and_price_agrees_with_bruteforce(seed, kw):
     """Seeded tiny instances (odd seeds: the twins, machine types with several machines; seed 4:
     two incompatible components, so the pricing goes through its MILP)."""
     from formulations import throughput as T
@@ -482,7 +489,43 @@ def test_config_branch_and_price_agrees_with_bruteforce(seed):
     parsed = parse_instance(inst)
     ref = planner.api.judge(parsed, T.bruteforce_throughput(parsed), "exact")
     assert ref.status == Status.OPTIMAL
-    _bp_check(inst, ref.objective)
+    _bp_check(inst, ref.objective, **kw)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_greedy_pricing_gives_valid_configurations_under_the_exact_price(seed):
+    """ConfigLP.price_greedy (session 50): on random nonnegative prices, every fill it returns is a
+    configuration of its type (capacity, K instances, class caps, one class per component, no
+    incompatible pair), its value is what it says, and the exact pricing's bound is not below it."""
+    from formulations import _tputbp as BP
+    from formulations import throughput as T
+
+    inst = twins(seed, "even") if seed % 2 else tiny(seed)
+    if seed == 4:
+        inst["topologies"][0]["components"][0]["incompatible"] = ["b1"]
+    d = T.prepare(parse_instance(inst))
+    opt = planner.api.judge(parse_instance(inst), T.bruteforce_throughput(parse_instance(inst)), "exact").objective
+    rng = np.random.default_rng(seed)
+    positive = 0
+    for R in (0.5 * opt, 0.9 * opt, opt):
+        lp = BP.ConfigLP(d, R)
+        bad = {frozenset(p) for p in d.incompatible}
+        for _ in range(20):
+            pi = rng.random(len(lp.classes)) * (rng.random(len(lp.classes)) < 0.6)
+            for t in range(len(lp.types)):
+                j = lp.types[t][0]
+                v, n = lp.price_greedy(t, pi)
+                comps = [lp.classes[i][0] for i in n]
+                assert len(comps) == len(set(comps))
+                assert not any(frozenset((a, b)) in bad for a in comps for b in comps)
+                assert sum(n.values()) <= d.K
+                assert all(1 <= m <= lp.caps[lp.classes[i]][j] for i, m in n.items())
+                load = sum(T.piece_weight(d, R, *lp.classes[i], j) * m for i, m in n.items())
+                assert load <= d.cap[j] * (1 + BP.SLACK) + BP.SLACK
+                assert v == pytest.approx(sum(pi[i] * m for i, m in n.items()), rel=1e-12, abs=1e-15)
+                assert v <= lp.price(t, pi)[1] + 1e-12
+                positive += v > 0
+    assert positive > 0
 
 
 @pytest.mark.slow
