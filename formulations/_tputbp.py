@@ -367,8 +367,8 @@ def bp_probe(d: TPData, R: float, deadline: float | None = None, stats: dict | N
     branch on the component whose class choice is most spread, at its mean class.
     ``caps``: the root's classes (default ``class_caps`` at R; any dict that keeps every class a
     placement sustaining R can use, e.g. ``lp_filter``'s). ``box_filter`` (session 50): every
-    box's classes go through ``lp_filter`` first, whose LP then takes each other component's
-    least count in the box (valid inside the box); the box's ranges shrink to the classes left,
+    box's classes go through ``lp_filter`` first, repeated to a fixpoint, whose LP then takes
+    each other component's least count in the box (valid inside the box); the box's ranges shrink to the classes left,
     and a box with a component left without a class is cut. ``greedy``: the configuration LPs
     price by greedy fills first (``ConfigLP.run``). ``stats`` gathers nodes, leaves, boxes cut by
     the filter and the configuration LPs' rounds (all, exact) and seconds (pricing, master).
@@ -394,7 +394,11 @@ def bp_probe(d: TPData, R: float, deadline: float | None = None, stats: dict | N
         if classless(d.C, sub):
             continue
         if box_filter:
-            sub = lp_filter(d, R, sub, deadline)
+            while True:  # to a fixpoint: each pass's least counts tighten the next pass's LPs
+                nxt = lp_filter(d, R, sub, deadline)
+                if len(nxt) == len(sub):
+                    break
+                sub = nxt
             if classless(d.C, sub):
                 stats["filtered"] += 1
                 continue
