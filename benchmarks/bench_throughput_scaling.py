@@ -556,14 +556,14 @@ def bp_pricing(case: str, rate: float, limit: float, sample: int, variants: list
     for the first variant's, a sample's Lagrangian bound (``lagrangian_gap``) is compared with
     the MILP's optimum."""
     from formulations import _tputbp as BP
-    from formulations.throughput import class_caps, lp_filter, prepare
+    from formulations.throughput import class_caps, prepare
 
     fam, comps, machines = SHAPES[case]
     d = prepare(planner.load_instance(instance(fam, comps, machines)))
     R = rate * (1 + 1e-5)
     print(f"load average at start: {os.getloadavg()[0]:.2f}; {fam} {comps} x {machines}, R = {R:.3f}, at most "
           f"{limit:.0f} s a variant\n")
-    print("| variant | root classes | answer | seconds | boxes (cut by the filter) | CG rounds (exact) | pricing s "
+    print("| variant | root classes | answer | seconds | boxes | CG rounds (exact) | pricing s "
           "| master s | MILP pricings | items (median / max) | s per MILP pricing (median / 90 % / max) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     recorded: list[dict] = []
@@ -586,17 +586,14 @@ def bp_pricing(case: str, rate: float, limit: float, sample: int, variants: list
         for v in variants:
             t0 = time.monotonic()
             caps = class_caps(d, R)
-            while v != "plain":
-                nxt = lp_filter(d, R, caps)
-                if len(nxt) == len(caps):
-                    break
-                caps = nxt
+            if v != "plain":
+                caps = BP.filter_classes(d, R, caps)
             recorded.clear()
             st: dict = {}
             out, _ = BP.bp_probe(d, R, t0 + limit, st, caps=caps, box_filter=v in ("box", "greedy"), greedy=v == "greedy")
             secs = np.array([x["sec"] for x in recorded]) if recorded else np.zeros(1)
             items = [len(x["w"]) for x in recorded] or [0]
-            print(f"| {v} | {len(caps)} | {out} | {time.monotonic() - t0:.1f} | {st['nodes']} ({st['filtered']}) "
+            print(f"| {v} | {len(caps)} | {out} | {time.monotonic() - t0:.1f} | {st['nodes']} "
                   f"| {st['iters']} ({st['exact_rounds']}) | {st['pricing_s']:.1f} | {st['lp_s']:.1f} | {len(recorded)} "
                   f"| {int(np.median(items))} / {max(items)} "
                   f"| {np.median(secs):.3f} / {np.percentile(secs, 90):.3f} / {secs.max():.3f} |", flush=True)

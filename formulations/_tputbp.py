@@ -359,6 +359,18 @@ def compact_lp_feasible(d: TPData, R: float, caps: dict | None = None) -> tuple[
     return res.fun <= 1e-7, res.fun
 
 
+def filter_classes(d: TPData, R: float, caps: dict, deadline: float | None = None) -> dict:
+    """``throughput.lp_filter`` repeated until it drops nothing more: each pass charges every
+    component its least class left, so what one pass drops can tighten the next pass's LPs."""
+    from .throughput import lp_filter
+
+    while True:
+        nxt = lp_filter(d, R, caps, deadline)
+        if len(nxt) == len(caps):
+            return nxt
+        caps = nxt
+
+
 def bp_probe(d: TPData, R: float, deadline: float | None = None, stats: dict | None = None,
              caps: dict | None = None, box_filter: bool = True, greedy: bool = False):
     """Does some even placement sustain R? Depth-first branch and price over count-class ranges
@@ -367,20 +379,21 @@ def bp_probe(d: TPData, R: float, deadline: float | None = None, stats: dict | N
     branch on the component whose class choice is most spread, at its mean class.
     ``caps``: the root's classes (default ``class_caps`` at R; any dict that keeps every class a
     placement sustaining R can use, e.g. ``lp_filter``'s). ``box_filter`` (session 50): every
-    box's classes go through ``lp_filter`` first, repeated to a fixpoint, whose LP then takes
-    each other component's least count in the box (valid inside the box); the box's ranges shrink to the classes left,
-    and a box with a component left without a class is cut. ``greedy``: the configuration LPs
-    price by greedy fills first (``ConfigLP.run``). ``stats`` gathers nodes, leaves, boxes cut by
-    the filter and the configuration LPs' rounds (all, exact) and seconds (pricing, master).
+    box's classes go through :func:`filter_classes` first, whose LP charges each other component
+    its least count in the box (valid inside the box), and the box's ranges shrink to the classes
+    left (the filter never drops a component's last class, so it narrows boxes and the LP cuts
+    them). ``greedy``: the configuration LPs price by greedy fills first (``ConfigLP.run``).
+    ``stats`` gathers nodes, leaves and the configuration LPs' rounds (all, exact) and seconds
+    (pricing, master).
     Returns ("infeasible" | "feasible" | "unknown", n or None)."""
-    from .throughput import fixed_n_probe, lp_filter, structurally_ok
+    from .throughput import fixed_n_probe, structurally_ok
 
     caps = class_caps(d, R) if caps is None else caps
     if classless(d.C, caps):
         return "infeasible", None
     pool: dict[tuple, None] = {}
     stats = {} if stats is None else stats
-    for key in ("nodes", "leaves", "filtered", "iters", "exact_rounds", "pricing_s", "lp_s"):
+    for key in ("nodes", "leaves", "iters", "exact_rounds", "pricing_s", "lp_s"):
         stats.setdefault(key, 0)
     stack = [{c: (min(k for (cc, k) in caps if cc == c), max(k for (cc, k) in caps if cc == c)) for c in range(d.C)}]
     unknown = False
@@ -393,15 +406,8 @@ def bp_probe(d: TPData, R: float, deadline: float | None = None, stats: dict | N
         sub = {ck: u for ck, u in caps.items() if rng[ck[0]][0] <= ck[1] <= rng[ck[0]][1]}
         if classless(d.C, sub):
             continue
-        if box_filter:
-            while True:  # to a fixpoint: each pass's least counts tighten the next pass's LPs
-                nxt = lp_filter(d, R, sub, deadline)
-                if len(nxt) == len(sub):
-                    break
-                sub = nxt
-            if classless(d.C, sub):
-                stats["filtered"] += 1
-                continue
+        if box_filter:  # lp_filter keeps each component's last class, so the box keeps a range
+            sub = filter_classes(d, R, sub, deadline)
             rng = {c: (min(k for (cc, k) in sub if cc == c), max(k for (cc, k) in sub if cc == c)) for c in range(d.C)}
         lp = ConfigLP(d, R, caps=sub, extra=False, greedy=greedy)
         for (t, key) in pool:
