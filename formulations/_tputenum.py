@@ -288,23 +288,58 @@ def estimate(d: TPData, R: float, dives: int, deadline: float | None = None, ord
     return out
 
 
+MORE_DIVES = 256  # search(max_lps=..., budget=...): dives past the first ``dives`` up to this many ...
+MORE_DIVES_SHARE = 0.1  # ... while within this share of the budget (session 51: hetero 6 x 6) ...
+MORE_DIVES_COST = 0.1  # ... and below this share of the search's estimated LP seconds
+
+
 class _Stop(Exception):
     pass
 
 
 def dive_estimate(lp: CountLP, ks: dict[int, list[int]], order: list[int], dives: int, seed: int = 0,
-                  deadline: float | None = None, stop_above: float | None = None) -> tuple[float, int]:
+                  deadline: float | None = None, stop_above: float | None = None,
+                  leaf: dict | None = None, more: int = 0, more_until: float | None = None,
+                  stop_seconds: float | None = None) -> tuple[float, int]:
     """Knuth's estimate of how many CountLPs the search below solves (the children tried at
     every node not cut, summed over the depths), from ``dives`` random dives on ``lp`` (left
-    with no component fixed); returns (estimate, dives done). Cheap: no leaf tests. With ``stop_above``, the dives stop after
-    an eighth of them once the running estimate passes 4 x ``stop_above`` (a size gate only)."""
+    with no component fixed); returns (estimate, dives done). With ``stop_above``, the dives stop after
+    an eighth of them once the running estimate passes 4 x ``stop_above`` (a size gate only);
+    with ``stop_seconds``, once the running estimate x the dives' own seconds per LP passes it.
+    ``leaf``: a dict that gets the estimate of the complete vectors the LP leaves (``leaves``,
+    the search's fill tests) and the seconds of one fill test (:meth:`CountLP.fill_feasible`)
+    timed on a random such vector of each dive that reaches one (``fill_s`` over ``fills``);
+    when that vector passes the fill test, the seconds of its fixed-count program
+    (``fixed_n_probe`` at R, as the search's first probe of it: ``milp_s`` over ``milps``) and
+    the estimate of the vectors that pass (``passed``).
+    ``more``: after the first ``dives``, go on up to ``more`` dives in all while the clock is
+    before ``more_until`` (and ``deadline``) and the dives so far took less than ``MORE_DIVES_COST``
+    of the time the LPs they estimate would (a search estimated cheap is cheaper to run than to
+    estimate better):
+    the estimator is heavy-tailed, and a few dives tend to miss the large subtrees that make
+    its mean."""
     rng = random.Random(seed)
     total, done = 0.0, 0
-    while done < dives and (deadline is None or time.monotonic() < deadline):
-        if stop_above is not None and done >= max(1, dives // 8) and total / done > 4 * stop_above:
+    leaves = 0.0
+    lps0, secs0, t0 = lp.lps, lp.seconds, time.monotonic()
+    passed = 0.0
+
+    def go_on() -> bool:
+        if done < dives:
+            return True
+        now = time.monotonic()
+        per_lp = (lp.seconds - secs0) / max(lp.lps - lps0, 1)
+        return (done < more and more_until is not None and now < more_until
+                and now - t0 < MORE_DIVES_COST * total / done * per_lp)
+
+    while go_on() and (deadline is None or time.monotonic() < deadline):
+        if done >= max(1, dives // 8) and (
+                (stop_above is not None and total / done > 4 * stop_above)
+                or (stop_seconds is not None and total / done * (lp.seconds - secs0) / max(lp.lps - lps0, 1) > stop_seconds)):
             break
         done += 1
         prod = 1.0
+        N = [0] * lp.d.C
         for c in order:
             total += prod * len(ks[c])
             kids = []
@@ -315,9 +350,27 @@ def dive_estimate(lp: CountLP, ks: dict[int, list[int]], order: list[int], dives
             prod *= len(kids)
             if not kids:
                 break
-            lp.fix(c, rng.choice(kids))
+            N[c] = rng.choice(kids)
+            lp.fix(c, N[c])
+            if leaf is not None and c == order[-1]:
+                leaves += prod
+                lps, secs, t = lp.lps, lp.seconds, time.perf_counter()
+                ok = lp.fill_feasible(N)
+                lp.lps, lp.seconds = lps, secs  # the LP counts stay the dives' own
+                leaf["fill_s"] = leaf.get("fill_s", 0.0) + time.perf_counter() - t
+                leaf["fills"] = leaf.get("fills", 0) + 1
+                if ok:  # the search decides such a vector by the fixed-count program: time one
+                    t = time.perf_counter()
+                    left = None if deadline is None else max(0.05, deadline - time.monotonic())
+                    fixed_n_probe(lp.d, list(N), lp.R, left, confirm=True)
+                    leaf["milp_s"] = leaf.get("milp_s", 0.0) + time.perf_counter() - t
+                    leaf["milps"] = leaf.get("milps", 0) + 1
+                    passed += prod
         for c in order:
             lp.fix(c, None)
+    if leaf is not None:
+        leaf["leaves"] = leaves / max(done, 1)
+        leaf["passed"] = passed / max(done, 1)
     return total / max(done, 1), done
 
 
@@ -337,11 +390,17 @@ def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | 
     the final R, i.e. no placement sustains best x (1 + step). A deadline, or a probe stopped
     by ``probe_limit``, leaves it unproven. ``max_lps``: first estimate the LPs the search
     needs (:func:`dive_estimate`, ``dives`` dives) and give up at once, unproven, when the
-    estimate is larger, or (with ``budget`` seconds) when estimate x (seconds per LP in the
-    dives) x ``cost`` is larger than the budget (``stats["estimate"]``, ``stats["skipped"]``).
+    estimate is larger, or (with ``budget`` seconds) when the predicted seconds (``stats["predicted_s"]``:
+    the estimated LPs x the seconds of one in the dives, plus the estimated complete vectors
+    the LP leaves x the seconds of one fill test timed in the dives, all x ``cost``) are more
+    than the budget (``stats["estimate"]``, ``stats["leaves_estimate"]``, ``stats["skipped"]``).
+    Before session 51 the prediction counted the LPs only: on hetero 6 x 6 it let a 300 s solve
+    give the search 208 s, which ended unproven (the search took 381 s alone there, most of it in
+    43,689 fill tests), where the back end alone proves the optimum in 110 s.
     ``caps``: the classes of :func:`search_classes` at rate x (1 + step), if already known.
     ``max_range``: give up at once when the product of the count ranges left passes it (before
-    any dive); the dives get at most 15 % of ``budget``, and too few dives in that time give up."""
+    any dive); the dives get at most 15 % of ``budget``, and too few dives in that time give up;
+    past ``dives``, more dives run (up to ``MORE_DIVES``) within ``MORE_DIVES_SHARE`` of ``budget``."""
     from .throughput import best_for_counts
 
     stats = {} if stats is None else stats
@@ -363,20 +422,27 @@ def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | 
     N = [0] * d.C
     if max_lps is not None:
         lp0 = box["lp"]
-        gate = max_lps
-        if budget is not None and lp0.lps == 0:
-            lp0.feasible()  # one LP to time
-            gate = min(gate, budget / max(lp0.seconds * cost, 1e-9))
         dive_stop = deadline if budget is None else time.monotonic() + 0.15 * budget
         if deadline is not None:
             dive_stop = min(dive_stop, deadline)
-        stats["estimate"], done = dive_estimate(lp0, ks, order, dives, deadline=dive_stop, stop_above=gate)
+        leaf: dict = {}
+        more_until = None if budget is None else min(dive_stop, time.monotonic() + MORE_DIVES_SHARE * budget)
+        # (before session 51 the seconds gate came from one cold LP, 50 times a warm one on hetero 6 x 6)
+        stats["estimate"], done = dive_estimate(lp0, ks, order, dives, deadline=dive_stop, stop_above=max_lps, leaf=leaf,
+                                                more=MORE_DIVES, more_until=more_until,
+                                                stop_seconds=None if budget is None else 4 * budget / cost)
         stats["dives"] = done
         per_lp = lp0.seconds / max(lp0.lps, 1)
+        per_fill = leaf.get("fill_s", 0.0) / max(leaf.get("fills", 0), 1)
+        per_milp = leaf.get("milp_s", 0.0) / max(leaf.get("milps", 0), 1)
+        stats["leaves_estimate"] = leaf.get("leaves", 0.0)
+        stats["passed_estimate"] = leaf.get("passed", 0.0)
+        stats["predicted_s"] = (stats["estimate"] * per_lp + stats["leaves_estimate"] * per_fill
+                                + stats["passed_estimate"] * per_milp) * cost
         stats["lps"] = stats.get("lps", 0) + lp0.lps
         lp0.lps, lp0.seconds = 0, 0.0
         if done < max(1, dives // 8) or stats["estimate"] > max_lps \
-                or (budget is not None and stats["estimate"] * per_lp * cost > budget):
+                or (budget is not None and stats["predicted_s"] > budget):
             stats["skipped"] = True
             return rate, n, False
 
