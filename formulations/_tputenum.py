@@ -324,18 +324,21 @@ def dive_estimate(lp: CountLP, ks: dict[int, list[int]], order: list[int], dives
     lps0, secs0, t0 = lp.lps, lp.seconds, time.monotonic()
     passed = 0.0
 
+    def lp_seconds() -> float:
+        """The running estimate x the dives' own seconds per LP: the search's LP time."""
+        return total / done * (lp.seconds - secs0) / max(lp.lps - lps0, 1)
+
     def go_on() -> bool:
         if done < dives:
             return True
         now = time.monotonic()
-        per_lp = (lp.seconds - secs0) / max(lp.lps - lps0, 1)
         return (done < more and more_until is not None and now < more_until
-                and now - t0 < MORE_DIVES_COST * total / done * per_lp)
+                and now - t0 < MORE_DIVES_COST * lp_seconds())
 
     while go_on() and (deadline is None or time.monotonic() < deadline):
         if done >= max(1, dives // 8) and (
                 (stop_above is not None and total / done > 4 * stop_above)
-                or (stop_seconds is not None and total / done * (lp.seconds - secs0) / max(lp.lps - lps0, 1) > stop_seconds)):
+                or (stop_seconds is not None and lp_seconds() > stop_seconds)):
             break
         done += 1
         prod = 1.0
@@ -392,11 +395,13 @@ def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | 
     needs (:func:`dive_estimate`, ``dives`` dives) and give up at once, unproven, when the
     estimate is larger, or (with ``budget`` seconds) when the predicted seconds (``stats["predicted_s"]``:
     the estimated LPs x the seconds of one in the dives, plus the estimated complete vectors
-    the LP leaves x the seconds of one fill test timed in the dives, all x ``cost``) are more
-    than the budget (``stats["estimate"]``, ``stats["leaves_estimate"]``, ``stats["skipped"]``).
-    Before session 51 the prediction counted the LPs only: on hetero 6 x 6 it let a 300 s solve
-    give the search 208 s, which ended unproven (the search took 381 s alone there, most of it in
-    43,689 fill tests), where the back end alone proves the optimum in 110 s.
+    the LP leaves x the seconds of one fill test, plus those that pass it x the seconds of one
+    fixed-count program, both timed in the dives, all x ``cost``) are more than the budget
+    (``stats["estimate"]``, ``stats["leaves_estimate"]``, ``stats["passed_estimate"]``,
+    ``stats["skipped"]``). Before session 51 four dives (stopped by one cold LP's time) and
+    the LPs alone predicted hetero 6 x 6's search at about 120 s of a 300 s solve's 201 s
+    budget; it ran 208 s unproven (alone, at the optimum, it takes 381 s: 377,615 LPs, most of
+    the time, and 43,689 fill tests), where the back end alone proves the optimum in 110 s.
     ``caps``: the classes of :func:`search_classes` at rate x (1 + step), if already known.
     ``max_range``: give up at once when the product of the count ranges left passes it (before
     any dive); the dives get at most 15 % of ``budget``, and too few dives in that time give up;

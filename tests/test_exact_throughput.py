@@ -625,7 +625,7 @@ def test_dive_estimate_counts_the_search_tree(seed):
     opt = planner.api.judge(parsed, T.bruteforce_throughput(parsed), "exact").objective
     d = T.prepare(parsed)
     stats: dict = {}
-    best, _, proven = EN.search(d, opt, None, stats=stats)
+    _, _, proven = EN.search(d, opt, None, stats=stats)
     assert proven and stats["incumbents"] == 0 and stats["leaves"] >= 1
     R = opt * (1 + 1e-5)
     caps = EN.search_classes(d, R)
@@ -652,13 +652,13 @@ def test_count_search_gate_skips_hetero_6x6_at_a_300_s_budget():
 
     inst = next(gen_hetero(1, 1, scenarios=["medium"], components=6, machines=6, types=3))
     d = T.prepare(parse_instance(inst))
-    wb, shares = T.weighted_bound(d, None)
+    _, shares = T.weighted_bound(d, None)
     start, rate = T.polish_counts(d, T.canonical(d, T.round_even(d, shares, None)), time.monotonic() + 30)
     assert rate > 2630  # near the optimum 2644.87, as the stage starts (2643.77 in session 51's solves)
     budget = 200.0
     stats: dict = {}
     t0 = time.monotonic()
-    best, _, proven = EN.search(d, rate, start, t0 + budget, step=T.TOL, stats=stats,
+    _, _, proven = EN.search(d, rate, start, t0 + budget, step=T.TOL, stats=stats,
                                 max_lps=T.COUNT_SEARCH_LPS, dives=T.COUNT_SEARCH_DIVES, budget=budget,
                                 cost=T.COUNT_SEARCH_COST, max_range=T.COUNT_SEARCH_RANGE)
     assert stats.get("skipped") and not proven and stats["nodes"] == 0, stats
