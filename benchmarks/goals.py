@@ -130,7 +130,8 @@ def instance(build: tuple):
         _, e, c, n, seed, problem = build
         return parse_instance(layered(e, c, n, seed, problem=problem))
     if kind == "throughput":
-        import planner
+        import formulations  # noqa: F401 - bound to this checkout's (or --repo's) code before the
+        import planner       # benchmark module below puts its own checkout first on the path
         from planner.reproduce import _with_routing
 
         _, fam, comps, machines, routing = build
@@ -154,8 +155,9 @@ def run_one(cell: Cell, method: str) -> dict:
 
     row = {"cell": cell.key, "problem": cell.problem, "method": method, "limit": cell.limit}
     if cell.problem == "gap":
-        return _run_gap(cell, method, row)
+        return _run_gap(cell, method, row) | _code_of()
     inst = instance(cell.build)
+    row.update(_code_of())
     t = time.perf_counter()
     r = planner.solve(inst, cell.problem, method, time_limit=cell.limit)
     row["seconds"] = round(time.perf_counter() - t, 2)
@@ -168,6 +170,15 @@ def run_one(cell: Cell, method: str) -> dict:
         if not ev["feasible"]:
             row["violations"] = [str(v) for v in ev["violations"]][:5]
     return row
+
+
+def _code_of() -> dict:
+    """The checkouts this process's ``planner`` and ``formulations`` were imported from (after the
+    cell's instance was built: a benchmark module it imports puts its own checkout on the path)."""
+    import formulations
+    import planner
+
+    return {"code": sorted({str(Path(m.__file__).resolve().parent.parent) for m in (planner, formulations)})}
 
 
 def _run_gap(cell: Cell, method: str, row: dict) -> dict:
@@ -225,7 +236,13 @@ def run_isolated(cell: Cell, method: str, repo: Path | None = None) -> dict:
         return {"cell": cell.key, "problem": cell.problem, "method": method, "limit": cell.limit, **tag,
                 "status": "error", "message": f"exit {p.returncode}: {tail[0][:300]}",
                 "seconds": round(time.perf_counter() - t, 2)}
-    return {**json.loads(lines[-1]), **tag}
+    row = {**json.loads(lines[-1]), **tag}
+    if row.get("code") and row["code"] != [str(code.resolve())]:
+        # a --repo comparison that ran another checkout's code would compare nothing
+        return {"cell": cell.key, "problem": cell.problem, "method": method, "limit": cell.limit, **tag,
+                "status": "error", "message": f"ran the code of {row['code']}, not of {code.resolve()}",
+                "seconds": row.get("seconds")}
+    return row
 
 
 def verdict(base: dict | None, now: dict) -> str:
