@@ -290,7 +290,7 @@ def estimate(d: TPData, R: float, dives: int, deadline: float | None = None, ord
 
 MORE_DIVES = 256  # search(max_lps=..., budget=...): dives past the first ``dives`` up to this many ...
 MORE_DIVES_SHARE = 0.1  # ... while within this share of the budget (session 51: hetero 6 x 6) ...
-MORE_DIVES_COST = 0.1  # ... and below this share of the search's estimated LP seconds
+MORE_DIVES_COST = 0.1  # ... and below this share of the search's estimated seconds (LPs and leaf tests)
 
 
 class _Stop(Exception):
@@ -305,7 +305,8 @@ def dive_estimate(lp: CountLP, ks: dict[int, list[int]], order: list[int], dives
     every node not cut, summed over the depths), from ``dives`` random dives on ``lp`` (left
     with no component fixed); returns (estimate, dives done). With ``stop_above``, the dives stop after
     an eighth of them once the running estimate passes 4 x ``stop_above`` (a size gate only);
-    with ``stop_seconds``, once the running estimate x the dives' own seconds per LP passes it.
+    with ``stop_seconds``, once the search's seconds estimated so far pass it (its LPs at the
+    dives' own seconds per LP, and with ``leaf`` its fill tests and fixed-count programs).
     ``leaf``: a dict that gets the estimate of the complete vectors the LP leaves (``leaves``,
     the search's fill tests) and the seconds of one fill test (:meth:`CountLP.fill_feasible`)
     timed on a random such vector of each dive that reaches one (``fill_s`` over ``fills``);
@@ -314,7 +315,7 @@ def dive_estimate(lp: CountLP, ks: dict[int, list[int]], order: list[int], dives
     the estimate of the vectors that pass (``passed``).
     ``more``: after the first ``dives``, go on up to ``more`` dives in all while the clock is
     before ``more_until`` (and ``deadline``) and the dives so far took less than ``MORE_DIVES_COST``
-    of the time the LPs they estimate would (a search estimated cheap is cheaper to run than to
+    of the time the search they estimate would (a search estimated cheap is cheaper to run than to
     estimate better):
     the estimator is heavy-tailed, and a few dives tend to miss the large subtrees that make
     its mean."""
@@ -324,21 +325,29 @@ def dive_estimate(lp: CountLP, ks: dict[int, list[int]], order: list[int], dives
     lps0, secs0, t0 = lp.lps, lp.seconds, time.monotonic()
     passed = 0.0
 
-    def lp_seconds() -> float:
-        """The running estimate x the dives' own seconds per LP: the search's LP time."""
-        return total / done * (lp.seconds - secs0) / max(lp.lps - lps0, 1)
+    def search_seconds() -> float:
+        """The search's seconds by the dives so far: the running estimate of its LPs x the dives'
+        own seconds per LP, plus (with ``leaf``) the estimated complete vectors x the seconds of
+        one fill test and the estimated passing ones x the seconds of one fixed-count program.
+        (Session 51 counted the LPs alone here: on tiny 5 x 5 the dives then ran 46 times, 4.3 s
+        of a 60 s solve, before the whole prediction, 560 s, skipped the search; 0.5 s before.)"""
+        s = total / done * (lp.seconds - secs0) / max(lp.lps - lps0, 1)
+        if leaf is not None:
+            s += leaves / done * leaf.get("fill_s", 0.0) / max(leaf.get("fills", 0), 1)
+            s += passed / done * leaf.get("milp_s", 0.0) / max(leaf.get("milps", 0), 1)
+        return s
 
     def go_on() -> bool:
         if done < dives:
             return True
         now = time.monotonic()
         return (done < more and more_until is not None and now < more_until
-                and now - t0 < MORE_DIVES_COST * lp_seconds())
+                and now - t0 < MORE_DIVES_COST * search_seconds())
 
     while go_on() and (deadline is None or time.monotonic() < deadline):
         if done >= max(1, dives // 8) and (
                 (stop_above is not None and total / done > 4 * stop_above)
-                or (stop_seconds is not None and lp_seconds() > stop_seconds)):
+                or (stop_seconds is not None and search_seconds() > stop_seconds)):
             break
         done += 1
         prod = 1.0

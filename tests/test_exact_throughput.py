@@ -640,6 +640,30 @@ def test_dive_estimate_counts_the_search_tree(seed):
     assert done == 8
 
 
+def test_dive_estimate_stops_by_the_leaf_tests_too():
+    """The dives' early stop (``stop_seconds``) weighs the whole search, its fill tests and
+    fixed-count programs included, not its LPs alone: session 51's LP-only stop let 46 dives run
+    on the goal cell tiny 5 x 5 (4.3 s of a 60 s solve) before the whole prediction skipped the
+    search, where the leaves cost most. Here, at the polished start's rate of such a solve, the
+    leaf dict comes with one fixed-count program already timed at 10^6 s, so the whole search is
+    far past the stop once a dive's vector passes its fill test, while its LPs (about 100 s) stay
+    under it: the dives stop after the first eighth, or soon after, not after all 32."""
+    from formulations import _tputenum as EN
+    from formulations import throughput as T
+
+    d = T.prepare(tiny_5x5())
+    R = 2569.3035835023666 * (1 + 1e-5)
+    caps = EN.search_classes(d, R)
+    ks = {c: sorted(k for (cc, k) in caps if cc == c) for c in range(d.C)}
+    order = sorted(range(d.C), key=lambda c: len(ks[c]))
+    lp = EN.CountLP(d, R, caps)
+    est, done = EN.dive_estimate(lp, ks, order, 32)
+    assert done == 32 and est * lp.seconds / lp.lps < 1e4  # the LPs alone would not stop the dives
+    leaf = {"milp_s": 1e6, "milps": 1}
+    _, done = EN.dive_estimate(EN.CountLP(d, R, caps), ks, order, 32, leaf=leaf, stop_seconds=1e4)
+    assert leaf["milps"] > 1 and 32 // 8 <= done < 16
+
+
 @pytest.mark.slow
 def test_count_search_gate_skips_hetero_6x6_at_a_300_s_budget():
     """Session 51: at a 300 s limit the stage gave the search 208 s on hetero 6 x 6 (the gate
@@ -1134,6 +1158,14 @@ def test_back_end_models_stop_building_at_their_deadline(builder):
     with pytest.raises(T.BuildStopped):
         call(0.0)
     assert time.monotonic() - t0 < 1.0  # the whole build: 3-4 s
+
+
+def tiny_5x5():
+    """The benchmarks' goal cell tiny 5 x 5 (benchmarks/bench_throughput_scaling.py, ``instance``)."""
+    inst = tiny(11, "even", 5, 5, per_node=10)
+    for c in inst["topologies"][0]["components"]:
+        c.pop("max_per_node")
+    return parse_instance(inst)
 
 
 def tiny_8x10():
