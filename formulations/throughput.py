@@ -63,7 +63,8 @@ TOL = 1e-5  # relative: optimal means best rate >= bound / (1 + TOL)
 MILP_SYM_MAX = 10**5  # largest weight in the MILPs' symmetry-breaking key (numerics)
 SHARE_UNITS = 10**6  # CP-SAT weighted routing: flows in 1/D of a component's rate
 OPTIONS = {"hint": None, "max_instances": 10, "weighted_start": True, "polish": True, "count_search": True,
-           "weighted_cuts": True, "lns": False}
+           "weighted_cuts": True, "lns": False,
+           "highs_start": False}
 POLISH_PROBE = 1.0  # seconds: one fixed-count probe in the start polish
 POLISH_SHARE = 0.2  # at most this share of the time left goes to the polish
 POLISH_MAX = 30.0  # seconds of polish when there is no time limit
@@ -582,14 +583,16 @@ def _even_milp(d: TPData, R: float, hint, time_limit, solver: str):
     return out.status, None
 
 
-def _even_milp_direct(d: TPData, r_lo: float, r_ub: float, hint, time_limit, solver: str):
+def _even_milp_direct(d: TPData, r_lo: float, r_ub: float, hint, time_limit, solver: str, highs_start: bool = False):
     """Direct MILP for even routing: minimise T' = R_ub / R (no bisection).
 
     Dividing machine j's row  R sum_c a_cj g_c s_cj + sum_c MET_cj n_cj <= cap_j  by R and
     scaling by R_ub gives  R_ub sum_c a_cj g_c s_cj + sum_c MET_cj (n_cj T') <= cap_j T', where
     the share s_cj = n_cj / N_c = sum_k z_cjk / k is linear in the GAP-core variables, and the
     product n_cj T' is linearised exactly through the bits of n_cj (McCormick on binaries with
-    1 <= T' <= R_ub / R_lo). Returns (Outcome, n); the Outcome's objective and bound are in T'."""
+    1 <= T' <= R_ub / R_lo). Returns (Outcome, n); the Outcome's objective and bound are in T'.
+    The hint is CBC's start; HiGHS's too with ``highs_start`` (highspy, which takes one), else
+    SciPy's HiGHS gets the hint's rate as a cutoff."""
     import pulp
 
     deadline = _limit_deadline(time_limit)
@@ -630,7 +633,7 @@ def _even_milp_direct(d: TPData, r_lo: float, r_ub: float, hint, time_limit, sol
     if hint is not None:
         h_rate = even_rate(d, hint)
         if h_rate > 0:
-            if solver == "cbc":
+            if solver == "cbc" or highs_start:
                 _set_even_start(d, hint, n, yv, z, classes)
                 tv = min(tmax, max(1.0, r_ub / h_rate))
                 T.setInitialValue(tv)
@@ -1232,7 +1235,7 @@ def _bisect(d: TPData, check, hint_n, deadline: float | None, search: Search, ga
 def solve_throughput(instance: Instance, backend: str, method: str, time_limit=None, seed=0,
                      hint: str | None = None, max_instances: int = 10, weighted_start: bool = True,
                      polish: bool = True, count_search: bool = True, weighted_cuts: bool = True,
-                     lns: bool = False) -> Result:
+                     lns: bool = False, highs_start: bool = False) -> Result:
     """Shared driver of exact.cpsat / exact.milp-cbc / exact.milp-highs for ``throughput``."""
     d = prepare(instance, max_instances)
     deadline = None if time_limit is None else time.monotonic() + time_limit
@@ -1332,21 +1335,24 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
                 finished = _bisect(d, lambda R, h, left: _even_milp(d, R, h, left, backend), hint_n, deadline, search)
             else:
                 left = None if deadline is None else max(0.05, deadline - time.monotonic())
-                if backend == "highs" and floor_n is not None:
+                if backend == "highs" and floor_n is not None and not highs_start:
                     # SciPy's HiGHS takes no start: it must find a plan at least as good as the
                     # model's floor by itself, and when it finds none it reports no bound either;
                     # so it keeps the pre-polish floor (as before the polish), measured: the
                     # polished floor left it without a plan or a bound on tiny 8 x 10 and hetero 6 x 6
                     out, n = _even_milp_direct(d, floor_rate, search.hi, floor_n, left, backend)
                 else:
-                    out, n = _even_milp_direct(d, search.best_rate, search.hi, search.best_n, left, backend)
+                    if backend == "highs" and highs_start:
+                        details["highs_start"] = {"start_rate": search.best_rate}
+                    out, n = _even_milp_direct(d, search.best_rate, search.hi, search.best_n, left, backend,
+                                               highs_start=highs_start)
                 if n is not None:
                     r = even_rate(d, n)
                     if r > search.best_rate:
                         search.best_rate, search.best_n = r, n
-                if out.status == "infeasible" and backend == "highs" and floor_n is not None \
-                        and search.best_rate > floor_rate * (1 + 1e-6):
-                    finished = False  # the polished plan is in that model: numerics, not a proof
+                if out.status == "infeasible" and backend == "highs" and (
+                        highs_start or (floor_n is not None and search.best_rate > floor_rate * (1 + 1e-6))):
+                    finished = False  # the polished plan is in that model (no cutoff): numerics, not a proof
                 elif out.status == "infeasible":  # only the hint's cutoff can do that: the hint is optimal
                     search.hi = search.best_rate
                 elif out.status == "optimal":
@@ -1727,10 +1733,11 @@ def _bf_even(d: TPData, deadline) -> Result:
 
 def _make(backend: str, name: str):
     def method(instance: Instance, problem: str, *, time_limit=None, seed=0, hint=None, max_instances=10,
-               weighted_start=True, polish=True, count_search=True, weighted_cuts=True, lns=False, **_other):
+               weighted_start=True, polish=True, count_search=True, weighted_cuts=True, lns=False, highs_start=False,
+               **_other):
         return core.watched(lambda: solve_throughput(instance, backend, name, time_limit, seed, hint, max_instances,
                                                      bool(weighted_start), bool(polish), bool(count_search),
-                                                     bool(weighted_cuts), bool(lns)))
+                                                     bool(weighted_cuts), bool(lns), bool(highs_start)))
 
     method.__name__ = f"throughput_{backend}"
     method.__doc__ = f"Exact throughput (Nasiri et al.) with {backend}: see the module docstring."

@@ -2,6 +2,7 @@
 import random
 
 import pulp
+import pytest
 
 from formulations import gap
 from formulations._linmodel import LinModel, solve_model
@@ -78,3 +79,60 @@ def test_cbc_answer_after_preprocessing_emptied_the_model_is_checked():
     r = planner.solve(inst, "admission", "exact.milp-cbc")
     assert r.status.value == "optimal" and r.objective == 3 and r.bound == 3, (r.status, r.objective, r.bound)
     assert r.metrics["feasible"]
+
+
+def _knapsack(seed: int, n: int = 25):
+    rng = random.Random(seed)
+    w = [rng.randint(5, 40) for _ in range(n)]
+    v = [rng.randint(1, 60) for _ in range(n)]
+    cap = sum(w) // 3
+    p = pulp.LpProblem(f"ks{seed}", pulp.LpMaximize)
+    xs = [pulp.LpVariable(f"x{i}", 0, rng.randint(1, 3), cat="Integer") for i in range(n)]
+    p += pulp.lpSum(a * x for a, x in zip(v, xs))
+    p += pulp.lpSum(a * x for a, x in zip(w, xs)) <= cap
+    return p, xs, w, v, cap
+
+
+def _greedy_start(xs, w, v, cap) -> float:
+    """Set a feasible start (by value per weight) as the variables' initial values; its value."""
+    left, value = cap, 0
+    for i in sorted(range(len(xs)), key=lambda i: -v[i] / w[i]):
+        k = min(int(xs[i].upBound), left // w[i])
+        xs[i].setInitialValue(k)
+        left -= k * w[i]
+        value += k * v[i]
+    return value
+
+
+def test_highs_with_a_start_agrees_with_scipys_highs():
+    """``run_pulp(..., "highs", warm=True)`` (highspy in this process, the start handed over)
+    proves the same optima as SciPy's HiGHS, which takes no start; an infeasible start is only
+    ignored."""
+    for seed in range(12):
+        p, xs, w, v, cap = _knapsack(seed)
+        plain = gap.run_pulp(p, "highs", 10.0)
+        start = _greedy_start(xs, w, v, cap)
+        if seed % 3 == 0:  # over capacity: HiGHS must reject it
+            for x in xs:
+                x.setInitialValue(x.upBound)
+        warm = gap.run_pulp(p, "highs", 10.0, warm=True)
+        assert plain.status == warm.status == "optimal", seed
+        assert warm.objective == pytest.approx(plain.objective, abs=1e-6) and warm.objective >= start - 1e-6, seed
+        got = [round(x.varValue) for x in xs]
+        assert sum(a * k for a, k in zip(w, got)) <= cap
+        assert sum(a * k for a, k in zip(v, got)) == pytest.approx(warm.objective, abs=1e-6)
+
+
+def test_highs_stopped_at_once_keeps_the_start():
+    """Stopped before its search, HiGHS with a start returns that start (or better) as a feasible
+    plan, and a bound above it when it has one yet (the odd partition: its proof is hard)."""
+    w, cap = _odd_partition()
+    p = pulp.LpProblem("hard_max", pulp.LpMaximize)
+    xs = [pulp.LpVariable(f"x{i}", cat="Binary") for i in range(len(w))]
+    p += pulp.lpSum(a * x for a, x in zip(w, xs))
+    p += pulp.lpSum(a * x for a, x in zip(w, xs)) <= cap
+    start = _greedy_start(xs, w, [a for a in w], cap)
+    out = gap.run_pulp(p, "highs", 1e-3, warm=True)
+    assert out.status == "feasible"
+    assert out.objective >= start
+    assert out.bound is None or out.bound >= out.objective
