@@ -11,7 +11,7 @@ from .evaluate import evaluate as _evaluate
 from .model import Instance, InstanceError, load_instance as _load_file, parse_instance
 from .plan import Plan, Result, Status, gap_to_optimal, relative_gap
 from .problems import PROBLEMS, get_problem
-from .registry import get_method
+from .registry import get_method, option_error
 
 __all__ = ["solve", "evaluate", "compare", "load_instance"]
 
@@ -70,10 +70,9 @@ def solve(instance: Instance | dict | str | Path, problem: str, method: str, tim
     info = get_method(method)
     if problem not in info.problems:
         raise InstanceError("method", f"method {method!r} does not solve {problem!r}; it solves {', '.join(info.problems)}")
-    unknown = sorted(set(options) - set(info.options))
-    if unknown:
-        allowed = ", ".join(sorted(info.options)) or "none"
-        raise InstanceError(f"options.{unknown[0]}", f"unknown option for {method!r}; its options: {allowed}")
+    bad = option_error(info, options)
+    if bad:
+        raise InstanceError(f"options.{bad[0]}", bad[1])
     if time_limit is not None and time_limit <= 0:
         raise InstanceError("time_limit", f"must be > 0, got {time_limit}")
     t0 = time.perf_counter()

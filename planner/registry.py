@@ -65,6 +65,29 @@ def register(name: str, problems: list[str] | tuple[str, ...], source: str, kind
     return deco
 
 
+def option_error(info: MethodInfo, options: dict[str, Any]) -> tuple[str, str] | None:
+    """The first option that ``info`` does not have, or whose value is not of its default's kind
+    (a switch takes true or false, a count an integer, a weight a number; options whose default
+    is a string or None are the methods' own to check): (option, message), or None. The API and
+    the HTTP service both ask it, so ``-o lns=maybe`` is refused instead of read as true."""
+    unknown = sorted(set(options) - set(info.options))
+    if unknown:
+        return unknown[0], f"unknown option for {info.name!r}; its options: {', '.join(sorted(info.options)) or 'none'}"
+    for key in sorted(options):
+        default, value = info.options[key], options[key]
+        if isinstance(default, bool):
+            ok, kind = isinstance(value, bool), "true or false"
+        elif isinstance(default, int):
+            ok, kind = isinstance(value, int) and not isinstance(value, bool), "an integer"
+        elif isinstance(default, float):
+            ok, kind = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+        else:
+            continue
+        if not ok:
+            return key, f"option of {info.name!r} must be {kind} (its default is {default!r}), got {value!r}"
+    return None
+
+
 def _canonical(problems: tuple[str, ...]) -> tuple[str, ...]:
     """Problems in the order planner.problems lists them, whatever order modules registered in."""
     from .problems import PROBLEMS

@@ -251,7 +251,7 @@ def _check_problem(problem: str | None, path: str = "problem") -> None:
 def _method(name: str, problem: str, options: dict[str, Any]):
     """The registry entry for ``name`` (never an import), checked against problem and options."""
     from .model import InstanceError
-    from .registry import get_method, list_methods
+    from .registry import get_method, list_methods, option_error
 
     try:
         info = get_method(name)
@@ -261,11 +261,11 @@ def _method(name: str, problem: str, options: dict[str, Any]):
     if problem not in info.problems:
         raise ServiceError(422, "method_problem_mismatch",
                            f"method {name!r} does not solve {problem!r}; it solves {', '.join(info.problems)}", "method")
-    unknown = sorted(set(options) - set(info.options))
-    if unknown:
-        raise ServiceError(422, "unknown_option",
-                           f"unknown option {unknown[0]!r} for {name!r}; its options: {', '.join(sorted(info.options)) or 'none'}",
-                           f"options.{unknown[0]}")
+    bad = option_error(info, options)
+    if bad:
+        key, msg = bad
+        raise ServiceError(422, "unknown_option" if key not in info.options else "bad_option",
+                           f"option {key!r}: {msg}", f"options.{key}")
     return info
 
 

@@ -43,6 +43,9 @@ def test_exit_codes(tmp_path):
     assert p.returncode == 2 and "unknown problem" in p.stderr
     p = run("solve", "tiny-linear", "-p", "network", "-m", "storm.even", "-o", "colour=1")
     assert p.returncode == 2 and "unknown option" in p.stderr
+    p = run("solve", "tiny-linear", "-p", "network", "-m", "exact.cpsat", "-o", "symmetry=maybe")
+    assert p.returncode == 2 and "options.symmetry" in p.stderr and "true or false" in p.stderr
+    assert "Traceback" not in p.stderr
     # no feasible plan: every node too small
     d = tiny()
     for r in d["cluster"]["racks"]:

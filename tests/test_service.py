@@ -215,6 +215,12 @@ def test_unknown_method_problem_option_are_422(client, http):
         assert_error(http.post("/v1/solve", json={**ok, "method": name}), 422, "unknown_method", "method")
     assert_error(http.post("/v1/solve", json={**ok, "problem": "fastest"}), 422, "unknown_problem", "problem")
     assert_error(http.post("/v1/solve", json={**ok, "options": {"alpha": 1}}), 422, "unknown_option", "options.alpha")
+    exact = {**ok, "method": "exact.cpsat"}
+    body = assert_error(http.post("/v1/solve", json={**exact, "options": {"symmetry": "maybe"}}), 422, "bad_option",
+                        "options.symmetry")
+    assert "true or false" in body["detail"]
+    assert_error(http.post("/v1/solve", json={**exact, "options": {"max_instances": 2.5}}), 422, "bad_option",
+                 "options.max_instances")
     with pytest.raises(PlannerServiceError) as e:
         client.solve(TINY, "network", "no.such.method")
     assert (e.value.status, e.value.error, e.value.path) == (422, "unknown_method", "method")
