@@ -1365,8 +1365,9 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
                     finished = False  # the polished plan is in that model (no cutoff): numerics, not a proof
                 elif out.status == "infeasible":  # only the hint's cutoff can do that: the hint is optimal
                     search.hi = search.best_rate
-                elif out.status == "optimal":
-                    search.hi = max(search.best_rate, search.hi / out.objective * (1 + 1e-7))
+                elif out.status == "optimal":  # T' >= the solver's proven bound (HiGHS's dual bound, CBC's value)
+                    t_lo = min(out.objective / (1 + 1e-7), out.bound if out.bound is not None else math.inf)
+                    search.hi = max(search.best_rate, search.hi / t_lo)
                 else:
                     finished = False
                     if out.bound is not None and out.bound > 0:
