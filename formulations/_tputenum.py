@@ -312,7 +312,8 @@ def dive_estimate(lp: CountLP, ks: dict[int, list[int]], order: list[int], dives
     timed on a random such vector of each dive that reaches one (``fill_s`` over ``fills``);
     when that vector passes the fill test, the seconds of its fixed-count program
     (``fixed_n_probe`` at R, as the search's first probe of it: ``milp_s`` over ``milps``) and
-    the estimate of the vectors that pass (``passed``).
+    the estimate of the vectors that pass (``passed``), and the search's seconds by all that
+    (``search_s``: as for ``stop_seconds``).
     ``more``: after the first ``dives``, go on up to ``more`` dives in all while the clock is
     before ``more_until`` (and ``deadline``) and the dives so far took less than ``MORE_DIVES_COST``
     of the time the search they estimate would (a search estimated cheap is cheaper to run than to
@@ -383,6 +384,7 @@ def dive_estimate(lp: CountLP, ks: dict[int, list[int]], order: list[int], dives
     if leaf is not None:
         leaf["leaves"] = leaves / max(done, 1)
         leaf["passed"] = passed / max(done, 1)
+        leaf["search_s"] = search_seconds() if done else 0.0
     return total / max(done, 1), done
 
 
@@ -446,13 +448,9 @@ def search(d: TPData, rate: float, n: list[list[int]] | None, deadline: float | 
                                                 more=MORE_DIVES, more_until=more_until,
                                                 stop_seconds=None if budget is None else 4 * budget / cost)
         stats["dives"] = done
-        per_lp = lp0.seconds / max(lp0.lps, 1)
-        per_fill = leaf.get("fill_s", 0.0) / max(leaf.get("fills", 0), 1)
-        per_milp = leaf.get("milp_s", 0.0) / max(leaf.get("milps", 0), 1)
-        stats["leaves_estimate"] = leaf.get("leaves", 0.0)
-        stats["passed_estimate"] = leaf.get("passed", 0.0)
-        stats["predicted_s"] = (stats["estimate"] * per_lp + stats["leaves_estimate"] * per_fill
-                                + stats["passed_estimate"] * per_milp) * cost
+        stats["leaves_estimate"] = leaf["leaves"]
+        stats["passed_estimate"] = leaf["passed"]
+        stats["predicted_s"] = leaf["search_s"] * cost
         stats["lps"] = stats.get("lps", 0) + lp0.lps
         lp0.lps, lp0.seconds = 0, 0.0
         if done < max(1, dives // 8) or stats["estimate"] > max_lps \

@@ -1210,15 +1210,15 @@ def _bisect(d: TPData, check, hint_n, deadline: float | None, search: Search, ga
         R = (lo + search.hi) / 2 if math.isfinite(search.hi) else max(2 * lo, 1.0)
         if gallop is not None:  # probe just above the incumbent first: it is often optimal
             R = min(R, max(search.best_rate, lo) * (1 + gallop))
-        if proof and search.best_n is not None:
-            R = min(R, search.best_rate * (1 + TOL / 2))
+        if proof:  # set only after a galloping probe, so there is an incumbent
+            R = search.best_rate * (1 + TOL / 2)
         if search.best_n is not None:
             R = max(R, search.best_rate * (1 + TOL / 2))
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0.01:
             return False
         capped = (gallop is not None or proof) and left is not None
-        was_proof, proof = proof, False
+        proof = False
         try:
             st, n = check(R, search.best_n or hint_n, GALLOP_SHARE * left if capped else left)
         except BuildStopped:  # the probe's model was not built within its time: the probe is unknown
@@ -1236,7 +1236,7 @@ def _bisect(d: TPData, check, hint_n, deadline: float | None, search: Search, ga
                 gallop *= 4
         elif st == "infeasible":
             search.hi = R
-            proof = PROOF_FIRST and gallop is not None and not was_proof
+            proof = PROOF_FIRST and gallop is not None  # once: the gallop ends here
             gallop = None
         else:
             return False
