@@ -473,9 +473,17 @@ def _make_highs_warm():
         """pulp.HiGHS that passes the variables' initial values to HiGHS as a start solution."""
 
         warm = False
+        partial = False  # hand over only the values set, for HiGHS to complete (else unset ones are 0)
 
         def callSolver(self, lp):  # noqa: N802 - PuLP's name
-            if self.warm:
+            if self.warm and self.partial:
+                import numpy as np
+
+                given = [(v.index, float(v.varValue)) for v in lp.variables() if v.varValue is not None]
+                if given:
+                    lp.solverModel.setSolution(len(given), np.array([k for k, _ in given], dtype=np.int32),
+                                               np.array([x for _, x in given], dtype=float))
+            elif self.warm:
                 import highspy
 
                 sol = highspy.HighsSolution()

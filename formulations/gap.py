@@ -256,11 +256,17 @@ def _quiet_stdout():
         os.close(saved)
 
 
-def _pulp_arrays(prob):
-    """A PuLP problem as arrays, minimisation form: (variables, c, A (CSR) or None, row lo, row hi,
-    integrality, col lb, col ub, sign) with sign -1 for a maximisation."""
+def _pulp_to_scipy_milp(prob, time_limit: float | None, deadline: float | None = None):
+    """Solve a PuLP problem with HiGHS as bundled in SciPy (``scipy.optimize.milp``).
+
+    Why not ``pulp.HiGHS``: it goes through ``highspy``, whose ``libhighs.so.1`` clashes with the
+    HiGHS library inside OR-Tools unless their versions match (pyproject pins highspy to OR-Tools'
+    HiGHS; docs/architecture.md); SciPy's HiGHS is linked privately and coexists with any.
+    SciPy's ``milp`` takes no start solution: :func:`_pulp_highs_warm` does.
+    """
     import numpy as np
     import pulp
+    from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_matrix
 
     vs = prob.variables()
@@ -281,24 +287,10 @@ def _pulp_arrays(prob):
     integrality = np.array([1 if v.cat == pulp.LpInteger else 0 for v in vs])
     lb = np.array([-np.inf if v.lowBound is None else v.lowBound for v in vs], dtype=float)
     ub = np.array([np.inf if v.upBound is None else v.upBound for v in vs], dtype=float)
-    A = None
+    cons = []
     if rows or prob.constraints:
         A = coo_matrix((vals, (rows, cols)), shape=(len(prob.constraints), len(vs))).tocsr()
-    return vs, c, A, np.array(lo, dtype=float), np.array(hi, dtype=float), integrality, lb, ub, sign
-
-
-def _pulp_to_scipy_milp(prob, time_limit: float | None, deadline: float | None = None):
-    """Solve a PuLP problem with HiGHS as bundled in SciPy (``scipy.optimize.milp``).
-
-    Why not ``pulp.HiGHS``: it goes through ``highspy``, whose ``libhighs.so.1`` clashes with the
-    HiGHS library inside OR-Tools unless their versions match (pyproject pins highspy to OR-Tools'
-    HiGHS; docs/architecture.md); SciPy's HiGHS is linked privately and coexists with any.
-    SciPy's ``milp`` takes no start solution: :func:`_pulp_to_highspy` does.
-    """
-    from scipy.optimize import Bounds, LinearConstraint, milp
-
-    vs, c, A, lo, hi, integrality, lb, ub, sign = _pulp_arrays(prob)
-    cons = [LinearConstraint(A, lo, hi)] if A is not None else []
+        cons = [LinearConstraint(A, np.array(lo), np.array(hi))]
     opts: dict[str, Any] = {"disp": False, "mip_rel_gap": MIP_REL_GAP}
     if deadline is not None:  # the arrays above took their time (seconds for throughput's 20 x 30)
         time_limit = max(time_left(time_limit, deadline), 0.01)
@@ -312,56 +304,32 @@ def _pulp_to_scipy_milp(prob, time_limit: float | None, deadline: float | None =
     return res, sign
 
 
-def _pulp_to_highspy(prob, time_limit: float | None, deadline: float | None = None, warm: bool = False):
-    """Solve a PuLP problem with highspy in this process (the HiGHS that OR-Tools bundles, by the
-    pin), with the variables' initial values as a start solution when ``warm``: HiGHS checks it
-    and, when it is feasible, starts from it as its incumbent. Returns an object with SciPy's
-    ``milp`` result fields that :func:`run_pulp` reads (``status`` 0 optimal, 1 stopped, 2
-    infeasible; ``x``; ``mip_dual_bound``) and the sign, as :func:`_pulp_to_scipy_milp`.
-    The absolute gap is set as small as the relative one's purpose needs (HiGHS's default,
-    1e-6, would end a minimisation of T' ~ 1 at a relative gap of 1e-6, not ``MIP_REL_GAP``)."""
+def _pulp_highs_warm(prob, time_limit: float | None, deadline: float | None = None):
+    """Solve a PuLP problem with ``pulp.HiGHS`` (highspy) in this process, the variables' initial
+    values handed over as a start solution (``_linmodel._HiGHSWarm``, partial: HiGHS completes
+    the values left unset), which HiGHS keeps as its incumbent when it is feasible. Returns what
+    :func:`run_pulp` reads of SciPy's ``milp`` result (``status`` 0 optimal, 1 stopped, 2
+    infeasible; ``x``; ``mip_dual_bound``) and the sign, as :func:`_pulp_to_scipy_milp`. The
+    absolute gap is set far below HiGHS's default (1e-6, a relative 1e-6 on the even direct
+    MILP's T' ~ 1), so that ``optimal`` means ``MIP_REL_GAP``."""
     import types
 
-    import highspy
-    import numpy as np
+    import pulp
 
-    vs, c, A, lo, hi, integrality, lb, ub, sign = _pulp_arrays(prob)
-    inf = highspy.kHighsInf
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("mip_rel_gap", MIP_REL_GAP)
-    h.setOptionValue("mip_abs_gap", 1e-10)
-    h.setOptionValue("threads", 1)
-    n = len(vs)
-    h.addVars(n, np.where(np.isfinite(lb), lb, -inf), np.where(np.isfinite(ub), ub, inf))
-    h.changeColsCost(n, np.arange(n, dtype=np.int32), c)
-    ints = np.flatnonzero(integrality).astype(np.int32)
-    if len(ints):
-        h.changeColsIntegrality(len(ints), ints, np.array([highspy.HighsVarType.kInteger] * len(ints)))
-    if A is not None:
-        h.addRows(A.shape[0], np.where(np.isfinite(lo), lo, -inf), np.where(np.isfinite(hi), hi, inf),
-                  A.nnz, A.indptr.astype(np.int32), A.indices.astype(np.int32), A.data.astype(float))
-    if warm:
-        given = [(k, float(v.varValue)) for k, v in enumerate(vs) if v.varValue is not None]
-        if given:
-            h.setSolution(len(given), np.array([k for k, _ in given], dtype=np.int32),
-                          np.array([x for _, x in given], dtype=float))
+    from ._linmodel import _HiGHSWarm
+
     if deadline is not None:
         time_limit = max(time_left(time_limit, deadline), 0.01)
-    if time_limit is not None:
-        h.setOptionValue("time_limit", float(time_limit))
+    solver = _HiGHSWarm(msg=False, timeLimit=time_limit, gapRel=MIP_REL_GAP, gapAbs=1e-10, threads=1)
+    solver.warm = solver.partial = True
     with _quiet_stdout():
-        h.run()
-    st = h.getModelStatus()
-    info = h.getInfo()
-    x = None
-    if info.primal_solution_status == 2:  # a feasible solution
-        x = np.array(h.getSolution().col_value, dtype=float)
-        for v, xv in zip(vs, x):
-            v.varValue = float(xv)
-    code = 0 if st == highspy.HighsModelStatus.kOptimal else 2 if st == highspy.HighsModelStatus.kInfeasible else 1
-    bound = info.mip_dual_bound
-    return types.SimpleNamespace(status=code, x=x, mip_dual_bound=bound if np.isfinite(bound) else None), sign
+        prob.solve(solver)
+    found = prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
+    code = 0 if prob.sol_status == pulp.LpSolutionOptimal else 2 if prob.status == pulp.LpStatusInfeasible else 1
+    bound = float(prob.solverModel.getInfo().mip_dual_bound)
+    # pulp.HiGHS hands HiGHS the negated objective of a maximisation, as SciPy's form does
+    return types.SimpleNamespace(status=code, x=[v.varValue for v in prob.variables()] if found else None,
+                                 mip_dual_bound=bound), (-1.0 if prob.sense == pulp.LpMaximize else 1.0)
 
 
 def cbc_infeasible_is_proof(log_text: str, seconds: float, time_limit: float | None) -> bool:
@@ -630,7 +598,7 @@ def run_pulp(prob, solver: str, time_limit: float | None, warm: bool = False,
     if solver == "highs":
         # SciPy's HiGHS takes no start solution; with ``warm`` the model goes to highspy in this
         # process, which does (the variables' initial values)
-        res, sign = (_pulp_to_highspy(prob, time_limit, deadline, warm=True) if warm
+        res, sign = (_pulp_highs_warm(prob, time_limit, deadline) if warm
                      else _pulp_to_scipy_milp(prob, time_limit, deadline))
         sec = time.perf_counter() - t0
         bound = getattr(res, "mip_dual_bound", None)
