@@ -446,6 +446,7 @@ def test_highs_start_option_agrees_with_bruteforce():
     """The option ``highs_start`` (off by default) hands exact.milp-highs's direct MILP to highspy
     with the incumbent as its start and floor; on seeded instances (count search off, so that the
     MILP runs) it proves brute force's optimum and the plan passes the evaluator."""
+    started = 0
     for seed in range(6):
         inst = tiny(seed, "even", 3, 3)
         ref = planner.solve(inst, "throughput", "exact.bruteforce")
@@ -455,8 +456,8 @@ def test_highs_start_option_agrees_with_bruteforce():
         assert r.metrics["feasible"], seed
         if "highs_start" in r.details:  # not when the start or the polish already met the bound
             assert r.details["highs_start"]["start_rate"] <= r.objective * (1 + 1e-9)
-    assert any("highs_start" in planner.solve(tiny(s, "even", 3, 3), "throughput", "exact.milp-highs",
-                                              count_search=False, highs_start=True).details for s in range(6))
+            started += 1
+    assert started > 0
 
 
 def test_polish_option_off_agrees():
