@@ -1207,20 +1207,20 @@ def test_back_end_models_stop_building_at_their_deadline(builder):
     assert time.monotonic() - t0 < 1.0  # the whole build: 3-4 s
 
 
-def tiny_5x5():
-    """The benchmarks' goal cell tiny 5 x 5 (benchmarks/bench_throughput_scaling.py, ``instance``)."""
-    inst = tiny(11, "even", 5, 5, per_node=10)
+def _goal_tiny(comps: int, machines: int):
+    """The benchmarks' goal cell tiny comps x machines (benchmarks/bench_throughput_scaling.py, ``instance``)."""
+    inst = tiny(11, "even", comps, machines, per_node=10)
     for c in inst["topologies"][0]["components"]:
         c.pop("max_per_node")
     return parse_instance(inst)
+
+
+def tiny_5x5():
+    return _goal_tiny(5, 5)
 
 
 def tiny_8x10():
-    """The benchmarks' goal cell tiny 8 x 10 (benchmarks/bench_throughput_scaling.py, ``instance``)."""
-    inst = tiny(11, "even", 8, 10, per_node=10)
-    for c in inst["topologies"][0]["components"]:
-        c.pop("max_per_node")
-    return parse_instance(inst)
+    return _goal_tiny(8, 10)
 
 
 @pytest.mark.parametrize("case,make,rate", [("hetero8", hetero_8x10, 9609.5806), ("tiny8", tiny_8x10, 1867.0884)])
