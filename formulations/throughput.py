@@ -1756,7 +1756,9 @@ def _make(backend: str, name: str):
 
 
 for _backend, _name in (("cpsat", "exact.cpsat"), ("cbc", "exact.milp-cbc"), ("highs", "exact.milp-highs")):
-    register(_name, ["throughput"], source=SOURCE, kind="exact", options=dict(OPTIONS))(_make(_backend, _name))
+    # highs_start is read by HiGHS's direct MILP alone; the other two refuse it as unknown
+    _opts = {k: v for k, v in OPTIONS.items() if k != "highs_start" or _backend == "highs"}
+    register(_name, ["throughput"], source=SOURCE, kind="exact", options=_opts)(_make(_backend, _name))
 
 
 @register("exact.bruteforce", ["throughput"], kind="exact", source="exhaustive enumeration (Nasiri et al.'s optimal scheduler)",

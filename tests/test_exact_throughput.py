@@ -460,6 +460,17 @@ def test_highs_start_option_agrees_with_bruteforce():
     assert started > 0
 
 
+def test_highs_start_is_refused_by_the_backends_that_ignore_it():
+    """Only exact.milp-highs reads ``highs_start``; exact.cpsat and exact.milp-cbc would ignore it
+    silently, so they refuse it as an unknown option that names where it is."""
+    inst = tiny(0, "even", 3, 3)
+    for method in ("exact.cpsat", "exact.milp-cbc"):
+        with pytest.raises(InstanceError) as e:
+            planner.solve(inst, "throughput", method, highs_start=True)
+        assert e.value.path == "options.highs_start", method
+        assert "unknown option" in str(e.value), method
+
+
 def test_polish_option_off_agrees():
     inst = tiny(3)
     on = planner.solve(inst, "throughput", "exact.milp-highs")
