@@ -11,6 +11,12 @@ polish (branch tput-exact; -1 when the method ran without it).
 One solve at a time; CP-SAT uses 2 workers, CBC and HiGHS 1 thread. Default run: 10 solves
 (CBC and HiGHS) of at most about a minute each (under 10 minutes).
 
+    PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --shapes hetero5x6,hetero6x8,tiny7x8 \
+        --solvers exact.milp-highs
+
+(session 53) any size by --shapes FAMILYCxM (C components on M machines): the frontier of the
+even-routing proofs between the 5 x 5 and 8 x 10 goal cells.
+
     PYTHONPATH=$PWD python benchmarks/bench_throughput_scaling.py --nasiri 3,6 --limit 10
         [--routings even,weighted] [--solvers exact.cpsat,exact.milp-cbc,exact.milp-highs]
 
@@ -74,6 +80,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -632,7 +639,8 @@ def main() -> None:
     ap.add_argument("--search", default="", help="run the count-vector search on these cases (tiny5, hetero5, hetero6, hetero8)")
     ap.add_argument("--search-limit", type=float, default=600.0, help="--search: seconds per instance")
     ap.add_argument("--start-bp", type=float, default=None, help="--search: start from bp_probe's placement at this rate")
-    ap.add_argument("--shapes", default="", help="default run: only these cases (hetero5, hetero6, hetero8, tiny5, tiny8)")
+    ap.add_argument("--shapes", default="", help="default run: only these cases (hetero5, hetero6, hetero8, tiny5, tiny8), "
+                    "or any size as FAMILYCxM, e.g. hetero7x8 (7 components on 8 machines; the frontier of session 53)")
     ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                     help="default run: a method option for every solve (repeatable), e.g. bp_search=false")
     ap.add_argument("--bp-chain", default="", help="chain bp_probe as a plan search on this case (session 37)")
@@ -723,8 +731,13 @@ def main() -> None:
     if a.shapes:
         names = {f"{f}{c}": (f, c, m) for f, c, m in cases}
         want = [x for x in a.shapes.split(",") if x]
+        for x in want:
+            sized = re.fullmatch(r"(hetero|tiny)(\d+)x(\d+)", x)
+            if sized and x not in names:
+                names[x] = (sized[1], int(sized[2]), int(sized[3]))
         if set(want) - set(names):
-            ap.error(f"--shapes: unknown case(s) {sorted(set(want) - set(names))}; known: {', '.join(names)}")
+            ap.error(f"--shapes: unknown case(s) {sorted(set(want) - set(names))}; known: {', '.join(names)}, "
+                     "or FAMILYCxM with FAMILY hetero or tiny (e.g. hetero7x8)")
         cases = [names[x] for x in want]
     opts = {}
     for kv in a.option:
