@@ -646,7 +646,11 @@ def _even_milp_direct(d: TPData, r_lo: float, r_ub: float, hint, time_limit, sol
                 warm = True
             else:  # no start through SciPy's HiGHS: a valid cutoff instead
                 p += T <= min(tmax, r_ub / h_rate * (1 + 1e-7))
-    out = core.run_pulp(p, solver, time_limit, warm=warm, deadline=deadline)
+    # HiGHS always runs in-process through highspy here (run_pulp's warm path, with no start unless
+    # one was set above): SciPy's milp drops HiGHS's dual bound when the time runs out before a
+    # plan is found (session 53: hetero 5 x 8 at 60 s kept the weighted bound 4072.39; through
+    # highspy, the same model and cutoff, 4041.32); where SciPy does find plans the two agree
+    out = core.run_pulp(p, solver, time_limit, warm=warm or solver == "highs", deadline=deadline)
     if out.status in ("optimal", "feasible"):
         return out, [[int(round(n[c][j].varValue or 0)) for j in range(d.J)] for c in range(d.C)]
     return out, None

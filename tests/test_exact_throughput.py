@@ -460,6 +460,30 @@ def test_highs_start_option_agrees_with_bruteforce():
     assert started > 0
 
 
+def test_highs_direct_milp_keeps_its_bound_when_it_finds_no_plan():
+    """exact.milp-highs's even direct MILP runs HiGHS through highspy: SciPy's milp dropped HiGHS's
+    dual bound when the time ran out before a plan (session 53: hetero 5 x 8 at 60 s ended at the
+    weighted bound). From a polished plan as the cutoff, 2 s find no better plan there, and the
+    bound HiGHS proved is still returned, valid (at least the plan's rate) and below the model's
+    own upper bound."""
+    from planner.generate import gen_hetero
+
+    from formulations import throughput as T
+
+    inst = next(gen_hetero(1, 1, scenarios=["medium"], components=5, machines=8, types=3))
+    d = T.prepare(planner.load_instance(inst))
+    r = planner.solve(inst, "throughput", "exact.milp-highs", time_limit=6, count_search=False)
+    assert r.ok and r.metrics["feasible"]
+    n = T.counts_from_plan(d, r.plan)
+    rate, ub = T.even_rate(d, n), r.details["weighted_bound"]
+    out, found = T._even_milp_direct(d, rate, ub, n, 2.0, "highs")
+    assert out.status in ("unknown", "feasible"), out  # "unknown": no plan beat the cutoff in 2 s
+    assert out.bound is not None and out.bound > 1.0, out  # T' = ub / R: a bound under ub
+    assert ub / out.bound >= rate * (1 - 1e-9)
+    if found is not None:
+        assert T.even_rate(d, found) <= ub / out.bound * (1 + 1e-9)
+
+
 def test_highs_start_is_refused_by_the_backends_that_ignore_it():
     """Only exact.milp-highs reads ``highs_start``; exact.cpsat and exact.milp-cbc would ignore it
     silently, so they refuse it as an unknown option that names where it is."""
