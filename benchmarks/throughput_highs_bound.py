@@ -43,8 +43,8 @@ def main() -> None:
     mode = {"path": "highspy", "last": None}
 
     def patched(d, r_lo, r_ub, hint, tl, solver, highs_start=False):
-        if mode["path"] == "scipy":  # run_pulp's HiGHS path without warm is SciPy's milp
-            T.core.run_pulp = lambda p, s, t, warm=False, deadline=None: run(p, s, t, warm=False, deadline=deadline)
+        if mode["path"] == "scipy":  # run_pulp's HiGHS path without highspy (and no start) is SciPy's milp
+            T.core.run_pulp = lambda p, s, t, warm=False, deadline=None, highspy=False: run(p, s, t, deadline=deadline)
         try:
             out, n = direct(d, r_lo, r_ub, hint, tl, solver, highs_start)
         finally:

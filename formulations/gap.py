@@ -262,7 +262,8 @@ def _pulp_to_scipy_milp(prob, time_limit: float | None, deadline: float | None =
     Why not ``pulp.HiGHS``: it goes through ``highspy``, whose ``libhighs.so.1`` clashes with the
     HiGHS library inside OR-Tools unless their versions match (pyproject pins highspy to OR-Tools'
     HiGHS; docs/architecture.md); SciPy's HiGHS is linked privately and coexists with any.
-    SciPy's ``milp`` takes no start solution: :func:`_pulp_highs_warm` does.
+    SciPy's ``milp`` takes no start solution, and returns no dual bound when stopped before a
+    plan: :func:`_pulp_highspy` does both.
     """
     import numpy as np
     import pulp
@@ -304,14 +305,15 @@ def _pulp_to_scipy_milp(prob, time_limit: float | None, deadline: float | None =
     return res, sign
 
 
-def _pulp_highs_warm(prob, time_limit: float | None, deadline: float | None = None):
-    """Solve a PuLP problem with ``pulp.HiGHS`` (highspy) in this process, the variables' initial
-    values handed over as a start solution (``_linmodel._HiGHSWarm``, partial: HiGHS completes
-    the values left unset), which HiGHS keeps as its incumbent when it is feasible. Returns what
-    :func:`run_pulp` reads of SciPy's ``milp`` result (``status`` 0 optimal, 1 stopped, 2
-    infeasible; ``x``; ``mip_dual_bound``) and the sign, as :func:`_pulp_to_scipy_milp`. The
-    absolute gap is set far below HiGHS's default (1e-6, a relative 1e-6 on the even direct
-    MILP's T' ~ 1), so that ``optimal`` means ``MIP_REL_GAP``."""
+def _pulp_highspy(prob, time_limit: float | None, deadline: float | None = None, start: bool = False):
+    """Solve a PuLP problem with ``pulp.HiGHS`` (highspy) in this process. With ``start``, the
+    variables' initial values are handed over as a start solution (``_linmodel._HiGHSWarm``,
+    partial: HiGHS completes the values left unset), which HiGHS keeps as its incumbent when it
+    is feasible. Unlike SciPy's ``milp`` it reports HiGHS's dual bound also when the time runs out
+    before a plan. Returns what :func:`run_pulp` reads of SciPy's ``milp`` result (``status`` 0
+    optimal, 1 stopped, 2 infeasible; ``x``; ``mip_dual_bound``) and the sign, as
+    :func:`_pulp_to_scipy_milp`. The absolute gap is set far below HiGHS's default (1e-6, a
+    relative 1e-6 on the even direct MILP's T' ~ 1), so that ``optimal`` means ``MIP_REL_GAP``."""
     import types
 
     import pulp
@@ -321,7 +323,7 @@ def _pulp_highs_warm(prob, time_limit: float | None, deadline: float | None = No
     if deadline is not None:
         time_limit = max(time_left(time_limit, deadline), 0.01)
     solver = _HiGHSWarm(msg=False, timeLimit=time_limit, gapRel=MIP_REL_GAP, gapAbs=1e-10, threads=1)
-    solver.warm = solver.partial = True
+    solver.warm = solver.partial = start
     with _quiet_stdout():
         prob.solve(solver)
     found = prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
@@ -551,12 +553,15 @@ def _children() -> list[int]:
 
 
 def run_pulp(prob, solver: str, time_limit: float | None, warm: bool = False,
-             deadline: float | None = None) -> Outcome:
+             deadline: float | None = None, highspy: bool = False) -> Outcome:
     """Solve a PuLP problem with ``cbc`` or ``highs``. The status says ``optimal`` only when the
     solver proved it (PuLP's ``LpStatus`` says Optimal for CBC stopped by its time limit with a
     solution; ``sol_status`` tells which). ``deadline`` (``time.monotonic()``): the limit is cut
     to what is left of it, measured when the solver starts, so the time the caller spent
-    building ``prob`` counts; ``unknown`` at once when nothing is left."""
+    building ``prob`` counts; ``unknown`` at once when nothing is left. HiGHS runs through
+    SciPy's ``milp`` unless ``highspy`` or ``warm`` (a start needs highspy): then in this process
+    through highspy (:func:`_pulp_highspy`), which also keeps its dual bound when stopped before
+    a plan."""
     import pulp
 
     maximise = prob.sense == pulp.LpMaximize
@@ -571,7 +576,8 @@ def run_pulp(prob, solver: str, time_limit: float | None, warm: bool = False,
         time_limit -= PULP_HANDING_S["cbc"] * sum(len(c) for c in prob.constraints.values())
         if time_limit <= 0:
             return Outcome("unknown", seconds=time.perf_counter() - t0)
-    if solver == "highs" and warm and deadline is not None:
+    highspy = solver == "highs" and (highspy or warm)
+    if highspy and deadline is not None:
         # pulp.HiGHS hands the rows to highspy outside HiGHS's clock (hetero 8 x 10's direct MILP,
         # 24,338 nonzeros: 0.28 s past its limit, session 53): keep that back, as _linmodel does
         time_limit -= PULP_HANDING_S["highs"] * sum(len(c) for c in prob.constraints.values())
@@ -602,9 +608,7 @@ def run_pulp(prob, solver: str, time_limit: float | None, warm: bool = False,
             return Outcome("unknown", seconds=sec)
         return Outcome("unknown", bound=bound, seconds=sec)
     if solver == "highs":
-        # SciPy's HiGHS takes no start solution; with ``warm`` the model goes to highspy in this
-        # process, which does (the variables' initial values)
-        res, sign = (_pulp_highs_warm(prob, time_limit, deadline) if warm
+        res, sign = (_pulp_highspy(prob, time_limit, deadline, start=warm) if highspy
                      else _pulp_to_scipy_milp(prob, time_limit, deadline))
         sec = time.perf_counter() - t0
         bound = getattr(res, "mip_dual_bound", None)

@@ -63,8 +63,7 @@ TOL = 1e-5  # relative: optimal means best rate >= bound / (1 + TOL)
 MILP_SYM_MAX = 10**5  # largest weight in the MILPs' symmetry-breaking key (numerics)
 SHARE_UNITS = 10**6  # CP-SAT weighted routing: flows in 1/D of a component's rate
 OPTIONS = {"hint": None, "max_instances": 10, "weighted_start": True, "polish": True, "count_search": True,
-           "weighted_cuts": True, "lns": False,
-           "highs_start": False}
+           "weighted_cuts": True, "lns": False, "highs_start": False}
 POLISH_PROBE = 1.0  # seconds: one fixed-count probe in the start polish
 POLISH_SHARE = 0.2  # at most this share of the time left goes to the polish
 POLISH_MAX = 30.0  # seconds of polish when there is no time limit
@@ -592,8 +591,8 @@ def _even_milp_direct(d: TPData, r_lo: float, r_ub: float, hint, time_limit, sol
     the share s_cj = n_cj / N_c = sum_k z_cjk / k is linear in the GAP-core variables, and the
     product n_cj T' is linearised exactly through the bits of n_cj (McCormick on binaries with
     1 <= T' <= R_ub / R_lo). Returns (Outcome, n); the Outcome's objective and bound are in T'.
-    The hint is CBC's start; HiGHS's too with ``highs_start`` (highspy, which takes one), else
-    SciPy's HiGHS gets the hint's rate as a cutoff."""
+    HiGHS runs through highspy, which keeps its dual bound when stopped before a plan. The hint
+    is CBC's start, HiGHS's too with ``highs_start``; else HiGHS gets the hint's rate as a cutoff."""
     import pulp
 
     deadline = _limit_deadline(time_limit)
@@ -644,13 +643,12 @@ def _even_milp_direct(d: TPData, r_lo: float, r_ub: float, hint, time_limit, sol
                         beta[e].setInitialValue(bit)
                         q[e].setInitialValue(bit * tv)
                 warm = True
-            else:  # no start through SciPy's HiGHS: a valid cutoff instead
+            else:  # HiGHS without a start: a valid cutoff instead
                 p += T <= min(tmax, r_ub / h_rate * (1 + 1e-7))
-    # HiGHS always runs in-process through highspy here (run_pulp's warm path, with no start unless
-    # one was set above): SciPy's milp drops HiGHS's dual bound when the time runs out before a
-    # plan is found (session 53: hetero 5 x 8 at 60 s kept the weighted bound 4072.39; through
-    # highspy, the same model and cutoff, 4041.32); where SciPy does find plans the two agree
-    out = core.run_pulp(p, solver, time_limit, warm=warm or solver == "highs", deadline=deadline)
+    # highspy, not SciPy's milp, which drops HiGHS's dual bound when the time runs out before a
+    # plan (session 53: hetero 5 x 8 at 60 s kept the weighted bound 4072.39; through highspy,
+    # the same model and cutoff, 4041.32); where SciPy does find plans the two agree
+    out = core.run_pulp(p, solver, time_limit, warm=warm, deadline=deadline, highspy=True)
     if out.status in ("optimal", "feasible"):
         return out, [[int(round(n[c][j].varValue or 0)) for j in range(d.J)] for c in range(d.C)]
     return out, None
@@ -1350,10 +1348,10 @@ def solve_throughput(instance: Instance, backend: str, method: str, time_limit=N
             else:
                 left = None if deadline is None else max(0.05, deadline - time.monotonic())
                 if backend == "highs" and floor_n is not None and not highs_start:
-                    # SciPy's HiGHS takes no start: it must find a plan at least as good as the
-                    # model's floor by itself, and when it finds none it reports no bound either;
-                    # so it keeps the pre-polish floor (as before the polish), measured: the
-                    # polished floor left it without a plan or a bound on tiny 8 x 10 and hetero 6 x 6
+                    # without a start HiGHS must find a plan at least as good as the model's floor
+                    # by itself; so it keeps the pre-polish floor (as before the polish), measured
+                    # (through SciPy): the polished floor left it without a plan on tiny 8 x 10 and
+                    # hetero 6 x 6
                     out, n = _even_milp_direct(d, floor_rate, search.hi, floor_n, left, backend)
                 else:
                     if backend == "highs" and highs_start:
